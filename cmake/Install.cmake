@@ -1,0 +1,1 @@
+# install and package rules: see issue 2 (packaging)

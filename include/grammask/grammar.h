@@ -1,0 +1,104 @@
+// The grammar IR: what the GBNF parser and the JSON Schema converter produce
+// and what the recognizer compiles. Terminals are Unicode code points; the
+// recognizer lowers them to UTF-8 byte automata.
+#ifndef GRAMMASK_GRAMMAR_H_
+#define GRAMMASK_GRAMMAR_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grammask/status.h"
+
+namespace grammask {
+
+// Largest Unicode scalar value.
+inline constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+// Repeat::max value meaning "no upper bound".
+inline constexpr uint32_t kUnbounded = UINT32_MAX;
+
+// An inclusive range of code points.
+struct CodePointRange {
+  uint32_t first = 0;
+  uint32_t last = 0;
+  friend bool operator==(const CodePointRange& a, const CodePointRange& b) {
+    return a.first == b.first && a.last == b.last;
+  }
+};
+
+// One node of a rule body. A plain tagged struct (not a class hierarchy) so
+// the IR is cheap to copy, compare and walk.
+struct Expr {
+  enum class Kind : uint8_t {
+    kSequence,     // children in order; empty = the empty string
+    kAlternation,  // one of children (at least one child)
+    kLiteral,      // the code points in `literal` (non-empty)
+    kCharClass,    // one code point in `ranges`, or not in them if `negated`
+    kAnyChar,      // `.`: any one code point
+    kRuleRef,      // the rule with index `rule`
+    kRepeat,       // children[0] repeated min..max times (max may be kUnbounded)
+  };
+
+  Kind kind = Kind::kSequence;
+  bool negated = false;                 // kCharClass
+  uint32_t rule = 0;                    // kRuleRef: index into Grammar::rules()
+  uint32_t min = 0;                     // kRepeat
+  uint32_t max = 0;                     // kRepeat
+  std::u32string literal;               // kLiteral
+  std::vector<CodePointRange> ranges;   // kCharClass, as written (may overlap)
+  std::vector<Expr> children;           // kSequence, kAlternation, kRepeat
+  SourceLocation where;                 // where it was written, if parsed
+
+  static Expr sequence(std::vector<Expr> items);
+  static Expr alternation(std::vector<Expr> options);
+  static Expr literal_text(std::u32string code_points);
+  static Expr char_class(std::vector<CodePointRange> ranges, bool negated);
+  static Expr any_char();
+  static Expr rule_ref(uint32_t rule_index);
+  static Expr repeat(Expr item, uint32_t min, uint32_t max);
+};
+
+bool operator==(const Expr& a, const Expr& b);
+inline bool operator!=(const Expr& a, const Expr& b) { return !(a == b); }
+
+struct Rule {
+  std::string name;
+  Expr body;
+  SourceLocation where;
+};
+
+// A set of named rules. Rules are referenced by index; names are unique.
+// Thread-safety: a const Grammar may be read from any number of threads.
+class Grammar {
+ public:
+  Grammar() = default;
+
+  const std::vector<Rule>& rules() const noexcept { return rules_; }
+  std::vector<Rule>& mutable_rules() noexcept { return rules_; }
+
+  // Index of the rule called `name`, or -1.
+  int find_rule(std::string_view name) const noexcept;
+
+  // Appends a rule and returns its index. The caller keeps names unique.
+  uint32_t add_rule(std::string name, Expr body, SourceLocation where = {});
+
+  // Checks the invariants the recognizer relies on: unique non-empty names,
+  // references in range, non-empty literals and alternations, min <= max,
+  // ranges within Unicode. Cost: linear in the grammar size.
+  Status validate() const;
+
+  // Writes the grammar as GBNF text that parse_gbnf() reads back to an equal
+  // grammar (rules in index order, one per line).
+  std::string to_gbnf() const;
+
+ private:
+  std::vector<Rule> rules_;
+};
+
+// Writes one expression as GBNF (rule references by name from `grammar`).
+std::string to_gbnf(const Expr& expr, const Grammar& grammar);
+
+}  // namespace grammask
+
+#endif  // GRAMMASK_GRAMMAR_H_
