@@ -1,1 +1,727 @@
-// placeholder: filled in by its component
+#include "automaton.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace grammask::internal {
+
+// --- UTF-8 ranges ---------------------------------------------------------
+
+namespace {
+
+int utf8_length(uint32_t cp) {
+  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+void encode_utf8(uint32_t cp, uint8_t* out) {
+  switch (utf8_length(cp)) {
+    case 1:
+      out[0] = static_cast<uint8_t>(cp);
+      break;
+    case 2:
+      out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
+      out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+      break;
+    case 3:
+      out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
+      out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+      out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+      break;
+    default:
+      out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
+      out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
+      out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+      out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+  }
+}
+
+}  // namespace
+
+void utf8_sequences(uint32_t first, uint32_t last, std::vector<Utf8Sequence>& out) {
+  // Split until both ends share an encoded length and every continuation
+  // byte spans its full range except where the ends differ; then the
+  // per-byte ranges describe exactly [first, last].
+  struct Pending {
+    uint32_t first, last;
+  };
+  std::vector<Pending> todo{{first, last}};
+  while (!todo.empty()) {
+    auto [lo, hi] = todo.back();
+    todo.pop_back();
+    if (lo > hi) continue;
+    bool split = false;
+    for (uint32_t boundary : {0x7Fu, 0x7FFu, 0xFFFFu}) {
+      if (lo <= boundary && hi > boundary) {
+        todo.push_back({boundary + 1, hi});
+        todo.push_back({lo, boundary});
+        split = true;
+        break;
+      }
+    }
+    if (split) continue;
+    const int n = utf8_length(lo);
+    for (int i = 1; i < n && !split; ++i) {
+      const uint32_t m = (1u << (6 * i)) - 1;
+      if ((lo & ~m) != (hi & ~m)) {
+        if ((lo & m) != 0) {
+          todo.push_back({(lo | m) + 1, hi});
+          todo.push_back({lo, lo | m});
+          split = true;
+        } else if ((hi & m) != m) {
+          todo.push_back({hi & ~m, hi});
+          todo.push_back({lo, (hi & ~m) - 1});
+          split = true;
+        }
+      }
+    }
+    if (split) continue;
+    Utf8Sequence seq;
+    seq.length = static_cast<uint8_t>(n);
+    encode_utf8(lo, seq.lo);
+    encode_utf8(hi, seq.hi);
+    out.push_back(seq);
+  }
+}
+
+// --- NFA ------------------------------------------------------------------
+
+namespace {
+
+struct ByteEdge {
+  uint8_t lo, hi;
+  uint32_t target;
+};
+
+struct NfaState {
+  std::vector<uint32_t> epsilon;
+  std::vector<ByteEdge> bytes;
+  std::vector<RuleEdge> rules;  // rule = lowered rule index
+};
+
+struct Nfa {
+  std::vector<NfaState> states;
+  uint32_t start = 0;
+  uint32_t accept = 0;
+  uint32_t add() {
+    states.emplace_back();
+    return static_cast<uint32_t>(states.size() - 1);
+  }
+};
+
+// Code point ranges of a class, sorted, merged, negated if asked, and
+// without surrogates (which have no UTF-8 encoding).
+std::vector<CodePointRange> normalized_ranges(const Expr& e) {
+  std::vector<CodePointRange> r;
+  if (e.kind == Expr::Kind::kAnyChar) {
+    r.push_back({0, kMaxCodePoint});
+  } else {
+    r = e.ranges;
+    std::sort(r.begin(), r.end(),
+              [](const CodePointRange& a, const CodePointRange& b) { return a.first < b.first; });
+    std::vector<CodePointRange> merged;
+    for (const auto& x : r) {
+      if (!merged.empty() && x.first <= merged.back().last + 1) {
+        merged.back().last = std::max(merged.back().last, x.last);
+      } else {
+        merged.push_back(x);
+      }
+    }
+    r = std::move(merged);
+    if (e.negated) {
+      std::vector<CodePointRange> complement;
+      uint32_t next = 0;
+      for (const auto& x : r) {
+        if (x.first > next) complement.push_back({next, x.first - 1});
+        next = x.last + 1;
+      }
+      if (next <= kMaxCodePoint) complement.push_back({next, kMaxCodePoint});
+      r = std::move(complement);
+    }
+  }
+  std::vector<CodePointRange> out;
+  for (const auto& x : r) {
+    uint32_t last = std::min(x.last, kMaxCodePoint);
+    if (x.first <= 0xDFFF && last >= 0xD800) {
+      if (x.first < 0xD800) out.push_back({x.first, 0xD7FF});
+      if (last > 0xDFFF) out.push_back({0xE000, last});
+    } else if (x.first <= last) {
+      out.push_back({x.first, last});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// --- Lowering -------------------------------------------------------------
+
+class Lowering {
+  struct PendingRule {
+    const Expr* body;
+  };
+
+ public:
+  Lowering(const Grammar& grammar, const RecognizerOptions& options)
+      : grammar_(grammar), options_(options) {}
+
+  Result<std::shared_ptr<const ByteGrammar>> run(std::string_view root) {
+    const int root_index = grammar_.find_rule(root);
+    if (root_index < 0) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "the start rule '" + std::string(root) + "' is not defined");
+    }
+    if (Status s = grammar_.validate(); !s.ok()) return s;
+    find_recursive_rules();
+    inline_size_.assign(grammar_.rules().size(), -1);
+    // A rule whose automaton blows up is lowered again with its parts split
+    // into rules of their own (the Earley engine then carries the
+    // nondeterminism); each retry splits one more body, so this ends.
+    for (int attempt = 0;; ++attempt) {
+      const Expr* blown_up = attempt_lowering(static_cast<uint32_t>(root_index));
+      if (!status_.ok()) return status_;
+      if (blown_up == nullptr) break;
+      if (split_bodies_.count(blown_up) || attempt >= kMaxSplitRetries) {
+        return Status(ErrorCode::kLimitExceeded,
+                      "a rule of the grammar needs too many automaton states even after "
+                      "splitting it",
+                      blown_up->where);
+      }
+      split_bodies_.insert(blown_up);
+    }
+    finish();
+    return std::shared_ptr<const ByteGrammar>(std::move(out_));
+  }
+
+ private:
+  // One lowering pass. Returns the body of a rule whose determinization
+  // exceeded its budget, or nullptr when every rule fit.
+  const Expr* attempt_lowering(uint32_t root_index) {
+    out_ = std::make_shared<ByteGrammar>();
+    lowered_of_source_.assign(grammar_.rules().size(), kNoState);
+    pending_.clear();
+    nfas_.clear();
+    pending_rule_edges_.clear();
+    total_nfa_states_ = 0;
+    out_->root_rule_ = lowered_rule_for_source(root_index);
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      building_rule_ = static_cast<uint32_t>(i);
+      Nfa nfa;
+      nfa.start = nfa.add();
+      const Expr& body = *pending_[i].body;
+      nfa.accept = split_bodies_.count(&body) ? build_split(body, nfa.start, nfa, 0)
+                                              : build(body, nfa.start, nfa, 0);
+      if (!status_.ok()) return nullptr;
+      nfas_.push_back(std::move(nfa));
+    }
+    compute_byte_classes();
+    for (size_t i = 0; i < nfas_.size(); ++i) {
+      if (!determinize(static_cast<uint32_t>(i))) return pending_[i].body;
+      if (!status_.ok()) return nullptr;
+    }
+    return nullptr;
+  }
+
+  // Like build(), but alternatives and repeated parts that are not plain
+  // terminals become rules of their own and references are not inlined.
+  uint32_t build_split(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
+    auto is_terminal = [](const Expr& x) {
+      return x.kind == Expr::Kind::kLiteral || x.kind == Expr::Kind::kCharClass ||
+             x.kind == Expr::Kind::kAnyChar;
+    };
+    auto reference = [&](const Expr& part, uint32_t at) {
+      uint32_t rule;
+      if (part.kind == Expr::Kind::kRuleRef) {
+        rule = lowered_rule_for_source(part.rule);
+      } else {
+        rule = new_lowered_rule(
+            out_->rules_[building_rule_].name + "#" + std::to_string(out_->rules_.size()), &part);
+      }
+      uint32_t target = nfa.add();
+      nfa.states[at].rules.push_back({rule, target});
+      charge(1);
+      return target;
+    };
+    switch (e.kind) {
+      case Expr::Kind::kSequence: {
+        uint32_t cur = from;
+        for (const Expr& c : e.children)
+          cur = is_terminal(c) ? build(c, cur, nfa, depth + 1) : reference(c, cur);
+        return cur;
+      }
+      case Expr::Kind::kAlternation: {
+        uint32_t end = nfa.add();
+        for (const Expr& c : e.children) {
+          uint32_t start = nfa.add();
+          nfa.states[from].epsilon.push_back(start);
+          uint32_t stop = is_terminal(c) ? build(c, start, nfa, depth + 1) : reference(c, start);
+          nfa.states[stop].epsilon.push_back(end);
+        }
+        return end;
+      }
+      case Expr::Kind::kRepeat: {
+        const Expr& child = e.children[0];
+        if (is_terminal(child)) return build(e, from, nfa, depth + 1);
+        // Repeat a reference to the child as its own rule.
+        uint32_t rule = child.kind == Expr::Kind::kRuleRef
+                            ? lowered_rule_for_source(child.rule)
+                            : new_lowered_rule(out_->rules_[building_rule_].name + "#" +
+                                                   std::to_string(out_->rules_.size()),
+                                               &child);
+        return build_repeat_of_rule(e, rule, from, nfa);
+      }
+      case Expr::Kind::kRuleRef:
+        return reference(e, from);
+      default:
+        return build(e, from, nfa, depth + 1);
+    }
+  }
+
+  // Rules that can reach themselves through references stay rules; the
+  // others may be inlined. Iterative Tarjan, so deep grammars cannot
+  // overflow the stack.
+  void find_recursive_rules() {
+    const size_t n = grammar_.rules().size();
+    std::vector<std::vector<uint32_t>> refs(n);
+    for (size_t i = 0; i < n; ++i) collect_refs(grammar_.rules()[i].body, refs[i]);
+    recursive_.assign(n, false);
+    std::vector<int> index(n, -1), low(n, 0);
+    std::vector<bool> on_stack(n, false);
+    std::vector<uint32_t> stack;
+    int counter = 0;
+    struct Frame {
+      uint32_t rule;
+      size_t next;
+    };
+    for (uint32_t s = 0; s < n; ++s) {
+      if (index[s] >= 0) continue;
+      std::vector<Frame> frames{{s, 0}};
+      index[s] = low[s] = counter++;
+      stack.push_back(s);
+      on_stack[s] = true;
+      while (!frames.empty()) {
+        Frame& f = frames.back();
+        if (f.next < refs[f.rule].size()) {
+          uint32_t w = refs[f.rule][f.next++];
+          if (w == f.rule) recursive_[w] = true;
+          if (index[w] < 0) {
+            index[w] = low[w] = counter++;
+            stack.push_back(w);
+            on_stack[w] = true;
+            frames.push_back({w, 0});
+          } else if (on_stack[w]) {
+            low[f.rule] = std::min(low[f.rule], index[w]);
+          }
+          continue;
+        }
+        uint32_t v = f.rule;
+        frames.pop_back();
+        if (!frames.empty()) low[frames.back().rule] = std::min(low[frames.back().rule], low[v]);
+        if (low[v] == index[v]) {
+          std::vector<uint32_t> component;
+          uint32_t w;
+          do {
+            w = stack.back();
+            stack.pop_back();
+            on_stack[w] = false;
+            component.push_back(w);
+          } while (w != v);
+          if (component.size() > 1)
+            for (uint32_t c : component) recursive_[c] = true;
+        }
+      }
+    }
+  }
+
+  static void collect_refs(const Expr& e, std::vector<uint32_t>& out) {
+    if (e.kind == Expr::Kind::kRuleRef) out.push_back(e.rule);
+    for (const Expr& c : e.children) collect_refs(c, out);
+  }
+
+  // Estimated NFA size of `e` with its non-recursive references inlined.
+  size_t estimated_size(const Expr& e, int depth) {
+    if (depth > 200) return SIZE_MAX / 4;
+    switch (e.kind) {
+      case Expr::Kind::kLiteral:
+        return e.literal.size() * 2 + 1;
+      case Expr::Kind::kCharClass:
+      case Expr::Kind::kAnyChar:
+        return 4 * (e.ranges.size() + 2) + 8;
+      case Expr::Kind::kRuleRef: {
+        if (recursive_[e.rule]) return 1;
+        return inline_size(e.rule, depth + 1);
+      }
+      case Expr::Kind::kRepeat: {
+        size_t child = estimated_size(e.children[0], depth + 1);
+        size_t copies = e.max == kUnbounded ? std::max<uint32_t>(e.min, 1) : e.max;
+        if (child * copies > kLiftProduct) return copies + 2;
+        return child * copies + 2;
+      }
+      default: {
+        size_t total = 2;
+        for (const Expr& c : e.children) total += estimated_size(c, depth + 1);
+        return std::min(total, SIZE_MAX / 4);
+      }
+    }
+  }
+
+  size_t inline_size(uint32_t rule, int depth) {
+    if (inline_size_[rule] < 0) {
+      inline_size_[rule] = static_cast<long long>(
+          std::min<size_t>(estimated_size(grammar_.rules()[rule].body, depth), 1u << 30));
+    }
+    return static_cast<size_t>(inline_size_[rule]);
+  }
+
+  bool should_inline(uint32_t rule) {
+    return !recursive_[rule] && inline_size(rule, 0) <= kInlineLimit;
+  }
+
+  uint32_t lowered_rule_for_source(uint32_t source) {
+    if (lowered_of_source_[source] == kNoState) {
+      lowered_of_source_[source] =
+          new_lowered_rule(grammar_.rules()[source].name, &grammar_.rules()[source].body);
+    }
+    return lowered_of_source_[source];
+  }
+
+  uint32_t new_lowered_rule(std::string name, const Expr* body) {
+    out_->rules_.push_back(LoweredRule{std::move(name), 0, false});
+    pending_.push_back(PendingRule{body});
+    return static_cast<uint32_t>(out_->rules_.size() - 1);
+  }
+
+  bool charge(size_t states) {
+    total_nfa_states_ += states;
+    if (total_nfa_states_ > options_.max_states && status_.ok()) {
+      status_ = Status(ErrorCode::kLimitExceeded,
+                       "grammar too large after lowering (more than " +
+                           std::to_string(options_.max_states) +
+                           " automaton states; see RecognizerOptions::max_states)");
+    }
+    return status_.ok();
+  }
+
+  // Adds the fragment for `e` starting at `from`; returns its end state.
+  uint32_t build(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
+    if (!status_.ok()) return from;
+    if (depth > kMaxDepth) {
+      status_ = Status(ErrorCode::kLimitExceeded, "grammar nested too deeply to lower", e.where);
+      return from;
+    }
+    switch (e.kind) {
+      case Expr::Kind::kLiteral: {
+        uint32_t cur = from;
+        for (char32_t cp : e.literal) {
+          uint8_t bytes[4];
+          encode_utf8(static_cast<uint32_t>(cp), bytes);
+          for (int i = 0; i < utf8_length(static_cast<uint32_t>(cp)); ++i) {
+            uint32_t next = nfa.add();
+            nfa.states[cur].bytes.push_back({bytes[i], bytes[i], next});
+            cur = next;
+          }
+        }
+        charge(e.literal.size());
+        return cur;
+      }
+      case Expr::Kind::kCharClass:
+      case Expr::Kind::kAnyChar: {
+        std::vector<Utf8Sequence> seqs;
+        for (const auto& r : normalized_ranges(e)) utf8_sequences(r.first, r.last, seqs);
+        uint32_t end = nfa.add();
+        for (const Utf8Sequence& s : seqs) {
+          uint32_t cur = from;
+          for (int i = 0; i < s.length; ++i) {
+            uint32_t next = i + 1 == s.length ? end : nfa.add();
+            nfa.states[cur].bytes.push_back({s.lo[i], s.hi[i], next});
+            cur = next;
+          }
+        }
+        charge(seqs.size() * 3 + 1);
+        return end;
+      }
+      case Expr::Kind::kRuleRef: {
+        if (should_inline(e.rule))
+          return build(grammar_.rules()[e.rule].body, from, nfa, depth + 1);
+        uint32_t target = nfa.add();
+        nfa.states[from].rules.push_back({lowered_rule_for_source(e.rule), target});
+        charge(1);
+        return target;
+      }
+      case Expr::Kind::kSequence: {
+        uint32_t cur = from;
+        for (const Expr& c : e.children) cur = build(c, cur, nfa, depth + 1);
+        return cur;
+      }
+      case Expr::Kind::kAlternation: {
+        uint32_t end = nfa.add();
+        for (const Expr& c : e.children) {
+          uint32_t start = nfa.add();
+          nfa.states[from].epsilon.push_back(start);
+          nfa.states[build(c, start, nfa, depth + 1)].epsilon.push_back(end);
+        }
+        charge(e.children.size() + 1);
+        return end;
+      }
+      case Expr::Kind::kRepeat:
+        return build_repeat(e, from, nfa, depth);
+    }
+    return from;
+  }
+
+  uint32_t build_repeat(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
+    const Expr& child = e.children[0];
+    const size_t copies = e.max == kUnbounded ? std::max<uint32_t>(e.min, 1) : e.max;
+    // A large repeat of a large part repeats a reference to the part, lifted
+    // into a rule of its own, instead of copying the part `copies` times.
+    if (copies > 1 && child.kind != Expr::Kind::kRuleRef &&
+        estimated_size(child, depth) * copies > kLiftProduct) {
+      uint32_t rule = new_lowered_rule(
+          out_->rules_[building_rule_].name + "#" + std::to_string(out_->rules_.size()), &child);
+      return build_repeat_of_rule(e, rule, from, nfa);
+    }
+    return build_copies(e, from, nfa,
+                        [&](uint32_t at) { return build(child, at, nfa, depth + 1); });
+  }
+
+  uint32_t build_repeat_of_rule(const Expr& e, uint32_t rule, uint32_t from, Nfa& nfa) {
+    return build_copies(e, from, nfa, [&](uint32_t at) {
+      uint32_t target = nfa.add();
+      nfa.states[at].rules.push_back({rule, target});
+      charge(1);
+      return target;
+    });
+  }
+
+  // The min..max copies of a repeat; `one(at)` adds one copy starting at `at`
+  // and returns where it ends.
+  template <typename OneCopy>
+  uint32_t build_copies(const Expr& e, uint32_t from, Nfa& nfa, OneCopy one) {
+    uint32_t cur = from;
+    for (uint32_t i = 0; i < e.min && status_.ok(); ++i) cur = one(cur);
+    if (e.max == kUnbounded) {
+      uint32_t loop = nfa.add();
+      nfa.states[cur].epsilon.push_back(loop);
+      uint32_t end = one(loop);
+      nfa.states[end].epsilon.push_back(loop);
+      return loop;
+    }
+    // Nested optional copies: after each copy either stop or read one more,
+    // which keeps the subset construction linear in the bound.
+    uint32_t end = nfa.add();
+    for (uint32_t i = e.min; i < e.max && status_.ok(); ++i) {
+      nfa.states[cur].epsilon.push_back(end);
+      cur = one(cur);
+    }
+    nfa.states[cur].epsilon.push_back(end);
+    charge(2);
+    return end;
+  }
+
+  void compute_byte_classes() {
+    bool boundary[257] = {};
+    for (const Nfa& nfa : nfas_)
+      for (const NfaState& s : nfa.states)
+        for (const ByteEdge& b : s.bytes) {
+          boundary[b.lo] = true;
+          boundary[b.hi + 1] = true;
+        }
+    uint32_t cls = 0;
+    for (int b = 0; b < 256; ++b) {
+      if (b > 0 && boundary[b]) ++cls;
+      out_->byte_class_[b] = static_cast<uint8_t>(cls);
+    }
+    out_->num_classes_ = cls + 1;
+  }
+
+  void closure(const Nfa& nfa, std::vector<uint32_t>& set) {
+    // Stamped marks: no per-call clearing of an NFA-sized array.
+    if (seen_stamp_.size() < nfa.states.size()) seen_stamp_.resize(nfa.states.size(), 0);
+    if (++stamp_ == 0) {
+      std::fill(seen_stamp_.begin(), seen_stamp_.end(), 0);
+      stamp_ = 1;
+    }
+    std::vector<uint32_t> stack(set.begin(), set.end());
+    for (uint32_t s : set) seen_stamp_[s] = stamp_;
+    while (!stack.empty()) {
+      uint32_t s = stack.back();
+      stack.pop_back();
+      for (uint32_t t : nfa.states[s].epsilon)
+        if (seen_stamp_[t] != stamp_) {
+          seen_stamp_[t] = stamp_;
+          set.push_back(t);
+          stack.push_back(t);
+        }
+    }
+    std::sort(set.begin(), set.end());
+  }
+
+  // Subset construction for lowered rule `rule`; DFA states are appended to
+  // the global state table.
+  // Returns false if the automaton outgrew its budget (the caller splits the
+  // rule and retries).
+  bool determinize(uint32_t rule) {
+    const Nfa& nfa = nfas_[rule];
+    const uint32_t classes = out_->num_classes_;
+    std::map<std::vector<uint32_t>, uint32_t> ids;
+    std::vector<std::vector<uint32_t>> sets;
+    auto intern = [&](std::vector<uint32_t> set) -> uint32_t {
+      auto it = ids.find(set);
+      if (it != ids.end()) return it->second;
+      uint32_t id = static_cast<uint32_t>(out_->states_.size());
+      AutomatonState st;
+      st.rule = rule;
+      st.is_final = std::binary_search(set.begin(), set.end(), nfa.accept);
+      out_->states_.push_back(st);
+      out_->byte_next_.resize(out_->byte_next_.size() + classes, kNoState);
+      pending_rule_edges_.emplace_back();
+      ids.emplace(set, id);
+      sets.push_back(std::move(set));
+      return id;
+    };
+    std::vector<uint32_t> start{nfa.start};
+    closure(nfa, start);
+    const uint32_t first = intern(std::move(start));
+    out_->rules_[rule].start = first;
+    const size_t budget = std::max<size_t>(kMinDfaBudget, 4 * nfa.states.size());
+    std::vector<std::vector<uint32_t>> by_class(classes);
+    for (size_t done = 0; done < sets.size(); ++done) {
+      if (sets.size() > budget) return false;
+      const uint32_t id = first + static_cast<uint32_t>(done);
+      for (auto& v : by_class) v.clear();
+      std::map<uint32_t, std::vector<uint32_t>> by_rule;
+      for (uint32_t s : sets[done]) {
+        for (const ByteEdge& b : nfa.states[s].bytes)
+          for (uint32_t c = out_->byte_class_[b.lo]; c <= out_->byte_class_[b.hi]; ++c)
+            by_class[c].push_back(b.target);
+        for (const RuleEdge& r : nfa.states[s].rules) by_rule[r.rule].push_back(r.target);
+      }
+      for (uint32_t c = 0; c < classes; ++c) {
+        if (by_class[c].empty()) continue;
+        std::vector<uint32_t> target = by_class[c];
+        std::sort(target.begin(), target.end());
+        target.erase(std::unique(target.begin(), target.end()), target.end());
+        closure(nfa, target);
+        uint32_t t = intern(std::move(target));
+        out_->byte_next_[static_cast<size_t>(id) * classes + c] = t;
+      }
+      for (auto& [r, targets] : by_rule) {
+        std::sort(targets.begin(), targets.end());
+        targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+        closure(nfa, targets);
+        uint32_t t = intern(std::move(targets));
+        pending_rule_edges_[id].push_back({r, t});
+      }
+    }
+    charge(sets.size());
+    return true;
+  }
+
+  // Prunes states that cannot reach the end of their rule, computes
+  // nullability, scan sets and tails, and packs the rule edges.
+  void finish() {
+    auto& states = out_->states_;
+    auto& rules = out_->rules_;
+    const uint32_t classes = out_->num_classes_;
+    const size_t n = states.size();
+    std::vector<bool> live(n, false);
+    std::vector<bool> productive(rules.size(), false);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t s = 0; s < n; ++s) {
+        if (live[s]) continue;
+        bool l = states[s].is_final;
+        for (uint32_t c = 0; c < classes && !l; ++c) {
+          uint32_t t = out_->byte_next_[s * classes + c];
+          l = t != kNoState && live[t];
+        }
+        for (const RuleEdge& r : pending_rule_edges_[s])
+          if (!l) l = productive[r.rule] && live[r.target];
+        if (l) {
+          live[s] = true;
+          changed = true;
+        }
+      }
+      for (size_t r = 0; r < rules.size(); ++r) {
+        if (!productive[r] && live[rules[r].start]) {
+          productive[r] = true;
+          changed = true;
+        }
+      }
+    }
+    for (size_t s = 0; s < n; ++s) {
+      for (uint32_t c = 0; c < classes; ++c) {
+        uint32_t& t = out_->byte_next_[s * classes + c];
+        if (t != kNoState && !live[t]) t = kNoState;
+      }
+      auto& edges = pending_rule_edges_[s];
+      edges.erase(
+          std::remove_if(edges.begin(), edges.end(),
+                         [&](const RuleEdge& r) { return !productive[r.rule] || !live[r.target]; }),
+          edges.end());
+    }
+    // Nullable rules: the start state reaches a final state through
+    // nullable rule edges only.
+    std::vector<bool> nullable_state(n, false);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t s = 0; s < n; ++s) {
+        if (nullable_state[s]) continue;
+        bool v = states[s].is_final;
+        for (const RuleEdge& r : pending_rule_edges_[s])
+          if (!v) v = rules[r.rule].nullable && nullable_state[r.target];
+        if (v) {
+          nullable_state[s] = true;
+          changed = true;
+        }
+      }
+      for (auto& r : rules) {
+        if (!r.nullable && nullable_state[r.start]) {
+          r.nullable = true;
+          changed = true;
+        }
+      }
+    }
+    for (size_t s = 0; s < n; ++s) {
+      AutomatonState& st = states[s];
+      for (int b = 0; b < 256; ++b)
+        if (out_->byte_next_[s * classes + out_->byte_class_[b]] != kNoState)
+          st.scan.set(static_cast<uint8_t>(b));
+      st.rule_edges_begin = static_cast<uint32_t>(out_->rule_edges_.size());
+      for (const RuleEdge& r : pending_rule_edges_[s]) out_->rule_edges_.push_back(r);
+      st.rule_edges_end = static_cast<uint32_t>(out_->rule_edges_.size());
+      st.is_tail = st.is_final && st.scan.empty() && st.rule_edges_begin == st.rule_edges_end;
+    }
+  }
+
+  static constexpr size_t kInlineLimit = 2048;
+  static constexpr size_t kLiftProduct = 4096;
+  static constexpr size_t kMinDfaBudget = 4096;
+  static constexpr int kMaxSplitRetries = 256;
+  static constexpr int kMaxDepth = 2000;
+
+  const Grammar& grammar_;
+  const RecognizerOptions& options_;
+  Status status_;
+  std::shared_ptr<ByteGrammar> out_;
+  std::vector<bool> recursive_;
+  std::vector<long long> inline_size_;
+  std::vector<uint32_t> lowered_of_source_;
+  std::vector<PendingRule> pending_;
+  std::set<const Expr*> split_bodies_;
+  std::vector<Nfa> nfas_;
+  std::vector<std::vector<RuleEdge>> pending_rule_edges_;
+  std::vector<uint32_t> seen_stamp_;
+  uint32_t stamp_ = 0;
+  uint32_t building_rule_ = 0;
+  size_t total_nfa_states_ = 0;
+};
+
+Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& grammar,
+                                                              std::string_view root,
+                                                              const RecognizerOptions& options) {
+  return Lowering(grammar, options).run(root);
+}
+
+}  // namespace grammask::internal

@@ -1,1 +1,222 @@
-// placeholder: filled in by its component
+#include "grammask/recognizer.h"
+
+#include "automaton.h"
+#include "earley.h"
+
+namespace grammask {
+namespace internal {
+
+namespace {
+constexpr uint64_t kCompletionTag = uint64_t{1} << 63;
+constexpr EarleyItem kNoItem{kNoState, 0};
+constexpr size_t kLeoMemoLimit = 1u << 20;
+}  // namespace
+
+void StampedKeySet::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.size() * 2, Slot{});
+  const uint32_t live = stamp_;
+  count_ = 0;
+  for (const Slot& s : old)
+    if (s.stamp == live) insert_no_grow(s.key);
+}
+
+EarleyEngine::EarleyEngine(std::shared_ptr<const ByteGrammar> grammar)
+    : grammar_(std::move(grammar)) {
+  sets_.push_back(SetInfo{0, next_generation_++, false, {}});
+  seen_.clear();
+  add(grammar_->rules()[grammar_->root_rule()].start, 0);
+  close_top_set();
+}
+
+void EarleyEngine::add(uint32_t state, uint32_t origin) {
+  if (seen_.insert((uint64_t{state} << 32) | origin)) items_.push_back({state, origin});
+}
+
+bool EarleyEngine::push_byte(uint8_t byte) {
+  const SetInfo& top = sets_.back();
+  if (!top.scan.test(byte)) return false;
+  const size_t from = top.begin;
+  const size_t to = items_.size();
+  seen_.clear();
+  sets_.push_back(SetInfo{static_cast<uint32_t>(to), next_generation_++, false, {}});
+  for (size_t i = from; i < to; ++i) {
+    const uint32_t target = grammar_->next(items_[i].state, byte);
+    if (target != kNoState) add(target, items_[i].origin);
+  }
+  close_top_set();
+  return true;
+}
+
+void EarleyEngine::close_top_set() {
+  const uint32_t k = static_cast<uint32_t>(sets_.size() - 1);
+  const auto& states = grammar_->states();
+  const auto& rules = grammar_->rules();
+  const auto& edges = grammar_->rule_edges();
+  const uint32_t root = grammar_->root_rule();
+  ByteSet scan;
+  bool accepting = false;
+  for (size_t i = sets_[k].begin; i < items_.size(); ++i) {
+    const EarleyItem item = items_[i];
+    const AutomatonState& st = states[item.state];
+    scan |= st.scan;
+    if (st.is_final) {
+      if (st.rule == root && item.origin == 0) accepting = true;
+      // Completions of empty derivations (origin k) happen at prediction.
+      if (item.origin < k) complete(st.rule, item.origin);
+    }
+    for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e) {
+      const RuleEdge edge = edges[e];
+      add(rules[edge.rule].start, k);
+      if (rules[edge.rule].nullable) add(edge.target, item.origin);
+    }
+  }
+  sets_[k].scan = scan;
+  sets_[k].accepting = accepting;
+}
+
+void EarleyEngine::complete(uint32_t rule, uint32_t origin) {
+  if (!seen_.insert(kCompletionTag | (uint64_t{rule} << 32) | origin)) return;
+  const EarleyItem topmost = leo_item(origin, rule);
+  if (topmost.state != kNoState) {
+    add(topmost.state, topmost.origin);
+    return;
+  }
+  const auto& states = grammar_->states();
+  const auto& edges = grammar_->rule_edges();
+  // Index-based: add() may reallocate items_.
+  const size_t end = set_end(origin) - items_.data();
+  for (size_t i = sets_[origin].begin; i < end; ++i) {
+    const EarleyItem waiter = items_[i];
+    const AutomatonState& st = states[waiter.state];
+    for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e)
+      if (edges[e].rule == rule) add(edges[e].target, waiter.origin);
+  }
+}
+
+// The single item of `set` waiting on `rule`, advanced over it, when there is
+// exactly one and the advance lands on a tail state.
+EarleyItem EarleyEngine::unique_tail_waiter(uint32_t set, uint32_t rule, bool* found) const {
+  const auto& states = grammar_->states();
+  const auto& edges = grammar_->rule_edges();
+  EarleyItem candidate = kNoItem;
+  int count = 0;
+  for (const EarleyItem* it = set_begin(set); it != set_end(set) && count < 2; ++it) {
+    const AutomatonState& st = states[it->state];
+    for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e)
+      if (edges[e].rule == rule) {
+        ++count;
+        candidate = {edges[e].target, it->origin};
+      }
+  }
+  *found = count == 1 && states[candidate.state].is_tail;
+  return candidate;
+}
+
+// Leo's topmost item for completing `rule` started at `set`: the completed
+// item at the top of a deterministic chain of tail positions, or kNoItem.
+EarleyItem EarleyEngine::leo_item(uint32_t set, uint32_t rule) {
+  if (leo_memo_.size() > kLeoMemoLimit) leo_memo_.clear();
+  const auto& states = grammar_->states();
+  const uint64_t num_rules = grammar_->rules().size();
+  auto key_of = [&](uint32_t s, uint32_t r) { return sets_[s].generation * num_rules + r; };
+
+  struct Link {
+    uint64_t key;
+    EarleyItem candidate;
+  };
+  std::vector<Link> chain;
+  EarleyItem deeper = kNoItem;
+  uint32_t s = set, r = rule;
+  for (;;) {
+    const uint64_t key = key_of(s, r);
+    if (auto it = leo_memo_.find(key); it != leo_memo_.end()) {
+      deeper = it->second;
+      break;
+    }
+    bool found = false;
+    const EarleyItem candidate = unique_tail_waiter(s, r, &found);
+    if (!found) {
+      leo_memo_.emplace(key, kNoItem);
+      break;
+    }
+    for (const Link& l : chain)
+      if (l.key == key_of(candidate.origin, states[candidate.state].rule)) return kNoItem;  // cycle
+    chain.push_back({key, candidate});
+    // The accepting item must stay visible, so the chain stops at it.
+    if (states[candidate.state].rule == grammar_->root_rule() && candidate.origin == 0) break;
+    s = candidate.origin;
+    r = states[candidate.state].rule;
+  }
+  for (size_t j = chain.size(); j-- > 0;) {
+    const EarleyItem value = deeper.state != kNoState ? deeper : chain[j].candidate;
+    leo_memo_[chain[j].key] = value;
+    deeper = value;
+  }
+  return deeper;
+}
+
+void EarleyEngine::pop() noexcept {
+  items_.resize(sets_.back().begin);
+  sets_.pop_back();
+}
+
+void EarleyEngine::truncate(size_t length) noexcept {
+  if (length >= size()) return;
+  items_.resize(sets_[length + 1].begin);
+  sets_.resize(length + 1);
+}
+
+}  // namespace internal
+
+using internal::EarleyEngine;
+
+Result<Recognizer> Recognizer::create(const Grammar& grammar, std::string_view root,
+                                      const RecognizerOptions& options) {
+  auto lowered = internal::ByteGrammar::lower(grammar, root, options);
+  if (!lowered.ok()) return lowered.status();
+  return Recognizer(std::make_unique<EarleyEngine>(std::move(lowered).value()));
+}
+
+Recognizer::Recognizer(std::unique_ptr<EarleyEngine> engine) : engine_(std::move(engine)) {}
+Recognizer::Recognizer(Recognizer&&) noexcept = default;
+Recognizer& Recognizer::operator=(Recognizer&&) noexcept = default;
+Recognizer::Recognizer(const Recognizer& other)
+    : engine_(std::make_unique<EarleyEngine>(*other.engine_)) {}
+Recognizer& Recognizer::operator=(const Recognizer& other) {
+  if (this != &other) engine_ = std::make_unique<EarleyEngine>(*other.engine_);
+  return *this;
+}
+Recognizer::~Recognizer() = default;
+
+bool Recognizer::push_byte(uint8_t byte) {
+  return engine_->push_byte(byte);
+}
+
+size_t Recognizer::push_bytes(std::string_view bytes) {
+  size_t n = 0;
+  while (n < bytes.size() && engine_->push_byte(static_cast<uint8_t>(bytes[n]))) ++n;
+  return n;
+}
+
+bool Recognizer::can_continue() const noexcept {
+  return !engine_->scan().empty();
+}
+bool Recognizer::is_accepting() const noexcept {
+  return engine_->is_accepting();
+}
+bool Recognizer::allows_byte(uint8_t byte) const noexcept {
+  return engine_->scan().test(byte);
+}
+size_t Recognizer::size() const noexcept {
+  return engine_->size();
+}
+void Recognizer::truncate(size_t length) noexcept {
+  engine_->truncate(length);
+}
+
+const std::shared_ptr<const internal::ByteGrammar>& Recognizer::byte_grammar() const noexcept {
+  return engine_->shared_grammar();
+}
+
+}  // namespace grammask

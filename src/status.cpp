@@ -4,13 +4,20 @@ namespace grammask {
 
 const char* to_string(ErrorCode code) noexcept {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kSyntax: return "syntax error";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kLimitExceeded: return "limit exceeded";
-    case ErrorCode::kIo: return "I/O error";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kInvalidState: return "invalid state";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kSyntax:
+      return "syntax error";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kLimitExceeded:
+      return "limit exceeded";
+    case ErrorCode::kIo:
+      return "I/O error";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kInvalidState:
+      return "invalid state";
   }
   return "unknown error";
 }

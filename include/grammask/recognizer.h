@@ -29,7 +29,6 @@ struct RecognizerOptions {
   size_t max_states = 1u << 20;
 };
 
-
 class Recognizer {
  public:
   // Lowers `grammar` with `root` as start rule. Fails with kInvalidArgument

@@ -1,0 +1,90 @@
+// Lowering of the grammar IR to byte automata (internal).
+//
+// Every rule that survives lowering becomes a deterministic automaton over
+// byte classes and rule references. Rules that are not recursive are inlined
+// into their callers (within a size budget), so most of a typical grammar
+// runs as plain DFA transitions and the Earley engine only sees the
+// recursive skeleton. Code point terminals become the UTF-8 byte sequences
+// that spell them, so a token that ends inside a character is simply a
+// prefix.
+#ifndef GRAMMASK_SRC_AUTOMATON_H_
+#define GRAMMASK_SRC_AUTOMATON_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "byte_set.h"
+#include "grammask/grammar.h"
+#include "grammask/recognizer.h"
+#include "grammask/status.h"
+
+namespace grammask::internal {
+
+inline constexpr uint32_t kNoState = UINT32_MAX;
+
+// A transition on a rule: after the rule `rule` derives some input, go to `target`.
+struct RuleEdge {
+  uint32_t rule;
+  uint32_t target;
+};
+
+struct AutomatonState {
+  uint32_t rule = 0;              // the lowered rule this state belongs to
+  uint32_t rule_edges_begin = 0;  // [begin, end) into ByteGrammar::rule_edges
+  uint32_t rule_edges_end = 0;
+  bool is_final = false;  // the rule may end here
+  bool is_tail = false;   // final with no outgoing edge at all (Leo's condition)
+  ByteSet scan;           // bytes with a transition from here
+};
+
+struct LoweredRule {
+  std::string name;       // source rule name, or "name#k" for a lifted part
+  uint32_t start = 0;     // start state
+  bool nullable = false;  // derives the empty string
+};
+
+// The immutable result of lowering. Shared by recognizers and matchers.
+class ByteGrammar {
+ public:
+  static Result<std::shared_ptr<const ByteGrammar>> lower(const Grammar& grammar,
+                                                          std::string_view root,
+                                                          const RecognizerOptions& options);
+
+  uint32_t root_rule() const noexcept { return root_rule_; }
+  const std::vector<LoweredRule>& rules() const noexcept { return rules_; }
+  const std::vector<AutomatonState>& states() const noexcept { return states_; }
+  const std::vector<RuleEdge>& rule_edges() const noexcept { return rule_edges_; }
+  uint32_t num_classes() const noexcept { return num_classes_; }
+  uint8_t byte_class(uint8_t b) const noexcept { return byte_class_[b]; }
+
+  // Target of `state` on `byte`, or kNoState. O(1).
+  uint32_t next(uint32_t state, uint8_t byte) const noexcept {
+    return byte_next_[static_cast<size_t>(state) * num_classes_ + byte_class_[byte]];
+  }
+
+ private:
+  friend class Lowering;
+  uint32_t root_rule_ = 0;
+  uint32_t num_classes_ = 1;
+  uint8_t byte_class_[256] = {};
+  std::vector<uint32_t> byte_next_;  // states x classes
+  std::vector<AutomatonState> states_;
+  std::vector<RuleEdge> rule_edges_;
+  std::vector<LoweredRule> rules_;
+};
+
+// The UTF-8 encodings of the code points in [first, last] as a list of byte
+// range sequences: each element is 1-4 (lo, hi) pairs, one per byte.
+struct Utf8Sequence {
+  uint8_t length = 0;
+  uint8_t lo[4] = {};
+  uint8_t hi[4] = {};
+};
+void utf8_sequences(uint32_t first, uint32_t last, std::vector<Utf8Sequence>& out);
+
+}  // namespace grammask::internal
+
+#endif  // GRAMMASK_SRC_AUTOMATON_H_

@@ -1,0 +1,121 @@
+// The Earley engine behind Recognizer (internal).
+//
+// Items are (automaton state, origin set). One set per input byte, kept on a
+// stack: pushing a byte builds the next set (scan, then complete/predict to
+// closure), popping truncates. Nullable rules are handled at prediction time
+// (Aycock-Horspool) and right recursion through tail positions uses Leo's
+// memoized topmost items, so unambiguous grammars cost linear time.
+#ifndef GRAMMASK_SRC_EARLEY_H_
+#define GRAMMASK_SRC_EARLEY_H_
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "automaton.h"
+#include "byte_set.h"
+
+namespace grammask::internal {
+
+struct EarleyItem {
+  uint32_t state;
+  uint32_t origin;
+};
+
+// A set of 64-bit keys cleared in O(1) by bumping a stamp; used to
+// deduplicate the items of the set under construction.
+class StampedKeySet {
+ public:
+  StampedKeySet() : slots_(64) {}
+  void clear() noexcept {
+    count_ = 0;
+    if (++stamp_ == 0) {
+      for (Slot& s : slots_) s.stamp = 0;
+      stamp_ = 1;
+    }
+  }
+  // Returns true if `key` was not present (and inserts it).
+  bool insert(uint64_t key) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    return insert_no_grow(key);
+  }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t stamp = 0;
+  };
+  static uint64_t mix(uint64_t k) noexcept {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return k;
+  }
+  bool insert_no_grow(uint64_t key) noexcept {
+    const size_t mask = slots_.size() - 1;
+    for (size_t h = mix(key) & mask;; h = (h + 1) & mask) {
+      Slot& s = slots_[h];
+      if (s.stamp != stamp_) {
+        s = {key, stamp_};
+        ++count_;
+        return true;
+      }
+      if (s.key == key) return false;
+    }
+  }
+  void grow();
+
+  std::vector<Slot> slots_;
+  uint32_t stamp_ = 1;
+  size_t count_ = 0;
+};
+
+class EarleyEngine {
+ public:
+  explicit EarleyEngine(std::shared_ptr<const ByteGrammar> grammar);
+
+  // Pushes one byte if some item can scan it; O(size of the new set).
+  bool push_byte(uint8_t byte);
+  // Pops the newest set. Precondition: size() > 0.
+  void pop() noexcept;
+  void truncate(size_t length) noexcept;
+  size_t size() const noexcept { return sets_.size() - 1; }
+
+  bool is_accepting() const noexcept { return sets_.back().accepting; }
+  const ByteSet& scan() const noexcept { return sets_.back().scan; }
+
+  const ByteGrammar& grammar() const noexcept { return *grammar_; }
+  const std::shared_ptr<const ByteGrammar>& shared_grammar() const noexcept { return grammar_; }
+
+  // The items of set k (0 <= k <= size()).
+  const EarleyItem* set_begin(size_t k) const noexcept { return items_.data() + sets_[k].begin; }
+  const EarleyItem* set_end(size_t k) const noexcept {
+    return items_.data() + (k + 1 < sets_.size() ? sets_[k + 1].begin : items_.size());
+  }
+
+ private:
+  struct SetInfo {
+    uint32_t begin;       // first item in items_
+    uint64_t generation;  // unique per built set: keys the Leo memo
+    bool accepting;
+    ByteSet scan;
+  };
+
+  void add(uint32_t state, uint32_t origin);
+  void close_top_set();
+  void complete(uint32_t rule, uint32_t origin);
+  EarleyItem leo_item(uint32_t set, uint32_t rule);
+  EarleyItem unique_tail_waiter(uint32_t set, uint32_t rule, bool* found) const;
+
+  std::shared_ptr<const ByteGrammar> grammar_;
+  std::vector<EarleyItem> items_;
+  std::vector<SetInfo> sets_;
+  StampedKeySet seen_;
+  std::unordered_map<uint64_t, EarleyItem> leo_memo_;
+  uint64_t next_generation_ = 0;
+};
+
+}  // namespace grammask::internal
+
+#endif  // GRAMMASK_SRC_EARLEY_H_

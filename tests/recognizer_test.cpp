@@ -1,0 +1,479 @@
+#include "grammask/recognizer.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "earley.h"
+#include "grammask/gbnf.h"
+
+namespace grammask {
+namespace {
+
+enum class Verdict { kAccept, kPrefix, kReject };
+
+Recognizer make(const std::string& gbnf, std::string_view root = "root") {
+  GbnfOptions options;
+  options.root = root;
+  auto grammar = parse_gbnf(gbnf, options);
+  EXPECT_TRUE(grammar.ok()) << grammar.status().to_string() << "\n" << gbnf;
+  if (!grammar.ok()) std::abort();
+  auto r = Recognizer::create(*grammar, root);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  if (!r.ok()) std::abort();
+  return std::move(r).value();
+}
+
+Verdict judge(Recognizer& r, std::string_view input) {
+  r.reset();
+  if (r.push_bytes(input) != input.size()) return Verdict::kReject;
+  return r.is_accepting() ? Verdict::kAccept : Verdict::kPrefix;
+}
+
+struct Case {
+  const char* grammar;
+  std::vector<std::pair<std::string, Verdict>> inputs;
+};
+
+constexpr Verdict A = Verdict::kAccept;
+constexpr Verdict P = Verdict::kPrefix;
+constexpr Verdict R = Verdict::kReject;
+
+void check_table(const Case& c) {
+  Recognizer r = make(c.grammar);
+  for (const auto& [input, expected] : c.inputs) {
+    EXPECT_EQ(static_cast<int>(judge(r, input)), static_cast<int>(expected))
+        << "grammar:\n"
+        << c.grammar << "\ninput: '" << input << "'";
+  }
+}
+
+TEST(Recognizer, LiteralsAndSequences) {
+  check_table({R"(root ::= "ab" "c")", {{"abc", A}, {"ab", P}, {"", P}, {"abd", R}, {"abcc", R}}});
+  check_table({R"(root ::= "")", {{"", A}, {"a", R}}});
+}
+
+TEST(Recognizer, AlternativesAndEmpty) {
+  check_table({"root ::= \"a\" | \"bc\" | ", {{"", A}, {"a", A}, {"b", P}, {"bc", A}, {"c", R}}});
+  check_table({"root ::= \"x\" ( | \"y\") \"z\"", {{"xz", A}, {"xyz", A}, {"xy", P}, {"xzz", R}}});
+}
+
+TEST(Recognizer, CharacterClasses) {
+  check_table({"root ::= [a-c0-9]+", {{"a0b9c", A}, {"d", R}, {"", P}}});
+  check_table({"root ::= [^a-c]", {{"d", A}, {"b", R}, {"\xC3\xA9", A}, {"\xC3", P}}});
+  check_table({"root ::= .", {{"x", A}, {"\xF0\x9F\x8E\x89", A}, {"\xF0\x9F", P}, {"\xFF", R}}});
+}
+
+TEST(Recognizer, Repetitions) {
+  check_table({R"(root ::= "a"{2,3})", {{"a", P}, {"aa", A}, {"aaa", A}, {"aaaa", R}}});
+  check_table({R"(root ::= "a"{2})", {{"aa", A}, {"aaa", R}}});
+  check_table({R"(root ::= "a"{2,} "b")", {{"aab", A}, {"ab", R}, {"aaaaab", A}}});
+  check_table({R"(root ::= "a"{0,2} "b")", {{"b", A}, {"ab", A}, {"aab", A}, {"aaab", R}}});
+  check_table(
+      {R"(root ::= ("ab")? "c"*)", {{"", A}, {"ab", A}, {"abccc", A}, {"ccc", A}, {"a", P}}});
+}
+
+TEST(Recognizer, LeftRecursion) {
+  const char* g = R"(
+root ::= expr
+expr ::= expr "+" term | term
+term ::= term "*" num | num
+num ::= [0-9]+
+)";
+  check_table({g, {{"1", A}, {"1+2*3+4", A}, {"1+", P}, {"+1", R}, {"1++2", R}, {"12*34", A}}});
+}
+
+TEST(Recognizer, RightRecursionStaysSmall) {
+  Recognizer r = make("root ::= \"a\" root | \"\"");
+  const std::string input(20000, 'a');
+  ASSERT_EQ(r.push_bytes(input), input.size());
+  EXPECT_TRUE(r.is_accepting());
+  // Leo's optimization keeps every Earley set constant-size.
+  const auto& engine = r.engine();
+  size_t largest = 0;
+  for (size_t k = 0; k <= engine.size(); ++k)
+    largest = std::max<size_t>(largest, engine.set_end(k) - engine.set_begin(k));
+  EXPECT_LE(largest, 8u);
+}
+
+TEST(Recognizer, MutualRightRecursionStaysSmall) {
+  Recognizer r = make("root ::= a\na ::= \"x\" b | \"x\"\nb ::= \"y\" a");
+  std::string input;
+  for (int i = 0; i < 5000; ++i) input += "xy";
+  input += "x";
+  ASSERT_EQ(r.push_bytes(input), input.size());
+  EXPECT_TRUE(r.is_accepting());
+  const auto& engine = r.engine();
+  size_t largest = 0;
+  for (size_t k = 0; k <= engine.size(); ++k)
+    largest = std::max<size_t>(largest, engine.set_end(k) - engine.set_begin(k));
+  EXPECT_LE(largest, 8u);
+}
+
+TEST(Recognizer, AmbiguousGrammars) {
+  check_table({R"(root ::= "a"* "a"*)", {{"", A}, {"aaaa", A}, {"aab", R}}});
+  check_table({"root ::= as as\nas ::= \"a\"*", {{"", A}, {"aaa", A}, {"ab", R}}});
+  check_table({"root ::= e\ne ::= e e | \"a\" | \"(\" e \")\"",
+               {{"aaa", A}, {"(a)(aa)", A}, {"(", P}, {")", R}}});
+  // Large ambiguous input: each set stays small because the regular parts
+  // are determinized.
+  Recognizer r = make("root ::= as as\nas ::= \"a\"*");
+  const std::string input(100000, 'a');
+  EXPECT_EQ(r.push_bytes(input), input.size());
+  EXPECT_TRUE(r.is_accepting());
+}
+
+TEST(Recognizer, LongOptionalChain) {
+  std::string g = "root ::=";
+  for (int i = 0; i < 50; ++i) g += " x?";
+  g += "\nx ::= \"x\"";
+  Recognizer r = make(g);
+  EXPECT_EQ(judge(r, std::string(50, 'x')), A);
+  EXPECT_EQ(judge(r, std::string(51, 'x')), R);
+  EXPECT_EQ(judge(r, ""), A);
+}
+
+TEST(Recognizer, LargeBounds) {
+  Recognizer r = make("root ::= \"x\"{0,5000} \"y\"");
+  EXPECT_EQ(judge(r, std::string(5000, 'x') + "y"), A);
+  EXPECT_EQ(judge(r, std::string(5001, 'x') + "y"), R);
+  Recognizer group = make("root ::= (\"ab\" [0-9]){3,4000}");
+  std::string in;
+  for (int i = 0; i < 4000; ++i) in += "ab7";
+  EXPECT_EQ(judge(group, in), A);
+  EXPECT_EQ(judge(group, in + "a"), R);
+  EXPECT_EQ(judge(group, "ab1ab2"), P);
+}
+
+TEST(Recognizer, UnicodeAndPartialCodePoints) {
+  Recognizer r = make("root ::= [ぁ-ゟ]+ \"。\"");
+  EXPECT_EQ(judge(r, "ひらがな。"), A);
+  EXPECT_EQ(judge(r, "ひ"), P);
+  // The first two bytes of "ら" (E3 82 89) are a valid prefix.
+  EXPECT_EQ(judge(r, "ひ\xE3\x82"), P);
+  EXPECT_EQ(judge(r, "ひ\xE3\x83"), R);  // E3 83 xx is katakana, outside the class
+  EXPECT_EQ(judge(r, "カ"), R);
+  Recognizer emoji = make("root ::= \"🎉\"");
+  EXPECT_EQ(judge(emoji, "\xF0\x9F"), P);
+  EXPECT_EQ(judge(emoji, "🎉"), A);
+}
+
+TEST(Recognizer, NeverAcceptsSurrogatesOrOverlongs) {
+  Recognizer r = make("root ::= .*");
+  EXPECT_EQ(judge(r, "\xED\xA0\x80"), R);      // U+D800 encoded
+  EXPECT_EQ(judge(r, "\xC0\xAF"), R);          // overlong '/'
+  EXPECT_EQ(judge(r, "\xF4\x90\x80\x80"), R);  // above U+10FFFF
+  EXPECT_EQ(judge(r, "\xED\x9F\xBF"), A);      // U+D7FF
+}
+
+TEST(Recognizer, DeepNesting) {
+  Recognizer r = make("root ::= \"(\" root \")\" | \"x\"");
+  std::string in = std::string(3000, '(') + "x" + std::string(3000, ')');
+  EXPECT_EQ(judge(r, in), A);
+  EXPECT_EQ(judge(r, in.substr(0, 4000)), P);
+  EXPECT_EQ(judge(r, in + ")"), R);
+}
+
+TEST(Recognizer, OtherStartRule) {
+  Recognizer r = make("root ::= \"a\"\nother ::= \"b\"+", "other");
+  EXPECT_EQ(judge(r, "bbb"), A);
+  EXPECT_EQ(judge(r, "a"), R);
+}
+
+TEST(Recognizer, RefusesUnknownRoot) {
+  auto grammar = parse_gbnf("root ::= \"a\"");
+  ASSERT_TRUE(grammar.ok());
+  auto r = Recognizer::create(*grammar, "nope");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(Recognizer, RefusedByteLeavesStateAndRollbackRestores) {
+  Recognizer r = make(R"(root ::= "ab" ("c" | "d") "e")");
+  ASSERT_TRUE(r.push_byte('a'));
+  ASSERT_TRUE(r.push_byte('b'));
+  EXPECT_FALSE(r.push_byte('x'));
+  EXPECT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r.allows_byte('c'));
+  EXPECT_TRUE(r.allows_byte('d'));
+  EXPECT_FALSE(r.allows_byte('e'));
+  ASSERT_TRUE(r.push_byte('c'));
+  Recognizer fork = r;
+  r.truncate(2);
+  EXPECT_TRUE(r.push_byte('d'));
+  EXPECT_TRUE(r.push_byte('e'));
+  EXPECT_TRUE(r.is_accepting());
+  // The fork kept its own state.
+  EXPECT_EQ(fork.size(), 3u);
+  EXPECT_TRUE(fork.push_byte('e'));
+  EXPECT_TRUE(fork.is_accepting());
+}
+
+TEST(Recognizer, EmptyLanguage) {
+  Recognizer r = make("root ::= \"a\" loop\nloop ::= \"b\" loop");
+  EXPECT_FALSE(r.can_continue());
+  EXPECT_FALSE(r.is_accepting());
+  EXPECT_FALSE(r.push_byte('a'));
+}
+
+// --- property test against a brute-force reference -------------------------
+
+// Reference semantics over code points: the set of end positions reachable
+// from `pos` by `e`. Exponential in the worst case; fine for small inputs.
+class Reference {
+ public:
+  Reference(const Grammar& g, const std::u32string& input) : g_(g), in_(input) {}
+
+  bool accepts(uint32_t root) {
+    auto ends = rule_ends(root, 0);
+    return ends.count(in_.size()) > 0;
+  }
+
+ private:
+  std::set<size_t> rule_ends(uint32_t rule, size_t pos) {
+    auto key = std::make_pair(rule, pos);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    memo_[key] = {};  // grammars here are not left-recursive
+    auto result = ends(g_.rules()[rule].body, pos);
+    memo_[key] = result;
+    return result;
+  }
+
+  bool in_class(const Expr& e, char32_t c) {
+    if (e.kind == Expr::Kind::kAnyChar) return true;
+    bool in = false;
+    for (const auto& r : e.ranges) in |= c >= r.first && c <= r.last;
+    return in != e.negated;
+  }
+
+  std::set<size_t> ends(const Expr& e, size_t pos) {
+    switch (e.kind) {
+      case Expr::Kind::kLiteral:
+        if (in_.compare(pos, e.literal.size(), e.literal) == 0 &&
+            pos + e.literal.size() <= in_.size())
+          return {pos + e.literal.size()};
+        return {};
+      case Expr::Kind::kCharClass:
+      case Expr::Kind::kAnyChar:
+        if (pos < in_.size() && in_class(e, in_[pos])) return {pos + 1};
+        return {};
+      case Expr::Kind::kRuleRef:
+        return rule_ends(e.rule, pos);
+      case Expr::Kind::kSequence: {
+        std::set<size_t> cur{pos};
+        for (const Expr& c : e.children) {
+          std::set<size_t> next;
+          for (size_t p : cur)
+            for (size_t q : ends(c, p)) next.insert(q);
+          cur = std::move(next);
+        }
+        return cur;
+      }
+      case Expr::Kind::kAlternation: {
+        std::set<size_t> out;
+        for (const Expr& c : e.children)
+          for (size_t q : ends(c, pos)) out.insert(q);
+        return out;
+      }
+      case Expr::Kind::kRepeat: {
+        std::set<size_t> out, frontier{pos};
+        if (e.min == 0) out.insert(pos);
+        for (uint32_t count = 1; !frontier.empty() && count <= std::min<uint32_t>(e.max, 64);
+             ++count) {
+          std::set<size_t> next;
+          for (size_t p : frontier)
+            for (size_t q : ends(e.children[0], p)) next.insert(q);
+          if (count >= e.min)
+            for (size_t q : next) out.insert(q);
+          if (next == frontier && count >= e.min) break;
+          frontier = std::move(next);
+        }
+        return out;
+      }
+    }
+    return {};
+  }
+
+  const Grammar& g_;
+  const std::u32string& in_;
+  std::map<std::pair<uint32_t, size_t>, std::set<size_t>> memo_;
+};
+
+// Random grammars over a tiny alphabet, not left-recursive: a reference to a
+// rule at or below the current one only appears after a literal.
+class RandomGrammar {
+ public:
+  explicit RandomGrammar(uint32_t seed) : rng_(seed) {}
+
+  std::string make_text(int rules) {
+    rules_ = rules;
+    std::string text;
+    for (int i = 0; i < rules; ++i)
+      text += "r" + std::to_string(i) + " ::= " + expr(i, 0, false) + "\n";
+    return text;
+  }
+
+ private:
+  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+
+  std::string atom(int rule, int depth, bool guarded) {
+    switch (pick(depth > 2 ? 4 : 7)) {
+      case 0:
+        return "\"" + std::string(1 + pick(2), "abc"[pick(3)]) + "\"";
+      case 1:
+        return "[a-b]";
+      case 2:
+        return "[^ab]";
+      case 3: {
+        int target = guarded ? pick(rules_) : rule + 1 + pick(std::max(1, rules_ - rule - 1));
+        if (target >= rules_) return "\"c\"";
+        return "r" + std::to_string(target);
+      }
+      case 4:
+        return "(" + expr(rule, depth + 1, guarded) + ")";
+      case 5:
+        return "(" + expr(rule, depth + 1, guarded) + ")" + "*?+"[pick(3)];
+      default: {
+        int lo = pick(3);
+        int hi = lo + pick(3);
+        return "(" + expr(rule, depth + 1, guarded) + "){" + std::to_string(lo) + "," +
+               std::to_string(hi) + "}";
+      }
+    }
+  }
+
+  std::string expr(int rule, int depth, bool guarded) {
+    std::string out;
+    int alternatives = 1 + pick(2);
+    for (int a = 0; a < alternatives; ++a) {
+      if (a) out += " | ";
+      bool g = guarded;
+      int items = 1 + pick(3);
+      for (int i = 0; i < items; ++i) {
+        if (i) out += " ";
+        if (pick(3) == 0) {
+          out += "\"" + std::string(1, "abc"[pick(3)]) + "\"";
+          g = true;
+        } else {
+          out += atom(rule, depth, g);
+        }
+      }
+    }
+    return out;
+  }
+
+  std::mt19937 rng_;
+  int rules_ = 1;
+};
+
+std::u32string decode(const std::string& s, bool* valid) {
+  std::u32string out;
+  *valid = true;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = s[i];
+    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) {
+      *valid = false;
+      return out;
+    }
+    char32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
+    for (int k = 1; k < n; ++k) {
+      unsigned char d = s[i + k];
+      if ((d & 0xC0) != 0x80) {
+        *valid = false;
+        return out;
+      }
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static const char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      *valid = false;
+      return out;
+    }
+    out.push_back(cp);
+    i += n;
+  }
+  return out;
+}
+
+TEST(RecognizerProperty, AgreesWithReferenceOnRandomGrammars) {
+  const std::string alphabet[] = {"a", "b", "c", "d", "é", "\xC3"};
+  int compared = 0, accepted = 0;
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    RandomGrammar gen(seed);
+    std::string text = gen.make_text(1 + seed % 4);
+    auto grammar = parse_gbnf(text, GbnfOptions{"r0"});
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string() << "\n" << text;
+    auto rec = Recognizer::create(*grammar, "r0");
+    ASSERT_TRUE(rec.ok()) << rec.status().to_string();
+    std::mt19937 rng(seed * 7919);
+    // Random walks: extend by bytes the recognizer allows, then compare the
+    // acceptance of every prefix with the reference; also try random strings.
+    for (int walk = 0; walk < 20; ++walk) {
+      std::string input;
+      rec->reset();
+      int len = std::uniform_int_distribution<int>(0, 8)(rng);
+      for (int i = 0; i < len; ++i) {
+        const std::string& piece = alphabet[std::uniform_int_distribution<int>(0, 5)(rng)];
+        input += piece;
+      }
+      // Mutate: with some probability drop or replace one byte.
+      if (!input.empty() && rng() % 3 == 0) input.erase(rng() % input.size(), 1);
+      rec->reset();
+      size_t consumed = rec->push_bytes(input);
+      bool rec_accepts = consumed == input.size() && rec->is_accepting();
+      bool valid = false;
+      std::u32string cps = decode(input, &valid);
+      bool ref_accepts = valid && Reference(*grammar, cps).accepts(0);
+      EXPECT_EQ(rec_accepts, ref_accepts) << text << "input: '" << input << "'";
+      ++compared;
+      accepted += ref_accepts;
+      // Every accepted prefix along the way must be consistent too.
+      for (size_t cut = 0; cut < consumed; ++cut) {
+        std::string prefix = input.substr(0, cut);
+        bool pv = false;
+        std::u32string pcps = decode(prefix, &pv);
+        if (!pv) continue;
+        rec->reset();
+        ASSERT_EQ(rec->push_bytes(prefix), prefix.size());
+        EXPECT_EQ(rec->is_accepting(), Reference(*grammar, pcps).accepts(0))
+            << text << "prefix: '" << prefix << "'";
+      }
+    }
+  }
+  EXPECT_GT(accepted, 100) << "the random inputs should hit the languages often";
+  EXPECT_GT(compared, 5000);
+}
+
+// --- the shared workload: every grammar case accepts its text ---------------
+
+TEST(SharedBench, GrammarCasesAcceptTheirText) {
+  const std::string shared = GRAMMASK_SHARED_DIR;
+  if (shared.empty()) GTEST_SKIP() << "GRAMMASK_SHARED_DIR not set";
+  const char* cases[] = {"arithmetic", "c-code",       "chess",
+                         "free-text",  "json-generic", "list-lines"};
+  int checked = 0;
+  for (const char* c : cases) {
+    std::ifstream g(shared + "/bench/cases/" + c + "/grammar.gbnf", std::ios::binary);
+    std::ifstream t(shared + "/bench/cases/" + c + "/text.txt", std::ios::binary);
+    if (!g || !t) continue;
+    std::stringstream gs, ts;
+    gs << g.rdbuf();
+    ts << t.rdbuf();
+    Recognizer r = make(gs.str());
+    const std::string text = ts.str();
+    EXPECT_EQ(r.push_bytes(text), text.size()) << c;
+    EXPECT_TRUE(r.is_accepting()) << c;
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no bench cases under " << shared;
+}
+
+}  // namespace
+}  // namespace grammask
