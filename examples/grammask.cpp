@@ -1,7 +1,10 @@
 // grammask: the command-line tool bundled with the library.
 //
 //   grammask check G.gbnf
-//   grammask match G.gbnf [INPUT] [--root NAME] [--prefix] [--lines]
+//   grammask match (G.gbnf | --schema S.json) [INPUT] [--root NAME] [--prefix] [--lines]
+//   grammask schema S.json
+//   grammask mask --vocab FILE (--grammar G | --schema S) [--prefix-tokens "ids"]
+//   grammask bench (--suite DIR | --vocab FILE (--grammar G | --schema S) --trace T)
 //
 // Exit codes: 0 success / accepted, 1 rejected (or malformed grammar for
 // `check`), 2 usage, I/O or grammar errors.
@@ -15,19 +18,68 @@
 #include <string>
 #include <vector>
 
+#include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
+#include "grammask/json_schema.h"
+#include "grammask/matcher.h"
 #include "grammask/recognizer.h"
+#include "tool_common.h"
+
+namespace grammask_tool {
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  return data;
+}
+
+std::optional<std::string> load_constraint_gbnf(const std::string& path, bool is_schema,
+                                                bool* io_error) {
+  *io_error = false;
+  auto text = read_file(path);
+  if (!text) {
+    std::cerr << "grammask: cannot read '" << path << "': " << std::strerror(errno) << "\n";
+    *io_error = true;
+    return std::nullopt;
+  }
+  if (!is_schema) return text;
+  auto gbnf = grammask::json_schema_to_gbnf(*text);
+  if (!gbnf.ok()) {
+    std::cerr << path << ": " << gbnf.status().to_string() << "\n";
+    return std::nullopt;
+  }
+  return std::move(gbnf).value();
+}
+
+grammask::Result<grammask::Vocabulary> load_vocabulary(const std::string& path) {
+  const bool gguf = path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
+  return gguf ? grammask::Vocabulary::from_gguf_file(path)
+              : grammask::Vocabulary::from_tokenizer_json_file(path);
+}
+
+std::string file_stem(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  size_t dot = name.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
+
+}  // namespace grammask_tool
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitRejected = 1;
-constexpr int kExitUsage = 2;
+using namespace grammask_tool;
 
 const char* const kUsage =
     "usage:\n"
     "  grammask check G.gbnf\n"
-    "  grammask match G.gbnf [INPUT] [--root NAME] [--prefix] [--lines]\n"
+    "  grammask match (G.gbnf | --schema S.json) [INPUT] [--root NAME] [--prefix] [--lines]\n"
+    "  grammask schema S.json\n"
+    "  grammask mask --vocab FILE (--grammar G.gbnf | --schema S.json) [--prefix-tokens \"IDS\"]\n"
+    "  grammask bench --suite DIR [--runs N]\n"
+    "  grammask bench --vocab FILE (--grammar G.gbnf | --schema S.json) --trace T.ids [--runs N]\n"
     "\n"
     "check  exit 0 if the grammar is well-formed, else print FILE:LINE:COL: error: ... and exit 1\n"
     "match  exit 0 if the whole INPUT (a file, or stdin) is in the language; exit 1 if not,\n"
@@ -36,19 +88,15 @@ const char* const kUsage =
     "  --root NAME  start rule (default: root)\n"
     "  --prefix     also accept an input that is a valid prefix\n"
     "  --lines      each line of INPUT is a separate input; print accept, prefix or reject\n"
-    "               per line; exit 0 when all lines were processed\n";
+    "               per line; exit 0 when all lines were processed\n"
+    "  --schema S   match against a JSON Schema instead of a grammar\n"
+    "schema prints the GBNF for a JSON Schema (exit 1 with the errors otherwise)\n"
+    "mask   prints the allowed token ids (one line, space-separated) after the given tokens\n"
+    "bench  replays token traces and prints one JSON object per (vocab, case)\n";
 
 int usage_error(const std::string& message) {
   std::cerr << "grammask: " << message << "\n\n" << kUsage;
   return kExitUsage;
-}
-
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return data;
 }
 
 std::string read_stdin() {
@@ -60,6 +108,10 @@ std::string read_stdin() {
 struct CommandLine {
   std::vector<std::string> positional;
   std::string root = "root";
+  std::string schema;
+  std::string grammar;
+  std::string vocab;
+  std::string prefix_tokens;
   bool prefix = false;
   bool lines = false;
 };
@@ -71,6 +123,14 @@ std::string parse_command_line(int argc, char** argv, CommandLine& out) {
     if (arg == "--root") {
       if (i + 1 >= argc) return "--root needs a rule name";
       out.root = argv[++i];
+    } else if (arg == "--schema" || arg == "--grammar" || arg == "--vocab" ||
+               arg == "--prefix-tokens") {
+      if (i + 1 >= argc) return arg + " needs a value";
+      std::string& slot = arg == "--schema"    ? out.schema
+                          : arg == "--grammar" ? out.grammar
+                          : arg == "--vocab"   ? out.vocab
+                                               : out.prefix_tokens;
+      slot = argv[++i];
     } else if (arg == "--prefix") {
       out.prefix = true;
     } else if (arg == "--lines") {
@@ -84,15 +144,14 @@ std::string parse_command_line(int argc, char** argv, CommandLine& out) {
   return "";
 }
 
-// Loads and compiles a grammar file; prints FILE:LINE:COL: error: on failure.
-std::optional<grammask::Recognizer> load_grammar(const std::string& path, const std::string& root,
-                                                 int* exit_code_on_error) {
-  auto text = read_file(path);
-  if (!text) {
-    std::cerr << "grammask: cannot read '" << path << "': " << std::strerror(errno) << "\n";
-    *exit_code_on_error = kExitUsage;
-    return std::nullopt;
-  }
+// Loads a grammar (GBNF file, or JSON Schema when is_schema) and builds a
+// recognizer; prints PATH:LINE:COL: error: on failure.
+std::optional<grammask::Recognizer> load_recognizer(const std::string& path, bool is_schema,
+                                                    const std::string& root, int* exit_code) {
+  bool io_error = false;
+  auto text = load_constraint_gbnf(path, is_schema, &io_error);
+  *exit_code = io_error ? kExitUsage : kExitRejected;
+  if (!text) return std::nullopt;
   grammask::GbnfOptions options;
   options.root = root;
   auto grammar = grammask::parse_gbnf(*text, options);
@@ -112,8 +171,8 @@ int run_check(int argc, char** argv) {
   CommandLine cl;
   if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
   if (cl.positional.size() != 1) return usage_error("check takes one grammar file");
-  int io_error = kExitRejected;
-  if (!load_grammar(cl.positional[0], cl.root, &io_error)) return io_error;
+  int exit_code = kExitRejected;
+  if (!load_recognizer(cl.positional[0], false, cl.root, &exit_code)) return exit_code;
   return kExitOk;
 }
 
@@ -158,16 +217,21 @@ std::string describe_byte(unsigned char c) {
 int run_match(int argc, char** argv) {
   CommandLine cl;
   if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
-  if (cl.positional.empty() || cl.positional.size() > 2)
-    return usage_error("match takes a grammar file and an optional input file");
-  int error_exit = kExitUsage;
-  auto recognizer = load_grammar(cl.positional[0], cl.root, &error_exit);
+  const bool is_schema = !cl.schema.empty();
+  const size_t inputs = cl.positional.size() - (is_schema ? 0 : 1);
+  if ((!is_schema && cl.positional.empty()) || inputs > 1)
+    return usage_error(
+        "match takes a grammar file (or --schema S.json) and an optional input file");
+  int exit_code = kExitUsage;
+  auto recognizer =
+      load_recognizer(is_schema ? cl.schema : cl.positional[0], is_schema, cl.root, &exit_code);
   if (!recognizer) return kExitUsage;
 
   std::string input_name = "<stdin>";
   std::string input;
-  if (cl.positional.size() == 2 && cl.positional[1] != "-") {
-    input_name = cl.positional[1];
+  const std::string input_arg = inputs == 1 ? cl.positional.back() : "-";
+  if (input_arg != "-") {
+    input_name = input_arg;
     auto data = read_file(input_name);
     if (!data) {
       std::cerr << "grammask: cannot read '" << input_name << "': " << std::strerror(errno) << "\n";
@@ -214,6 +278,82 @@ int run_match(int argc, char** argv) {
   return kExitRejected;
 }
 
+int run_schema(int argc, char** argv) {
+  CommandLine cl;
+  if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
+  if (cl.positional.size() != 1) return usage_error("schema takes one JSON Schema file");
+  bool io_error = false;
+  auto gbnf = load_constraint_gbnf(cl.positional[0], true, &io_error);
+  if (!gbnf) return io_error ? kExitUsage : kExitRejected;
+  std::cout << *gbnf;
+  return kExitOk;
+}
+
+// Parses "1 2 3" (spaces or commas) into ids; false on anything else.
+bool parse_ids(const std::string& text, std::vector<uint32_t>& out) {
+  std::string clean = text;
+  for (char& c : clean)
+    if (c == ',') c = ' ';
+  std::istringstream in(clean);
+  std::string word;
+  while (in >> word) {
+    if (word.find_first_not_of("0123456789") != std::string::npos || word.size() > 10) return false;
+    unsigned long long v = std::stoull(word);
+    if (v > UINT32_MAX) return false;
+    out.push_back(static_cast<uint32_t>(v));
+  }
+  return true;
+}
+
+int run_mask(int argc, char** argv) {
+  CommandLine cl;
+  if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
+  if (cl.vocab.empty() || cl.grammar.empty() == cl.schema.empty() || !cl.positional.empty())
+    return usage_error("mask needs --vocab FILE and one of --grammar G or --schema S");
+  std::vector<uint32_t> prefix;
+  if (!parse_ids(cl.prefix_tokens, prefix))
+    return usage_error("--prefix-tokens takes space-separated token ids");
+  auto vocab = load_vocabulary(cl.vocab);
+  if (!vocab.ok()) {
+    std::cerr << cl.vocab << ": " << vocab.status().to_string() << "\n";
+    return kExitUsage;
+  }
+  const bool is_schema = !cl.schema.empty();
+  const std::string& path = is_schema ? cl.schema : cl.grammar;
+  bool io_error = false;
+  auto gbnf = load_constraint_gbnf(path, is_schema, &io_error);
+  if (!gbnf) return kExitUsage;
+  grammask::CompileOptions options;
+  options.root = cl.root;
+  auto compiled = grammask::CompiledGrammar::from_gbnf(*gbnf, *vocab, options);
+  if (!compiled.ok()) {
+    std::cerr << path << ":" << compiled.status().to_string() << "\n";
+    return kExitUsage;
+  }
+  grammask::Matcher matcher(*compiled);
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    grammask::Status s = matcher.accept_token(prefix[i]);
+    if (!s.ok()) {
+      std::cerr << "grammask: prefix token #" << i << " (" << prefix[i] << "): " << s.message()
+                << "\n";
+      return kExitRejected;
+    }
+  }
+  std::vector<uint32_t> words(compiled->mask_words());
+  if (grammask::Status s = matcher.fill_mask(words.data(), words.size()); !s.ok()) {
+    std::cerr << "grammask: " << s.to_string() << "\n";
+    return kExitUsage;
+  }
+  std::string line;
+  for (size_t id = 0; id < vocab->size(); ++id) {
+    if (!grammask::test_bit(words.data(), id)) continue;
+    if (!line.empty()) line += ' ';
+    line += std::to_string(id);
+  }
+  std::cout << line << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -222,6 +362,9 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "check") return run_check(argc, argv);
   if (command == "match") return run_match(argc, argv);
+  if (command == "schema") return run_schema(argc, argv);
+  if (command == "mask") return run_mask(argc, argv);
+  if (command == "bench") return run_bench(argc, argv);
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
     return kExitOk;

@@ -1,1 +1,377 @@
-// placeholder: filled in by its component
+#include "grammask/matcher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <unordered_map>
+
+#include "automaton.h"
+#include "earley.h"
+#include "grammask/bitmask.h"
+#include "grammask/gbnf.h"
+#include "token_trie.h"
+
+namespace grammask {
+namespace internal {
+
+struct CompiledGrammarData {
+  std::shared_ptr<const ByteGrammar> grammar;
+  Vocabulary vocabulary;
+};
+
+namespace {
+
+constexpr uint32_t kUnknownId = UINT32_MAX;
+// Marks an item predicted in the set itself in a structure key.
+constexpr uint64_t kSelfOrigin = UINT32_MAX;
+// Mask cache budget per matcher.
+constexpr size_t kMaskCacheBytes = size_t{32} << 20;
+
+struct KeyHash {
+  size_t operator()(const std::vector<uint64_t>& key) const noexcept {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ key.size();
+    for (uint64_t k : key) {
+      h ^= k + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+      h *= 0xff51afd7ed558ccdULL;
+    }
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
+};
+
+}  // namespace
+
+// Everything a Matcher owns. The mask cache is keyed by a structural id of
+// the parser state: two positions whose Earley sets hold the same items with
+// structurally equal origin sets have the same future, so the same mask.
+class MatcherState {
+ public:
+  explicit MatcherState(std::shared_ptr<const CompiledGrammarData> data)
+      : data_(std::move(data)), engine_(data_->grammar) {}
+
+  const CompiledGrammarData& data() const { return *data_; }
+  const std::shared_ptr<const CompiledGrammarData>& shared_data() const { return data_; }
+
+  Status fill_mask(uint32_t* words, size_t n_words) {
+    const Vocabulary& vocab = data_->vocabulary;
+    const size_t needed = mask_words(vocab.size());
+    if (words == nullptr || n_words < needed) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "mask buffer too small: " + std::to_string(n_words) + " words given, " +
+                        std::to_string(needed) + " needed for " + std::to_string(vocab.size()) +
+                        " tokens");
+    }
+    std::memset(words, 0, n_words * sizeof(uint32_t));
+    if (terminated()) {
+      for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
+      return Status();
+    }
+    const uint32_t id = structure_id(engine_.size());
+    auto cached = mask_cache_.find(id);
+    if (cached != mask_cache_.end()) {
+      ++hits_;
+      std::memcpy(words, cached->second.data(), needed * sizeof(uint32_t));
+      return Status();
+    }
+    ++misses_;
+    walk_trie(words);
+    if (engine_.is_accepting())
+      for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
+    if ((mask_cache_.size() + 1) * needed * sizeof(uint32_t) > kMaskCacheBytes) mask_cache_.clear();
+    mask_cache_.emplace(id, std::vector<uint32_t>(words, words + needed));
+    return Status();
+  }
+
+  bool is_token_allowed(uint32_t token) {
+    const Vocabulary& vocab = data_->vocabulary;
+    if (token >= vocab.size()) return false;
+    if (vocab.is_stop(token)) return terminated() || engine_.is_accepting();
+    if (terminated() || vocab.is_special(token)) return false;
+    const std::string_view bytes = vocab.token_bytes(token);
+    if (bytes.empty()) return false;
+    const size_t base = engine_.size();
+    bool ok = true;
+    for (size_t i = 0; i < bytes.size() && ok; ++i)
+      ok = engine_.push_byte(static_cast<uint8_t>(bytes[i]));
+    truncate(base);
+    return ok;
+  }
+
+  Status accept_token(uint32_t token) {
+    const Vocabulary& vocab = data_->vocabulary;
+    if (token >= vocab.size()) {
+      return Status(ErrorCode::kInvalidArgument, "token id " + std::to_string(token) +
+                                                     " is out of range (vocabulary has " +
+                                                     std::to_string(vocab.size()) + " tokens)");
+    }
+    if (vocab.is_stop(token)) {
+      if (!terminated() && !engine_.is_accepting()) {
+        return Status(ErrorCode::kInvalidArgument,
+                      "stop token " + std::to_string(token) + " refused: the output is incomplete");
+      }
+      if (!terminated()) terminated_at_ = token_ends_.size();
+      token_ends_.push_back(engine_.size());
+      return Status();
+    }
+    if (terminated()) {
+      return Status(ErrorCode::kInvalidState,
+                    "token " + std::to_string(token) + " refused: the matcher has terminated");
+    }
+    if (vocab.is_special(token)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "special token " + std::to_string(token) + " never matches grammar text");
+    }
+    const std::string_view bytes = vocab.token_bytes(token);
+    if (bytes.empty() || !push_all(bytes)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "token " + std::to_string(token) + " is not allowed here");
+    }
+    token_ends_.push_back(engine_.size());
+    return Status();
+  }
+
+  Status accept_bytes(std::string_view bytes) {
+    if (terminated()) {
+      return Status(ErrorCode::kInvalidState, "bytes refused: the matcher has terminated");
+    }
+    if (!push_all(bytes)) return Status(ErrorCode::kInvalidArgument, "bytes not allowed here");
+    token_ends_.push_back(engine_.size());
+    return Status();
+  }
+
+  Status rollback(size_t n) {
+    if (n > token_ends_.size()) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "cannot roll back " + std::to_string(n) + " tokens: only " +
+                        std::to_string(token_ends_.size()) + " accepted");
+    }
+    token_ends_.resize(token_ends_.size() - n);
+    if (terminated_at_ != kNotTerminated && terminated_at_ >= token_ends_.size())
+      terminated_at_ = kNotTerminated;
+    truncate(token_ends_.empty() ? 0 : token_ends_.back());
+    return Status();
+  }
+
+  void reset() {
+    token_ends_.clear();
+    terminated_at_ = kNotTerminated;
+    truncate(0);
+  }
+
+  size_t num_tokens() const { return token_ends_.size(); }
+  bool is_accepting() const { return engine_.is_accepting(); }
+  bool terminated() const { return terminated_at_ != kNotTerminated; }
+
+  std::string forced_bytes(size_t max_bytes) {
+    std::string out;
+    if (terminated()) return out;
+    const size_t base = engine_.size();
+    while (out.size() < max_bytes && !engine_.is_accepting()) {
+      const ByteSet& scan = engine_.scan();
+      int only = -1;
+      for (int b = 0; b < 256; ++b) {
+        if (!scan.test(static_cast<uint8_t>(b))) continue;
+        if (only >= 0) {
+          only = -2;
+          break;
+        }
+        only = b;
+      }
+      if (only < 0) break;
+      engine_.push_byte(static_cast<uint8_t>(only));
+      out.push_back(static_cast<char>(only));
+    }
+    truncate(base);
+    return out;
+  }
+
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+
+ private:
+  static constexpr size_t kNotTerminated = SIZE_MAX;
+
+  bool push_all(std::string_view bytes) {
+    const size_t base = engine_.size();
+    for (char c : bytes) {
+      if (!engine_.push_byte(static_cast<uint8_t>(c))) {
+        truncate(base);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void truncate(size_t length) {
+    engine_.truncate(length);
+    if (structure_ids_.size() > length + 1) structure_ids_.resize(length + 1);
+  }
+
+  // Depth-first walk of the token trie over the Earley stack: a child whose
+  // byte the current set cannot scan is skipped with its whole subtree, and
+  // a leaf needs no new set at all (the scan bit already proves the token).
+  void walk_trie(uint32_t* words) {
+    const TokenTrie& trie = data_->vocabulary.trie();
+    const auto& nodes = trie.nodes();
+    const auto& ids = trie.token_ids();
+    const size_t base = engine_.size();
+    const uint32_t n = static_cast<uint32_t>(nodes.size());
+    for (uint32_t i = 1; i < n;) {
+      const TokenTrie::Node& node = nodes[i];
+      const size_t parent_size = base + node.depth - 1;
+      if (engine_.size() > parent_size) engine_.truncate(parent_size);
+      if (!engine_.scan().test(node.byte)) {
+        i = node.subtree_end;
+        continue;
+      }
+      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set_bit(words, ids[t]);
+      if (node.subtree_end != i + 1) engine_.push_byte(node.byte);
+      ++i;
+    }
+    engine_.truncate(base);
+  }
+
+  // Structural id of Earley set k: its items with each origin replaced by the
+  // origin set's id. Computed once per set and kept until it is popped.
+  uint32_t structure_id(size_t k) {
+    if (structure_ids_.size() < engine_.size() + 1)
+      structure_ids_.resize(engine_.size() + 1, kUnknownId);
+    if (structure_ids_[k] != kUnknownId) return structure_ids_[k];
+    std::vector<size_t> todo{k};
+    std::vector<uint64_t> key;
+    while (!todo.empty()) {
+      const size_t set = todo.back();
+      bool ready = true;
+      for (const EarleyItem* it = engine_.set_begin(set); it != engine_.set_end(set); ++it) {
+        if (it->origin != set && structure_ids_[it->origin] == kUnknownId) {
+          todo.push_back(it->origin);
+          ready = false;
+        }
+      }
+      if (!ready) continue;
+      todo.pop_back();
+      if (structure_ids_[set] != kUnknownId) continue;
+      key.clear();
+      for (const EarleyItem* it = engine_.set_begin(set); it != engine_.set_end(set); ++it) {
+        const uint64_t origin = it->origin == set ? kSelfOrigin : structure_ids_[it->origin];
+        key.push_back((uint64_t{it->state} << 32) | origin);
+      }
+      std::sort(key.begin(), key.end());
+      auto [pos, inserted] = interned_.emplace(key, static_cast<uint32_t>(interned_.size()));
+      structure_ids_[set] = pos->second;
+    }
+    return structure_ids_[k];
+  }
+
+  std::shared_ptr<const CompiledGrammarData> data_;
+  EarleyEngine engine_;
+  std::vector<size_t> token_ends_;  // engine size after each accepted token
+  size_t terminated_at_ = kNotTerminated;
+  std::vector<uint32_t> structure_ids_;
+  std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
+  std::unordered_map<uint32_t, std::vector<uint32_t>> mask_cache_;
+  size_t hits_ = 0;
+  size_t misses_ = 0;
+};
+
+}  // namespace internal
+
+// --- CompiledGrammar ---------------------------------------------------------
+
+Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
+                                                 const Vocabulary& vocabulary,
+                                                 const CompileOptions& options) {
+  auto lowered = internal::ByteGrammar::lower(grammar, options.root, options.recognizer);
+  if (!lowered.ok()) return lowered.status();
+  auto data = std::make_shared<internal::CompiledGrammarData>(
+      internal::CompiledGrammarData{std::move(lowered).value(), vocabulary});
+  return CompiledGrammar(std::move(data));
+}
+
+Result<CompiledGrammar> CompiledGrammar::from_gbnf(std::string_view gbnf,
+                                                   const Vocabulary& vocabulary,
+                                                   const CompileOptions& options) {
+  GbnfOptions parse_options;
+  parse_options.root = options.root;
+  auto grammar = parse_gbnf(gbnf, parse_options);
+  if (!grammar.ok()) return grammar.status();
+  return compile(*grammar, vocabulary, options);
+}
+
+const Vocabulary& CompiledGrammar::vocabulary() const noexcept {
+  return data_->vocabulary;
+}
+size_t CompiledGrammar::mask_words() const noexcept {
+  return grammask::mask_words(data_->vocabulary.size());
+}
+
+// --- Matcher -------------------------------------------------------------------
+
+Matcher::Matcher(const CompiledGrammar& grammar)
+    : state_(std::make_unique<internal::MatcherState>(grammar.data_)) {}
+Matcher::Matcher(const Matcher& other)
+    : state_(std::make_unique<internal::MatcherState>(*other.state_)) {}
+Matcher& Matcher::operator=(const Matcher& other) {
+  if (this != &other) state_ = std::make_unique<internal::MatcherState>(*other.state_);
+  return *this;
+}
+Matcher::Matcher(Matcher&&) noexcept = default;
+Matcher& Matcher::operator=(Matcher&&) noexcept = default;
+Matcher::~Matcher() = default;
+
+Status Matcher::fill_mask(uint32_t* words, size_t n_words) {
+  return state_->fill_mask(words, n_words);
+}
+Status Matcher::accept_token(uint32_t token) {
+  return state_->accept_token(token);
+}
+bool Matcher::is_token_allowed(uint32_t token) const {
+  return state_->is_token_allowed(token);
+}
+Status Matcher::accept_bytes(std::string_view bytes) {
+  return state_->accept_bytes(bytes);
+}
+Status Matcher::rollback(size_t n_tokens) {
+  return state_->rollback(n_tokens);
+}
+void Matcher::reset() noexcept {
+  state_->reset();
+}
+size_t Matcher::num_tokens() const noexcept {
+  return state_->num_tokens();
+}
+bool Matcher::is_accepting() const noexcept {
+  return state_->is_accepting();
+}
+bool Matcher::is_terminated() const noexcept {
+  return state_->terminated();
+}
+std::string Matcher::forced_bytes(size_t max_bytes) const {
+  return state_->forced_bytes(max_bytes);
+}
+size_t Matcher::mask_cache_hits() const noexcept {
+  return state_->hits();
+}
+size_t Matcher::mask_cache_misses() const noexcept {
+  return state_->misses();
+}
+
+Status fill_masks(Matcher* const* matchers, size_t n_matchers, uint32_t* words, size_t row_words,
+                  size_t threads) {
+  if (n_matchers == 0) return Status();
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, n_matchers);
+  std::vector<Status> results(n_matchers);
+  auto work = [&](size_t first) {
+    for (size_t i = first; i < n_matchers; i += threads)
+      results[i] = matchers[i]->fill_mask(words + i * row_words, row_words);
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (std::thread& t : pool) t.join();
+  for (const Status& s : results)
+    if (!s.ok()) return s;
+  return Status();
+}
+
+}  // namespace grammask

@@ -1,0 +1,36 @@
+// Helpers shared by the grammask tool's subcommands.
+#ifndef GRAMMASK_EXAMPLES_TOOL_COMMON_H_
+#define GRAMMASK_EXAMPLES_TOOL_COMMON_H_
+
+#include <optional>
+#include <string>
+
+#include "grammask/status.h"
+#include "grammask/vocabulary.h"
+
+namespace grammask_tool {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRejected = 1;
+constexpr int kExitUsage = 2;
+
+// The whole file, or nullopt (errno tells why).
+std::optional<std::string> read_file(const std::string& path);
+
+// A grammar given as a GBNF file or a JSON Schema file, as GBNF text.
+// On failure prints "PATH:LINE:COL: error: ..." (or "PATH: error: ...") to
+// stderr and returns nullopt; *io_error tells whether the file was unreadable.
+std::optional<std::string> load_constraint_gbnf(const std::string& path, bool is_schema,
+                                                bool* io_error);
+
+// A GGUF file (by its .gguf extension) or a Hugging Face tokenizer.json.
+grammask::Result<grammask::Vocabulary> load_vocabulary(const std::string& path);
+
+// "dir/name.ext" -> "name".
+std::string file_stem(const std::string& path);
+
+int run_bench(int argc, char** argv);
+
+}  // namespace grammask_tool
+
+#endif  // GRAMMASK_EXAMPLES_TOOL_COMMON_H_

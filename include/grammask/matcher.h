@@ -1,0 +1,125 @@
+// Token masks: a grammar compiled against a vocabulary, and the per-sequence
+// Matcher that an inference engine drives in its sampling loop.
+//
+//   auto compiled = CompiledGrammar::from_gbnf(text, vocabulary);
+//   Matcher m(*compiled);
+//   std::vector<uint32_t> mask(mask_words(n_logits));
+//   for (;;) {
+//     m.fill_mask(mask.data(), mask.size());
+//     apply_mask(logits, n_logits, mask.data());
+//     uint32_t token = sample(logits);
+//     m.accept_token(token);
+//     if (m.is_terminated()) break;
+//   }
+#ifndef GRAMMASK_MATCHER_H_
+#define GRAMMASK_MATCHER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grammask/grammar.h"
+#include "grammask/recognizer.h"
+#include "grammask/status.h"
+#include "grammask/vocabulary.h"
+
+namespace grammask {
+
+namespace internal {
+struct CompiledGrammarData;
+class MatcherState;
+}  // namespace internal
+
+struct CompileOptions {
+  std::string root = "root";     // start rule
+  RecognizerOptions recognizer;  // lowering limits
+};
+
+// A grammar lowered to byte automata plus the vocabulary it masks. Immutable
+// once built; copies share the data. Safe to share between threads and any
+// number of Matchers.
+class CompiledGrammar {
+ public:
+  // Cost: lowering the grammar (linear in its lowered size); no per-token work.
+  static Result<CompiledGrammar> compile(const Grammar& grammar, const Vocabulary& vocabulary,
+                                         const CompileOptions& options = {});
+  // parse_gbnf + compile. Syntax errors carry line:column.
+  static Result<CompiledGrammar> from_gbnf(std::string_view gbnf, const Vocabulary& vocabulary,
+                                           const CompileOptions& options = {});
+
+  const Vocabulary& vocabulary() const noexcept;
+  // Words a mask must have at least: mask_words(vocabulary().size()).
+  size_t mask_words() const noexcept;
+
+ private:
+  friend class Matcher;
+  explicit CompiledGrammar(std::shared_ptr<const internal::CompiledGrammarData> data)
+      : data_(std::move(data)) {}
+  std::shared_ptr<const internal::CompiledGrammarData> data_;
+};
+
+// The state of one sequence being decoded. Not thread-safe: use one Matcher
+// per sequence (fork() for beams); many Matchers may share one
+// CompiledGrammar across threads.
+class Matcher {
+ public:
+  explicit Matcher(const CompiledGrammar& grammar);
+  Matcher(const Matcher&);  // fork: independent state, shared grammar
+  Matcher& operator=(const Matcher&);
+  Matcher(Matcher&&) noexcept;
+  Matcher& operator=(Matcher&&) noexcept;
+  ~Matcher();
+
+  // Writes the allowed-token mask: bit i%32 of words[i/32] is set iff token i
+  // may come next. Stop tokens are allowed exactly when the output so far is
+  // complete; after a stop token only stop tokens are. Words past the
+  // vocabulary are zeroed. Fails with kInvalidArgument (writing nothing) if
+  // n_words < mask_words(). Cost: a memcpy when this parser state was seen
+  // before by this Matcher, else a walk of the token trie.
+  Status fill_mask(uint32_t* words, size_t n_words);
+
+  // Appends a token. Refuses (kInvalidArgument, state unchanged) a token
+  // that is not allowed, out of range, or any token after termination except
+  // a stop token (kInvalidState). A stop token terminates the matcher.
+  Status accept_token(uint32_t token);
+  // True if accept_token(token) would succeed. O(token length).
+  bool is_token_allowed(uint32_t token) const;
+  // Appends raw bytes (e.g. a jump-forward string); all or nothing.
+  Status accept_bytes(std::string_view bytes);
+
+  // Undoes the last n accepted tokens (accept_bytes counts as one token).
+  // kInvalidArgument if n exceeds num_tokens(); then nothing changes.
+  Status rollback(size_t n_tokens);
+  void reset() noexcept;
+
+  size_t num_tokens() const noexcept;
+  // The output so far is a complete sentence of the grammar.
+  bool is_accepting() const noexcept;
+  // A stop token was accepted.
+  bool is_terminated() const noexcept;
+  // The bytes that are the only way forward from here (jump-forward
+  // decoding), stopping where the output could also end or branch. Empty if
+  // there is no forced continuation. Does not change the state.
+  std::string forced_bytes(size_t max_bytes = 4096) const;
+
+  // Statistics of this matcher's mask cache (for benchmarks and tests).
+  size_t mask_cache_hits() const noexcept;
+  size_t mask_cache_misses() const noexcept;
+
+ private:
+  std::unique_ptr<internal::MatcherState> state_;
+};
+
+// Fills row i of `words` (rows of `row_words` words) with the mask of
+// matchers[i], using up to `threads` threads (0: hardware concurrency).
+// Each Matcher is touched by exactly one thread. Fails if row_words is too
+// small for any matcher; rows of matchers that failed are left unspecified.
+Status fill_masks(Matcher* const* matchers, size_t n_matchers, uint32_t* words, size_t row_words,
+                  size_t threads = 0);
+
+}  // namespace grammask
+
+#endif  // GRAMMASK_MATCHER_H_
