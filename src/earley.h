@@ -10,7 +10,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "automaton.h"
@@ -71,6 +70,57 @@ class StampedKeySet {
   size_t count_ = 0;
 };
 
+// Leo's memo: (set generation, rule) -> topmost item. Entries are only a
+// cache (recomputable), so a full table is cleared in O(1) by a stamp bump.
+class LeoMemo {
+ public:
+  LeoMemo() : slots_(kCapacity) {}
+  // Returns the memoized item, or nullptr.
+  const EarleyItem* find(uint64_t key) const noexcept {
+    for (size_t h = slot_of(key);; h = (h + 1) & (kCapacity - 1)) {
+      const Slot& s = slots_[h];
+      if (s.stamp != stamp_) return nullptr;
+      if (s.key == key) return &s.value;
+    }
+  }
+  void put(uint64_t key, EarleyItem value) noexcept {
+    if (count_ * 2 >= kCapacity) {
+      if (++stamp_ == 0) {
+        for (Slot& s : slots_) s.stamp = 0;
+        stamp_ = 1;
+      }
+      count_ = 0;
+    }
+    for (size_t h = slot_of(key);; h = (h + 1) & (kCapacity - 1)) {
+      Slot& s = slots_[h];
+      if (s.stamp != stamp_) {
+        s = {key, value, stamp_};
+        ++count_;
+        return;
+      }
+      if (s.key == key) {
+        s.value = value;
+        return;
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kCapacity = 1u << 14;
+  struct Slot {
+    uint64_t key = 0;
+    EarleyItem value{0, 0};
+    uint32_t stamp = 0;
+  };
+  static size_t slot_of(uint64_t key) noexcept {
+    key *= 0x9E3779B97F4A7C15ULL;
+    return static_cast<size_t>(key >> 50) & (kCapacity - 1);
+  }
+  std::vector<Slot> slots_;
+  uint32_t stamp_ = 1;
+  size_t count_ = 0;
+};
+
 class EarleyEngine {
  public:
   explicit EarleyEngine(std::shared_ptr<const ByteGrammar> grammar);
@@ -112,7 +162,7 @@ class EarleyEngine {
   std::vector<EarleyItem> items_;
   std::vector<SetInfo> sets_;
   StampedKeySet seen_;
-  std::unordered_map<uint64_t, EarleyItem> leo_memo_;
+  LeoMemo leo_memo_;
   uint64_t next_generation_ = 0;
 };
 

@@ -9,7 +9,6 @@ namespace internal {
 namespace {
 constexpr uint64_t kCompletionTag = uint64_t{1} << 63;
 constexpr EarleyItem kNoItem{kNoState, 0};
-constexpr size_t kLeoMemoLimit = 1u << 20;
 }  // namespace
 
 void StampedKeySet::grow() {
@@ -116,7 +115,6 @@ EarleyItem EarleyEngine::unique_tail_waiter(uint32_t set, uint32_t rule, bool* f
 // Leo's topmost item for completing `rule` started at `set`: the completed
 // item at the top of a deterministic chain of tail positions, or kNoItem.
 EarleyItem EarleyEngine::leo_item(uint32_t set, uint32_t rule) {
-  if (leo_memo_.size() > kLeoMemoLimit) leo_memo_.clear();
   const auto& states = grammar_->states();
   const uint64_t num_rules = grammar_->rules().size();
   auto key_of = [&](uint32_t s, uint32_t r) { return sets_[s].generation * num_rules + r; };
@@ -130,14 +128,14 @@ EarleyItem EarleyEngine::leo_item(uint32_t set, uint32_t rule) {
   uint32_t s = set, r = rule;
   for (;;) {
     const uint64_t key = key_of(s, r);
-    if (auto it = leo_memo_.find(key); it != leo_memo_.end()) {
-      deeper = it->second;
+    if (const EarleyItem* memo = leo_memo_.find(key)) {
+      deeper = *memo;
       break;
     }
     bool found = false;
     const EarleyItem candidate = unique_tail_waiter(s, r, &found);
     if (!found) {
-      leo_memo_.emplace(key, kNoItem);
+      leo_memo_.put(key, kNoItem);
       break;
     }
     for (const Link& l : chain)
@@ -150,7 +148,7 @@ EarleyItem EarleyEngine::leo_item(uint32_t set, uint32_t rule) {
   }
   for (size_t j = chain.size(); j-- > 0;) {
     const EarleyItem value = deeper.state != kNoState ? deeper : chain[j].candidate;
-    leo_memo_[chain[j].key] = value;
+    leo_memo_.put(chain[j].key, value);
     deeper = value;
   }
   return deeper;
