@@ -1,1 +1,679 @@
-// placeholder: filled in by its component
+// The GBNF parser: a hand-written parser over the UTF-8 text, following
+// docs/GBNF.md. It builds the IR directly. Groups are kept on an explicit
+// stack rather than the call stack, so hostile nesting cannot overflow it.
+// Rule references are resolved to rule indices once the whole text has been
+// read, because a rule may be used before it is defined.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "grammask/gbnf.h"
+#include "utf8.h"
+
+namespace grammask {
+namespace {
+
+// Deepest allowed nesting, counted both as open parentheses while parsing
+// and as the height of the resulting expression tree (which bounds the
+// recursion of everything that walks the IR: printer, compiler, destructor).
+constexpr uint32_t kMaxNesting = 1000;
+// Largest repetition bound accepted in {m,n}.
+constexpr uint64_t kMaxRepeatBound = 1000000;
+
+const char* const kEscapeList = "\\t \\n \\r \\\\ \\\" \\[ \\] \\xHH \\uHHHH or \\UHHHHHHHH";
+const char* const kClassEscapeList =
+    "\\t \\n \\r \\\\ \\\" \\[ \\] \\- \\^ \\xHH \\uHHHH or \\UHHHHHHHH";
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string format_code_point(uint32_t code_point) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "U+%04X", static_cast<unsigned>(code_point));
+  return buffer;
+}
+
+// A code point for an error message: 'a' when printable ASCII, else U+XXXX.
+std::string describe_code_point(uint32_t code_point) {
+  if (code_point > 0x20 && code_point < 0x7F) return std::string("'") + char(code_point) + "'";
+  if (code_point == ' ') return "' '";
+  return format_code_point(code_point);
+}
+
+// One rule name seen in the text, defined or only referenced so far.
+struct Symbol {
+  std::string name;
+  int rule_index = -1;         // index in the grammar once defined
+  size_t first_reference = 0;  // offset of the first reference, if any
+  bool referenced = false;
+};
+
+class GbnfParser {
+ public:
+  GbnfParser(std::string_view text, std::string_view root)
+      : text_(text), root_(root.empty() ? std::string_view("root") : root) {}
+
+  Result<Grammar> parse();
+
+ private:
+  // --- positions and errors ---
+  bool at_end() const { return pos_ >= text_.size(); }
+  // The byte at pos_, or '\0' at the end (check at_end() where a NUL in the
+  // text would matter).
+  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  SourceLocation location_at(size_t offset) const;
+  // Records the first error and returns false, so callers can `return fail(...)`.
+  bool fail(size_t offset, std::string message);
+  std::string describe_char_at(size_t offset) const;
+
+  // --- lexical helpers ---
+  void skip_space(bool newlines_ok);
+  bool contains_newline(size_t from, size_t to) const;
+  bool at_rule_definition() const;
+  std::string_view read_name();
+
+  // --- the grammar of GBNF ---
+  bool parse_rule();
+  struct OpenGroup;
+  bool parse_body(Expr* out);
+  bool end_alternative(OpenGroup& group);
+  bool end_alternation(OpenGroup& group, Expr* out, uint32_t* height);
+  bool append_item(bool nested, Expr item, uint32_t height, OpenGroup& group);
+  bool parse_atom(Expr* out);
+  bool parse_literal(Expr* out);
+  bool parse_char_class(Expr* out);
+  bool parse_class_char(size_t class_start, uint32_t* code_point);
+  bool parse_escape(bool in_class, uint32_t* code_point);
+  bool parse_bounds(uint32_t* min, uint32_t* max);
+  bool parse_bound_number(uint32_t* value);
+
+  uint32_t symbol_for(std::string_view name);
+  void resolve_references(Expr& expr);
+
+  std::string_view text_;
+  std::string_view root_;
+  size_t pos_ = 0;
+  std::vector<size_t> line_starts_;
+  std::vector<Symbol> symbols_;
+  std::unordered_map<std::string, uint32_t> symbol_ids_;
+  Grammar grammar_;
+  Status error_;
+};
+
+SourceLocation GbnfParser::location_at(size_t offset) const {
+  // line_starts_ is sorted; the line is the last start at or before offset.
+  const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+  const size_t line_index = static_cast<size_t>(it - line_starts_.begin()) - 1;
+  SourceLocation where;
+  where.line = static_cast<uint32_t>(line_index + 1);
+  where.column = static_cast<uint32_t>(offset - line_starts_[line_index] + 1);
+  where.offset = offset;
+  return where;
+}
+
+bool GbnfParser::fail(size_t offset, std::string message) {
+  if (error_.ok()) error_ = Status(ErrorCode::kSyntax, std::move(message), location_at(offset));
+  return false;
+}
+
+std::string GbnfParser::describe_char_at(size_t offset) const {
+  if (offset >= text_.size()) return "the end of the text";
+  if (text_[offset] == '\n') return "the end of the line";
+  uint32_t code_point = static_cast<uint8_t>(text_[offset]);
+  utf8::decode(text_, offset, &code_point);  // the text was validated up front
+  return describe_code_point(code_point);
+}
+
+void GbnfParser::skip_space(bool newlines_ok) {
+  while (!at_end()) {
+    const char c = text_[pos_];
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++pos_;
+    } else if (c == '#') {
+      while (!at_end() && text_[pos_] != '\n') ++pos_;  // the newline itself is not comment
+    } else if (c == '\n' && newlines_ok) {
+      ++pos_;
+    } else {
+      break;
+    }
+  }
+}
+
+bool GbnfParser::contains_newline(size_t from, size_t to) const {
+  return text_.substr(from, to - from).find('\n') != std::string_view::npos;
+}
+
+// True when the text at pos_ reads `name ::=` (a rule definition starts here).
+bool GbnfParser::at_rule_definition() const {
+  size_t p = pos_;
+  if (p >= text_.size() || !is_name_char(text_[p])) return false;
+  while (p < text_.size() && is_name_char(text_[p])) ++p;
+  while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t')) ++p;
+  return text_.substr(p, 3) == "::=";
+}
+
+std::string_view GbnfParser::read_name() {
+  const size_t start = pos_;
+  while (!at_end() && is_name_char(text_[pos_])) ++pos_;
+  return text_.substr(start, pos_ - start);
+}
+
+uint32_t GbnfParser::symbol_for(std::string_view name) {
+  auto [it, inserted] =
+      symbol_ids_.emplace(std::string(name), static_cast<uint32_t>(symbols_.size()));
+  if (inserted) symbols_.push_back(Symbol{std::string(name)});
+  return it->second;
+}
+
+Result<Grammar> GbnfParser::parse() {
+  line_starts_.push_back(0);
+  for (size_t i = 0; i < text_.size(); ++i) {
+    if (text_[i] == '\n') line_starts_.push_back(i + 1);
+  }
+  const size_t bad_byte = utf8::find_invalid(text_);
+  if (bad_byte != std::string_view::npos) {
+    char buffer[96];
+    std::snprintf(buffer, sizeof buffer,
+                  "invalid UTF-8: byte 0x%02X does not begin a well-formed character",
+                  static_cast<unsigned>(static_cast<uint8_t>(text_[bad_byte])));
+    fail(bad_byte, buffer);
+    return error_;
+  }
+  if (text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;  // a byte-order mark is not content
+
+  while (true) {
+    skip_space(/*newlines_ok=*/true);
+    if (at_end()) break;
+    if (!parse_rule()) return error_;
+  }
+
+  // Every referenced name must be defined; report the earliest reference.
+  const Symbol* undefined = nullptr;
+  for (const Symbol& symbol : symbols_) {
+    if (symbol.rule_index >= 0 || !symbol.referenced) continue;
+    if (undefined == nullptr || symbol.first_reference < undefined->first_reference) {
+      undefined = &symbol;
+    }
+  }
+  if (undefined != nullptr) {
+    fail(undefined->first_reference, "undefined rule '" + undefined->name +
+                                         "': expected a definition '" + undefined->name +
+                                         " ::= ...'");
+    return error_;
+  }
+  for (Rule& rule : grammar_.mutable_rules()) {
+    resolve_references(rule.body);
+  }
+  if (grammar_.find_rule(root_) < 0) {
+    fail(0, "missing start rule '" + std::string(root_) + "': expected a definition '" +
+                std::string(root_) + " ::= ...'");
+    return error_;
+  }
+  return std::move(grammar_);
+}
+
+void GbnfParser::resolve_references(Expr& expr) {
+  if (expr.kind == Expr::Kind::kRuleRef) {
+    expr.rule = static_cast<uint32_t>(symbols_[expr.rule].rule_index);
+  }
+  for (Expr& child : expr.children) resolve_references(child);
+}
+
+bool GbnfParser::parse_rule() {
+  const size_t name_start = pos_;
+  if (!is_name_char(peek())) {
+    return fail(pos_, "unexpected " + describe_char_at(pos_) +
+                          ": expected a rule name (letters, digits, '-') to start a rule");
+  }
+  const std::string_view name = read_name();
+  skip_space(/*newlines_ok=*/false);
+  if (text_.substr(pos_, 3) != "::=") {
+    return fail(pos_, "expected '::=' after rule name '" + std::string(name) + "', found " +
+                          describe_char_at(pos_));
+  }
+  pos_ += 3;
+
+  const uint32_t symbol_id = symbol_for(name);
+  if (symbols_[symbol_id].rule_index >= 0) {
+    const Rule& first = grammar_.rules()[symbols_[symbol_id].rule_index];
+    return fail(name_start, "duplicate rule '" + std::string(name) + "': first defined on line " +
+                                std::to_string(first.where.line));
+  }
+  const SourceLocation where = location_at(name_start);
+  symbols_[symbol_id].rule_index =
+      static_cast<int>(grammar_.add_rule(std::string(name), Expr(), where));
+  const size_t rule_index = grammar_.rules().size() - 1;
+
+  // The body may start on the next line (`rule ::=` NEWLINE `  body`), unless
+  // the next line is itself a rule definition: then the body is empty.
+  const size_t gap_start = pos_;
+  skip_space(/*newlines_ok=*/true);
+  Expr body;
+  if (contains_newline(gap_start, pos_) && at_rule_definition()) {
+    body = Expr::sequence({});
+    body.where = location_at(gap_start);
+  } else {
+    if (!parse_body(&body)) return false;
+    if (!at_end() && peek() != '\n' && !at_rule_definition()) {
+      if (peek() == ')') return fail(pos_, "unmatched ')': no group is open here");
+      return fail(pos_, "unexpected " + describe_char_at(pos_) + ": expected the end of the line");
+    }
+  }
+  grammar_.mutable_rules()[rule_index].body = std::move(body);
+  return true;
+}
+
+// One alternation being read: the rule body (the bottom one) or an open '('.
+// parse_body() keeps them on an explicit stack instead of recursing, so deep
+// nesting costs heap, not call stack.
+struct GbnfParser::OpenGroup {
+  size_t open = 0;              // offset of the '(' (unused for the rule body)
+  size_t start = 0;             // offset where the alternation begins
+  std::vector<Expr> options;    // the alternatives read so far
+  uint32_t options_height = 0;  // tallest of them
+  size_t sequence_start = 0;    // offset where the current alternative begins
+  std::vector<Expr> items;      // the items of the current alternative
+  uint32_t items_height = 0;    // tallest of them
+};
+
+// Reads a rule body: alternatives of sequences of items, with groups. Stops
+// at a newline outside parentheses (the caller checks what follows), at a
+// stray ')', at the end of the text, or before a rule definition that
+// directly follows a '|' line break.
+bool GbnfParser::parse_body(Expr* out) {
+  std::vector<OpenGroup> groups(1);
+  groups.back().start = groups.back().sequence_start = pos_;
+  while (true) {
+    const bool nested = groups.size() > 1;
+    skip_space(nested);
+    OpenGroup& group = groups.back();
+    const char c = peek();
+    const bool alternative_ends = at_end() || c == '|' || c == ')' || c == '\n';
+    if (!alternative_ends) {
+      if (at_rule_definition()) {
+        const size_t name_start = pos_;
+        const std::string name(read_name());
+        if (nested) {
+          return fail(group.open, "unclosed group: expected ')' to match this '(' before rule '" +
+                                      name + "' is defined");
+        }
+        return fail(name_start, "expected a newline before the definition of rule '" + name + "'");
+      }
+      if (c == '(') {
+        if (groups.size() > kMaxNesting) {
+          return fail(pos_, "nesting too deep: more than " + std::to_string(kMaxNesting) +
+                                " levels of parentheses");
+        }
+        const size_t open = pos_++;
+        skip_space(/*newlines_ok=*/true);
+        groups.emplace_back();  // invalidates `group`
+        groups.back().open = open;
+        groups.back().start = groups.back().sequence_start = pos_;
+        continue;
+      }
+      Expr item;
+      if (!parse_atom(&item)) return false;
+      if (!append_item(nested, std::move(item), /*height=*/1, group)) return false;
+      continue;
+    }
+
+    if (!end_alternative(group)) return false;
+    if (!at_end() && c == '|') {
+      ++pos_;
+      // A newline right after '|' continues the rule; if the next line
+      // defines a rule, the alternative after '|' is empty and the body ends.
+      const size_t gap_start = pos_;
+      skip_space(/*newlines_ok=*/true);
+      group.sequence_start = pos_;
+      if (nested || !contains_newline(gap_start, pos_) || !at_rule_definition()) continue;
+      group.sequence_start = gap_start;
+      if (!end_alternative(group)) return false;
+    }
+
+    Expr alternation;
+    uint32_t height = 0;
+    if (!end_alternation(group, &alternation, &height)) return false;
+    if (!nested) {
+      *out = std::move(alternation);
+      return true;
+    }
+    if (at_end() || peek() != ')') {  // inside a group only ')' or the end stop an alternative
+      return fail(group.open, "unclosed group: expected ')' to match this '('");
+    }
+    ++pos_;
+    // `( )` is the empty sequence; a group around one item is just that item.
+    if (alternation.kind == Expr::Kind::kSequence && alternation.children.empty()) {
+      alternation.where = location_at(group.open);
+    }
+    groups.pop_back();  // invalidates `group`
+    if (!append_item(groups.size() > 1, std::move(alternation), height, groups.back())) {
+      return false;
+    }
+  }
+}
+
+// Closes the current alternative of `group`: its items become one option.
+bool GbnfParser::end_alternative(OpenGroup& group) {
+  Expr option;
+  uint32_t height = group.items_height;
+  if (group.items.size() == 1) {
+    option = std::move(group.items[0]);
+  } else {
+    option = Expr::sequence(std::move(group.items));
+    option.where = location_at(group.sequence_start);
+    ++height;
+  }
+  if (height > kMaxNesting) {
+    return fail(group.sequence_start,
+                "nesting too deep: more than " + std::to_string(kMaxNesting) + " levels");
+  }
+  group.items.clear();
+  group.items_height = 0;
+  group.options.push_back(std::move(option));
+  group.options_height = std::max(group.options_height, height);
+  return true;
+}
+
+// Turns the options of `group` into one expression.
+bool GbnfParser::end_alternation(OpenGroup& group, Expr* out, uint32_t* height) {
+  *height = group.options_height;
+  if (group.options.size() == 1) {
+    *out = std::move(group.options[0]);
+  } else {
+    *out = Expr::alternation(std::move(group.options));
+    out->where = location_at(group.start);
+    ++*height;
+  }
+  if (*height > kMaxNesting) {
+    return fail(group.start,
+                "nesting too deep: more than " + std::to_string(kMaxNesting) + " levels");
+  }
+  return true;
+}
+
+// Applies the repeat operators that follow `item`, then adds it to the
+// current alternative of `group`.
+bool GbnfParser::append_item(bool nested, Expr item, uint32_t height, OpenGroup& group) {
+  while (true) {
+    skip_space(nested);
+    const size_t op = pos_;
+    uint32_t min = 0, max = 0;
+    if (at_end()) break;
+    const char c = peek();
+    if (c == '*') {
+      min = 0, max = kUnbounded, ++pos_;
+    } else if (c == '+') {
+      min = 1, max = kUnbounded, ++pos_;
+    } else if (c == '?') {
+      min = 0, max = 1, ++pos_;
+    } else if (c == '{') {
+      if (!parse_bounds(&min, &max)) return false;
+    } else {
+      break;
+    }
+    const SourceLocation where = item.where;
+    item = Expr::repeat(std::move(item), min, max);
+    item.where = where;
+    if (++height > kMaxNesting) {
+      return fail(op, "nesting too deep: more than " + std::to_string(kMaxNesting) + " levels");
+    }
+  }
+  group.items.push_back(std::move(item));
+  group.items_height = std::max(group.items_height, height);
+  return true;
+}
+
+// Reads one terminal or rule reference (groups are handled by parse_body).
+bool GbnfParser::parse_atom(Expr* out) {
+  const size_t start = pos_;
+  const char c = peek();
+  if (c == '"') {
+    if (!parse_literal(out)) return false;
+  } else if (c == '[') {
+    if (!parse_char_class(out)) return false;
+  } else if (c == '.') {
+    ++pos_;
+    *out = Expr::any_char();
+  } else if (is_name_char(c)) {
+    const std::string_view name = read_name();
+    const uint32_t symbol_id = symbol_for(name);
+    Symbol& symbol = symbols_[symbol_id];
+    if (!symbol.referenced) {
+      symbol.referenced = true;
+      symbol.first_reference = start;
+    }
+    // Holds the symbol id until resolve_references() maps it to a rule index.
+    *out = Expr::rule_ref(symbol_id);
+  } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+    return fail(pos_, std::string("'") + c + "' must follow a symbol or group it repeats");
+  } else {
+    return fail(pos_, "unexpected " + describe_char_at(pos_) +
+                          ": expected a string, a character class, '.', a rule name or '('");
+  }
+  out->where = location_at(start);
+  return true;
+}
+
+bool GbnfParser::parse_literal(Expr* out) {
+  const size_t open = pos_;
+  ++pos_;
+  std::u32string code_points;
+  while (true) {
+    if (at_end() || peek() == '\n') {
+      return fail(open, "unclosed string: expected '\"' before " + describe_char_at(pos_));
+    }
+    const char c = peek();
+    if (c == '"') {
+      ++pos_;
+      break;
+    }
+    uint32_t code_point = 0;
+    if (c == '\\') {
+      if (!parse_escape(/*in_class=*/false, &code_point)) return false;
+    } else {
+      pos_ += utf8::decode(text_, pos_, &code_point);  // valid: checked up front
+    }
+    code_points.push_back(static_cast<char32_t>(code_point));
+  }
+  *out = code_points.empty() ? Expr::sequence({}) : Expr::literal_text(std::move(code_points));
+  return true;
+}
+
+bool GbnfParser::parse_char_class(Expr* out) {
+  const size_t open = pos_;
+  ++pos_;
+  bool negated = false;
+  if (peek() == '^') {
+    negated = true;
+    ++pos_;
+  }
+  std::vector<CodePointRange> ranges;
+  while (true) {
+    if (!at_end() && peek() == ']') {
+      ++pos_;
+      break;
+    }
+    const size_t item_start = pos_;
+    CodePointRange range;
+    if (!parse_class_char(open, &range.first)) return false;
+    range.last = range.first;
+    // '-' makes a range unless it is the last character before ']'.
+    if (peek() == '-' && pos_ + 1 < text_.size() && text_[pos_ + 1] != ']') {
+      ++pos_;
+      if (!parse_class_char(open, &range.last)) return false;
+      if (range.first > range.last) {
+        return fail(item_start, "bad range: start " + describe_code_point(range.first) + " (" +
+                                    format_code_point(range.first) + ") is above end " +
+                                    describe_code_point(range.last) + " (" +
+                                    format_code_point(range.last) + ")");
+      }
+    }
+    ranges.push_back(range);
+  }
+  *out = Expr::char_class(std::move(ranges), negated);
+  return true;
+}
+
+bool GbnfParser::parse_class_char(size_t class_start, uint32_t* code_point) {
+  if (at_end() || peek() == '\n') {
+    return fail(class_start,
+                "unclosed character class: expected ']' before " + describe_char_at(pos_));
+  }
+  if (peek() == '\\') return parse_escape(/*in_class=*/true, code_point);
+  pos_ += utf8::decode(text_, pos_, code_point);  // valid: checked up front
+  return true;
+}
+
+bool GbnfParser::parse_escape(bool in_class, uint32_t* code_point) {
+  const size_t backslash = pos_;
+  ++pos_;
+  if (at_end() || peek() == '\n') {
+    return fail(backslash, "bad escape: '\\' at " + describe_char_at(pos_) + "; expected " +
+                               (in_class ? kClassEscapeList : kEscapeList));
+  }
+  const char c = text_[pos_];
+  int hex_digits = 0;
+  switch (c) {
+    case 't':
+      *code_point = '\t';
+      break;
+    case 'n':
+      *code_point = '\n';
+      break;
+    case 'r':
+      *code_point = '\r';
+      break;
+    case '\\':
+    case '"':
+    case '[':
+    case ']':
+      *code_point = static_cast<uint8_t>(c);
+      break;
+    case '-':
+    case '^':
+      if (!in_class) {
+        return fail(backslash, std::string("bad escape '\\") + c +
+                                   "': only allowed inside a character class; expected " +
+                                   kEscapeList);
+      }
+      *code_point = static_cast<uint8_t>(c);
+      break;
+    case 'x':
+      hex_digits = 2;
+      break;
+    case 'u':
+      hex_digits = 4;
+      break;
+    case 'U':
+      hex_digits = 8;
+      break;
+    default: {
+      uint32_t escaped = static_cast<uint8_t>(c);
+      const size_t length = utf8::decode(text_, pos_, &escaped);
+      return fail(backslash, "bad escape '\\" + std::string(text_.substr(pos_, length)) +
+                                 "'; expected " + (in_class ? kClassEscapeList : kEscapeList));
+    }
+  }
+  ++pos_;
+  if (hex_digits == 0) return true;
+
+  uint32_t value = 0;
+  for (int i = 0; i < hex_digits; ++i) {
+    const int digit = hex_value(peek());
+    if (digit < 0) {
+      return fail(backslash, std::string("bad escape '\\") + c + "': expected " +
+                                 std::to_string(hex_digits) + " hex digits");
+    }
+    value = value * 16 + static_cast<uint32_t>(digit);
+    ++pos_;
+  }
+  if (value > kMaxCodePoint) {
+    return fail(backslash, "bad escape: " + format_code_point(value) +
+                               " is beyond the last code point U+10FFFF");
+  }
+  if (utf8::is_surrogate(value)) {
+    return fail(backslash, "bad escape: " + format_code_point(value) +
+                               " is a surrogate (D800-DFFF), not a character");
+  }
+  *code_point = value;
+  return true;
+}
+
+bool GbnfParser::parse_bounds(uint32_t* min, uint32_t* max) {
+  const size_t open = pos_;
+  ++pos_;
+  const auto skip_blanks = [this] {
+    while (peek() == ' ' || peek() == '\t') ++pos_;
+  };
+  skip_blanks();
+  if (!is_digit(peek())) {
+    return fail(pos_, "expected a number after '{', found " + describe_char_at(pos_));
+  }
+  if (!parse_bound_number(min)) return false;
+  skip_blanks();
+  if (peek() == '}') {
+    *max = *min;
+  } else if (peek() == ',') {
+    ++pos_;
+    skip_blanks();
+    if (peek() == '}') {
+      *max = kUnbounded;
+    } else if (is_digit(peek())) {
+      if (!parse_bound_number(max)) return false;
+      skip_blanks();
+    } else {
+      return fail(pos_, "expected a number or '}' after ',', found " + describe_char_at(pos_));
+    }
+    if (peek() != '}') return fail(pos_, "expected '}', found " + describe_char_at(pos_));
+  } else {
+    return fail(pos_, "expected ',' or '}' in repetition bounds, found " + describe_char_at(pos_));
+  }
+  ++pos_;
+  if (*min > *max) {
+    return fail(open, "bad repetition bounds: minimum " + std::to_string(*min) +
+                          " is greater than maximum " + std::to_string(*max));
+  }
+  return true;
+}
+
+bool GbnfParser::parse_bound_number(uint32_t* value) {
+  const size_t start = pos_;
+  uint64_t number = 0;
+  while (is_digit(peek())) {
+    // Saturate: anything past the limit is an error anyway.
+    if (number <= kMaxRepeatBound) number = number * 10 + static_cast<uint64_t>(peek() - '0');
+    ++pos_;
+  }
+  if (number > kMaxRepeatBound) {
+    std::string digits(text_.substr(start, std::min<size_t>(pos_ - start, 24)));
+    if (pos_ - start > 24) digits += "...";
+    return fail(start, "repetition bound " + digits + " is too large: the limit is " +
+                           std::to_string(kMaxRepeatBound));
+  }
+  *value = static_cast<uint32_t>(number);
+  return true;
+}
+
+}  // namespace
+
+Result<Grammar> parse_gbnf(std::string_view text, const GbnfOptions& options) {
+  GbnfParser parser(text, options.root);
+  return parser.parse();
+}
+
+}  // namespace grammask

@@ -1,1 +1,391 @@
-// placeholder: filled in by its component
+// The grammar IR: factories, equality, validation and the GBNF printer.
+#include "grammask/grammar.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+#include <utility>
+
+#include "utf8.h"
+
+namespace grammask {
+
+// --- factories ----------------------------------------------------------------
+
+Expr Expr::sequence(std::vector<Expr> items) {
+  Expr e;
+  e.kind = Kind::kSequence;
+  e.children = std::move(items);
+  return e;
+}
+
+Expr Expr::alternation(std::vector<Expr> options) {
+  Expr e;
+  e.kind = Kind::kAlternation;
+  e.children = std::move(options);
+  return e;
+}
+
+Expr Expr::literal_text(std::u32string code_points) {
+  Expr e;
+  e.kind = Kind::kLiteral;
+  e.literal = std::move(code_points);
+  return e;
+}
+
+Expr Expr::char_class(std::vector<CodePointRange> ranges, bool negated) {
+  Expr e;
+  e.kind = Kind::kCharClass;
+  e.ranges = std::move(ranges);
+  e.negated = negated;
+  return e;
+}
+
+Expr Expr::any_char() {
+  Expr e;
+  e.kind = Kind::kAnyChar;
+  return e;
+}
+
+Expr Expr::rule_ref(uint32_t rule_index) {
+  Expr e;
+  e.kind = Kind::kRuleRef;
+  e.rule = rule_index;
+  return e;
+}
+
+Expr Expr::repeat(Expr item, uint32_t min, uint32_t max) {
+  Expr e;
+  e.kind = Kind::kRepeat;
+  e.min = min;
+  e.max = max;
+  e.children.push_back(std::move(item));
+  return e;
+}
+
+// --- equality -----------------------------------------------------------------
+
+bool operator==(const Expr& a, const Expr& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Expr::Kind::kSequence:
+    case Expr::Kind::kAlternation:
+      return a.children == b.children;
+    case Expr::Kind::kLiteral:
+      return a.literal == b.literal;
+    case Expr::Kind::kCharClass:
+      return a.negated == b.negated && a.ranges == b.ranges;
+    case Expr::Kind::kAnyChar:
+      return true;
+    case Expr::Kind::kRuleRef:
+      return a.rule == b.rule;
+    case Expr::Kind::kRepeat:
+      return a.min == b.min && a.max == b.max && a.children == b.children;
+  }
+  return false;
+}
+
+bool operator==(const Grammar& a, const Grammar& b) {
+  const auto& x = a.rules();
+  const auto& y = b.rules();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i].name != y[i].name || x[i].body != y[i].body) return false;
+  }
+  return true;
+}
+
+bool is_valid_rule_name(std::string_view name) noexcept {
+  if (name.empty()) return false;
+  for (const char c : name) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// --- rules --------------------------------------------------------------------
+
+int Grammar::find_rule(std::string_view name) const noexcept {
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    if (rules_[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+uint32_t Grammar::add_rule(std::string name, Expr body, SourceLocation where) {
+  rules_.push_back(Rule{std::move(name), std::move(body), where});
+  return static_cast<uint32_t>(rules_.size() - 1);
+}
+
+// --- validation ---------------------------------------------------------------
+
+namespace {
+
+std::string hex_code_point(uint32_t code_point) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "U+%04X", static_cast<unsigned>(code_point));
+  return buffer;
+}
+
+Status invalid(const Rule& rule, const Expr& expr, const std::string& what) {
+  return Status(ErrorCode::kInvalidArgument, "rule '" + rule.name + "': " + what, expr.where);
+}
+
+Status validate_expr(const Expr& expr, const Rule& rule, size_t rule_count) {
+  switch (expr.kind) {
+    case Expr::Kind::kSequence:
+      break;
+    case Expr::Kind::kAlternation:
+      if (expr.children.empty()) return invalid(rule, expr, "alternation without options");
+      break;
+    case Expr::Kind::kLiteral:
+      if (expr.literal.empty()) return invalid(rule, expr, "empty literal");
+      for (const char32_t c : expr.literal) {
+        if (!utf8::is_scalar_value(c)) {
+          return invalid(rule, expr, "literal holds " + hex_code_point(c) + ", not a character");
+        }
+      }
+      break;
+    case Expr::Kind::kCharClass:
+      for (const CodePointRange& range : expr.ranges) {
+        if (range.first > range.last || range.last > kMaxCodePoint) {
+          return invalid(
+              rule, expr,
+              "bad class range " + hex_code_point(range.first) + "-" + hex_code_point(range.last));
+        }
+      }
+      break;
+    case Expr::Kind::kAnyChar:
+      break;
+    case Expr::Kind::kRuleRef:
+      if (expr.rule >= rule_count) {
+        return invalid(rule, expr,
+                       "reference to rule index " + std::to_string(expr.rule) + " out of range (" +
+                           std::to_string(rule_count) + " rules)");
+      }
+      break;
+    case Expr::Kind::kRepeat:
+      if (expr.children.size() != 1) return invalid(rule, expr, "repeat needs exactly one child");
+      if (expr.min > expr.max) {
+        return invalid(rule, expr,
+                       "repeat minimum " + std::to_string(expr.min) + " above maximum " +
+                           std::to_string(expr.max));
+      }
+      break;
+  }
+  for (const Expr& child : expr.children) {
+    Status status = validate_expr(child, rule, rule_count);
+    if (!status.ok()) return status;
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status Grammar::validate() const {
+  std::unordered_map<std::string_view, size_t> seen;
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const Rule& rule = rules_[i];
+    if (rule.name.empty()) {
+      return Status(ErrorCode::kInvalidArgument, "rule " + std::to_string(i) + " has an empty name",
+                    rule.where);
+    }
+    auto [it, inserted] = seen.emplace(rule.name, i);
+    if (!inserted) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "duplicate rule name '" + rule.name + "' (rules " + std::to_string(it->second) +
+                        " and " + std::to_string(i) + ")",
+                    rule.where);
+    }
+  }
+  for (const Rule& rule : rules_) {
+    Status status = validate_expr(rule.body, rule, rules_.size());
+    if (!status.ok()) return status;
+  }
+  return Status();
+}
+
+// --- printer ------------------------------------------------------------------
+
+namespace {
+
+// Where an expression is printed; decides whether it needs parentheses.
+enum class Position {
+  kRuleBody,      // the whole right-hand side of a rule
+  kAlternative,   // one option of an alternation
+  kSequenceItem,  // one item of a sequence
+  kRepeated,      // the operand of * + ? {m,n}
+};
+
+// Code points that are valid but invisible or confusing when written raw:
+// C0/C1 controls, DEL, format and separator characters, private use,
+// noncharacters. They are printed as escapes.
+bool needs_escape(uint32_t c) {
+  if (c < 0x20 || (c >= 0x7F && c <= 0xA0)) return true;
+  if (c == 0xAD || c == 0x034F || c == 0x061C || c == 0x180E) return true;
+  if ((c >= 0x2000 && c <= 0x200F) || (c >= 0x2028 && c <= 0x202F)) return true;
+  if ((c >= 0x205F && c <= 0x206F) || c == 0x3000 || c == 0xFEFF) return true;
+  if (c >= 0xD800 && c <= 0xF8FF) return true;  // surrogates and private use
+  if (c >= 0xFDD0 && c <= 0xFDEF) return true;  // noncharacters
+  if ((c & 0xFFFE) == 0xFFFE) return true;      // U+xxFFFE / U+xxFFFF
+  if (c >= 0xFFF0 && c <= 0xFFFB) return true;  // specials (not U+FFFD)
+  if (c >= 0xE0000) return true;                // tags, plane 15/16 private use
+  return c > kMaxCodePoint;
+}
+
+void append_escaped(std::string& out, uint32_t c, bool in_class) {
+  switch (c) {
+    case '\t':
+      out += "\\t";
+      return;
+    case '\n':
+      out += "\\n";
+      return;
+    case '\r':
+      out += "\\r";
+      return;
+    case '\\':
+      out += "\\\\";
+      return;
+    default:
+      break;
+  }
+  if (in_class ? (c == ']' || c == '[' || c == '-' || c == '^') : c == '"') {
+    out += '\\';
+    out += static_cast<char>(c);
+    return;
+  }
+  if (!needs_escape(c)) {
+    utf8::append(out, c);
+    return;
+  }
+  char buffer[16];
+  if (c <= 0xFF) {
+    std::snprintf(buffer, sizeof buffer, "\\x%02X", static_cast<unsigned>(c));
+  } else if (c <= 0xFFFF) {
+    std::snprintf(buffer, sizeof buffer, "\\u%04X", static_cast<unsigned>(c));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "\\U%08X", static_cast<unsigned>(c));
+  }
+  out += buffer;
+}
+
+void print_char_class(const Expr& expr, std::string& out) {
+  out += expr.negated ? "[^" : "[";
+  for (CodePointRange range : expr.ranges) {
+    // Surrogates cannot be written in GBNF and never occur in UTF-8 text, so
+    // trimming them off an endpoint keeps the meaning.
+    if (utf8::is_surrogate(range.first)) range.first = 0xE000;
+    if (utf8::is_surrogate(range.last)) range.last = 0xD7FF;
+    if (range.first > range.last) continue;
+    append_escaped(out, range.first, /*in_class=*/true);
+    if (range.last != range.first) {
+      out += '-';
+      append_escaped(out, range.last, /*in_class=*/true);
+    }
+  }
+  out += ']';
+}
+
+void print_repeat_suffix(uint32_t min, uint32_t max, std::string& out) {
+  if (min == 0 && max == kUnbounded) {
+    out += '*';
+  } else if (min == 1 && max == kUnbounded) {
+    out += '+';
+  } else if (min == 0 && max == 1) {
+    out += '?';
+  } else {
+    out += '{';
+    out += std::to_string(min);
+    if (max != min) {
+      out += ',';
+      if (max != kUnbounded) out += std::to_string(max);
+    }
+    out += '}';
+  }
+}
+
+void print_expr(const Expr& expr, const Grammar& grammar, Position position, std::string& out) {
+  switch (expr.kind) {
+    case Expr::Kind::kSequence: {
+      if (expr.children.empty()) {
+        out += "\"\"";
+        return;
+      }
+      // A nested sequence keeps its parentheses so that it parses back as a
+      // nested sequence rather than being flattened into its parent.
+      const bool parenthesize =
+          position == Position::kSequenceItem || position == Position::kRepeated;
+      if (parenthesize) out += '(';
+      for (size_t i = 0; i < expr.children.size(); ++i) {
+        if (i > 0) out += ' ';
+        print_expr(expr.children[i], grammar, Position::kSequenceItem, out);
+      }
+      if (parenthesize) out += ')';
+      return;
+    }
+    case Expr::Kind::kAlternation: {
+      const bool parenthesize = position != Position::kRuleBody;
+      if (parenthesize) out += '(';
+      for (size_t i = 0; i < expr.children.size(); ++i) {
+        if (i > 0) out += " | ";
+        print_expr(expr.children[i], grammar, Position::kAlternative, out);
+      }
+      if (parenthesize) out += ')';
+      return;
+    }
+    case Expr::Kind::kLiteral:
+      out += '"';
+      for (const char32_t c : expr.literal) {
+        append_escaped(out, static_cast<uint32_t>(c), /*in_class=*/false);
+      }
+      out += '"';
+      return;
+    case Expr::Kind::kCharClass:
+      print_char_class(expr, out);
+      return;
+    case Expr::Kind::kAnyChar:
+      out += '.';
+      return;
+    case Expr::Kind::kRuleRef:
+      if (expr.rule < grammar.rules().size()) {
+        out += grammar.rules()[expr.rule].name;
+      } else {
+        out += "<undefined-rule-" + std::to_string(expr.rule) + ">";
+      }
+      return;
+    case Expr::Kind::kRepeat:
+      if (expr.children.empty()) {
+        out += "<repeat-without-item>";
+        return;
+      }
+      // An operand that is itself a repeat needs no parentheses: `x*?`
+      // parses as (x*)?.
+      print_expr(expr.children[0], grammar, Position::kRepeated, out);
+      print_repeat_suffix(expr.min, expr.max, out);
+      return;
+  }
+}
+
+}  // namespace
+
+std::string to_gbnf(const Expr& expr, const Grammar& grammar) {
+  std::string out;
+  print_expr(expr, grammar, Position::kRuleBody, out);
+  return out;
+}
+
+std::string Grammar::to_gbnf() const {
+  std::string out;
+  for (const Rule& rule : rules_) {
+    out += rule.name;
+    out += " ::= ";
+    print_expr(rule.body, *this, Position::kRuleBody, out);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace grammask

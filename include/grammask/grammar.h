@@ -59,8 +59,14 @@ struct Expr {
   static Expr repeat(Expr item, uint32_t min, uint32_t max);
 };
 
+// Structural equality: same kinds and the fields that matter for each kind,
+// recursively. `where` is ignored.
 bool operator==(const Expr& a, const Expr& b);
 inline bool operator!=(const Expr& a, const Expr& b) { return !(a == b); }
+
+// True when `name` is a GBNF rule name: one or more ASCII letters, digits or
+// '-'. to_gbnf() output parses back only when every rule name is one.
+bool is_valid_rule_name(std::string_view name) noexcept;
 
 struct Rule {
   std::string name;
@@ -88,15 +94,25 @@ class Grammar {
   // ranges within Unicode. Cost: linear in the grammar size.
   Status validate() const;
 
-  // Writes the grammar as GBNF text that parse_gbnf() reads back to an equal
-  // grammar (rules in index order, one per line).
+  // Writes the grammar as GBNF text, rules in index order, one per line.
+  // parse_gbnf() reads it back to an equal grammar when the grammar is valid,
+  // its names are GBNF names and it is in the parser's canonical form (no
+  // one-child sequences or alternations; parse_gbnf() never makes them).
+  // Class ranges that start or end inside the surrogates D800-DFFF are
+  // printed trimmed to the scalar values they cover.
   std::string to_gbnf() const;
 
  private:
   std::vector<Rule> rules_;
 };
 
-// Writes one expression as GBNF (rule references by name from `grammar`).
+// Equal when both have the same rules (names and bodies) in the same order;
+// source locations are ignored.
+bool operator==(const Grammar& a, const Grammar& b);
+inline bool operator!=(const Grammar& a, const Grammar& b) { return !(a == b); }
+
+// Writes one expression as GBNF, as it would appear as a rule body (rule
+// references by name from `grammar`).
 std::string to_gbnf(const Expr& expr, const Grammar& grammar);
 
 }  // namespace grammask

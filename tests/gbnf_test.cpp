@@ -1,0 +1,777 @@
+// Tests of the GBNF parser: every feature of docs/GBNF.md, every error with
+// its line:column, parse -> print -> parse round trips (fixed, bench and
+// random grammars) and robustness on garbage input.
+#include "grammask/gbnf.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "utf8.h"
+
+namespace grammask {
+namespace {
+
+using Kind = Expr::Kind;
+
+// --- helpers ------------------------------------------------------------------
+
+std::u32string decode_all(std::string_view text) {
+  std::u32string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    uint32_t code_point = 0;
+    const size_t length = utf8::decode(text, pos, &code_point);
+    if (length == 0) {
+      ADD_FAILURE() << "test text is not UTF-8";
+      return out;
+    }
+    out.push_back(static_cast<char32_t>(code_point));
+    pos += length;
+  }
+  return out;
+}
+
+Expr lit(std::string_view utf8_text) {
+  return Expr::literal_text(decode_all(utf8_text));
+}
+Expr cls(std::vector<CodePointRange> ranges, bool negated = false) {
+  return Expr::char_class(std::move(ranges), negated);
+}
+Expr seq(std::vector<Expr> items) {
+  return Expr::sequence(std::move(items));
+}
+Expr alt(std::vector<Expr> options) {
+  return Expr::alternation(std::move(options));
+}
+Expr ref(uint32_t rule) {
+  return Expr::rule_ref(rule);
+}
+Expr rep(Expr item, uint32_t min, uint32_t max) {
+  return Expr::repeat(std::move(item), min, max);
+}
+Expr empty() {
+  return Expr::sequence({});
+}
+
+Grammar parse_ok(std::string_view text, std::string_view root = "root") {
+  GbnfOptions options;
+  options.root = root;
+  Result<Grammar> result = parse_gbnf(text, options);
+  EXPECT_TRUE(result.ok()) << result.status().to_string() << "\nin:\n" << text;
+  if (!result.ok()) return Grammar();
+  EXPECT_TRUE(result->validate().ok()) << result->validate().to_string();
+  return std::move(result).value();
+}
+
+// The body of the rule called `name` (a failure and an empty body if none).
+Expr body_of(const Grammar& grammar, std::string_view name) {
+  const int index = grammar.find_rule(name);
+  if (index < 0) {
+    ADD_FAILURE() << "no rule " << name;
+    return Expr();
+  }
+  return grammar.rules()[index].body;
+}
+
+// The body of the only rule of a one-rule grammar `root ::= <body_text>`.
+Expr parse_body(std::string_view body_text) {
+  return body_of(parse_ok("root ::= " + std::string(body_text)), "root");
+}
+
+// Checks that parsing fails with kSyntax at line:column with a message
+// containing `fragment`.
+::testing::AssertionResult FailsAt(std::string_view text, uint32_t line, uint32_t column,
+                                   std::string_view fragment, std::string_view root = "root") {
+  GbnfOptions options;
+  options.root = root;
+  Result<Grammar> result = parse_gbnf(text, options);
+  if (result.ok()) return ::testing::AssertionFailure() << "parsed without error";
+  const Status& status = result.status();
+  if (status.code() != ErrorCode::kSyntax) {
+    return ::testing::AssertionFailure() << "code is not kSyntax: " << status.to_string();
+  }
+  if (status.where().line != line || status.where().column != column) {
+    return ::testing::AssertionFailure()
+           << "expected " << line << ":" << column << ", got " << status.to_string();
+  }
+  if (status.message().find(fragment) == std::string::npos) {
+    return ::testing::AssertionFailure()
+           << "message lacks '" << fragment << "': " << status.to_string();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// parse -> print -> parse gives an equal grammar, and printing is stable.
+::testing::AssertionResult RoundTrips(std::string_view text, std::string_view root = "root") {
+  GbnfOptions options;
+  options.root = root;
+  Result<Grammar> first = parse_gbnf(text, options);
+  if (!first.ok()) return ::testing::AssertionFailure() << first.status().to_string();
+  const std::string printed = first->to_gbnf();
+  Result<Grammar> second = parse_gbnf(printed, options);
+  if (!second.ok()) {
+    return ::testing::AssertionFailure()
+           << "printed text does not parse: " << second.status().to_string() << "\n"
+           << printed;
+  }
+  if (*first != *second) {
+    return ::testing::AssertionFailure() << "round trip changed the grammar:\n" << printed;
+  }
+  if (second->to_gbnf() != printed) {
+    return ::testing::AssertionFailure() << "printing is not stable:\n"
+                                         << printed << "---\n"
+                                         << second->to_gbnf();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// The bench grammars under GRAMMASK_SHARED_DIR/bench/cases/*/grammar.gbnf.
+std::vector<std::filesystem::path> bench_grammars() {
+  std::vector<std::filesystem::path> paths;
+  const std::filesystem::path shared = GRAMMASK_SHARED_DIR;
+  if (shared.empty()) return paths;
+  std::error_code error;
+  const std::filesystem::path cases = shared / "bench" / "cases";
+  if (!std::filesystem::is_directory(cases, error)) return paths;
+  for (const auto& entry : std::filesystem::directory_iterator(cases, error)) {
+    const auto grammar = entry.path() / "grammar.gbnf";
+    if (std::filesystem::is_regular_file(grammar, error)) paths.push_back(grammar);
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+// --- rules and references -------------------------------------------------------
+
+TEST(GbnfParse, SingleLiteralRule) {
+  const Grammar grammar = parse_ok("root ::= \"abc\"");
+  ASSERT_EQ(grammar.rules().size(), 1u);
+  EXPECT_EQ(grammar.rules()[0].name, "root");
+  EXPECT_EQ(grammar.rules()[0].body, lit("abc"));
+}
+
+TEST(GbnfParse, RulesInOrderOfDefinitionAndForwardReferences) {
+  const Grammar grammar = parse_ok("root ::= a b\nb ::= \"x\"\na ::= \"y\" b\n");
+  ASSERT_EQ(grammar.rules().size(), 3u);
+  EXPECT_EQ(grammar.rules()[0].name, "root");
+  EXPECT_EQ(grammar.rules()[1].name, "b");
+  EXPECT_EQ(grammar.rules()[2].name, "a");
+  EXPECT_EQ(grammar.rules()[0].body, seq({ref(2), ref(1)}));
+  EXPECT_EQ(grammar.rules()[2].body, seq({lit("y"), ref(1)}));
+}
+
+TEST(GbnfParse, RuleNamesWithDigitsAndDashes) {
+  const Grammar grammar =
+      parse_ok("root ::= check-mate r2d2\ncheck-mate ::= \"#\"\nr2d2 ::= \"r\"");
+  EXPECT_EQ(grammar.find_rule("check-mate"), 1);
+  EXPECT_EQ(grammar.find_rule("r2d2"), 2);
+  EXPECT_EQ(body_of(grammar, "root"), seq({ref(1), ref(2)}));
+}
+
+TEST(GbnfParse, RecursionIncludingLeftRecursion) {
+  const Grammar grammar =
+      parse_ok("root ::= root \"+\" term | term\nterm ::= [0-9] | \"(\" root \")\"");
+  EXPECT_EQ(body_of(grammar, "root"), alt({seq({ref(0), lit("+"), ref(1)}), ref(1)}));
+}
+
+TEST(GbnfParse, CustomRootOption) {
+  EXPECT_EQ(parse_ok("start ::= \"a\"", "start").rules().size(), 1u);
+  GbnfOptions options;
+  options.root = "";  // empty means "root"
+  EXPECT_TRUE(parse_gbnf("root ::= \"a\"", options).ok());
+  EXPECT_FALSE(parse_gbnf("start ::= \"a\"", options).ok());
+}
+
+TEST(GbnfParse, NoSpaceAroundOperatorsNeeded) {
+  EXPECT_EQ(parse_body("\"a\"\"b\"|[c]"), alt({seq({lit("a"), lit("b")}), cls({{'c', 'c'}})}));
+  const Grammar grammar = parse_ok("root::=x(\"*\"x)*\nx::=\"x\"");
+  EXPECT_EQ(body_of(grammar, "root"), seq({ref(1), rep(seq({lit("*"), ref(1)}), 0, kUnbounded)}));
+}
+
+TEST(GbnfParse, SourceLocations) {
+  const Grammar grammar = parse_ok("# header\nroot ::= \"a\"  b\n  b ::= [x]\n");
+  EXPECT_EQ(grammar.rules()[0].where.line, 2u);
+  EXPECT_EQ(grammar.rules()[0].where.column, 1u);
+  EXPECT_EQ(grammar.rules()[1].where.line, 3u);
+  EXPECT_EQ(grammar.rules()[1].where.column, 3u);
+  const Expr& body = grammar.rules()[0].body;
+  ASSERT_EQ(body.children.size(), 2u);
+  EXPECT_EQ(body.children[0].where.column, 10u);
+  EXPECT_EQ(body.children[1].where.column, 15u);
+  EXPECT_EQ(body.children[1].where.offset, 9u + 14u);
+}
+
+// --- terminals ------------------------------------------------------------------
+
+TEST(GbnfParse, LiteralEscapes) {
+  EXPECT_EQ(parse_body(R"("\t\n\r\\\"\[\]")"), lit("\t\n\r\\\"[]"));
+  EXPECT_EQ(parse_body(R"("\x41\x7a\x00")"), Expr::literal_text(std::u32string(U"Az\0", 3)));
+  // \xHH is a code point 0-255, not a raw byte.
+  EXPECT_EQ(parse_body(R"("\xFF\xe9")"), Expr::literal_text(U"\u00FF\u00E9"));
+  EXPECT_EQ(parse_body(R"("\u00e9\u3042\uFFFD")"), Expr::literal_text(U"\u00E9\u3042\uFFFD"));
+  EXPECT_EQ(parse_body(R"("\U0001F600\U0010FFFF\U00000041")"),
+            Expr::literal_text(U"\U0001F600\U0010FFFFA"));
+}
+
+TEST(GbnfParse, NonAsciiLiteralsAsUtf8) {
+  EXPECT_EQ(parse_body("\"héllo ぁ 😀\""), Expr::literal_text(U"h\u00E9llo \u3041 \U0001F600"));
+}
+
+TEST(GbnfParse, EmptyLiteralIsEmptySequence) {
+  EXPECT_EQ(parse_body("\"\""), empty());
+  EXPECT_EQ(parse_body("\"a\" \"\" \"b\""), seq({lit("a"), empty(), lit("b")}));
+}
+
+TEST(GbnfParse, CharacterClasses) {
+  EXPECT_EQ(parse_body("[abc]"), cls({{'a', 'a'}, {'b', 'b'}, {'c', 'c'}}));
+  EXPECT_EQ(parse_body("[a-z0-9_]"), cls({{'a', 'z'}, {'0', '9'}, {'_', '_'}}));
+  EXPECT_EQ(parse_body(R"([^"\\\n])"), cls({{'"', '"'}, {'\\', '\\'}, {'\n', '\n'}}, true));
+  // '-' first or last is itself; '^' not first is itself.
+  EXPECT_EQ(parse_body("[-+]"), cls({{'-', '-'}, {'+', '+'}}));
+  EXPECT_EQ(parse_body("[a-z._-]"), cls({{'a', 'z'}, {'.', '.'}, {'_', '_'}, {'-', '-'}}));
+  EXPECT_EQ(parse_body("[a^]"), cls({{'a', 'a'}, {'^', '^'}}));
+  EXPECT_EQ(parse_body("[--/]"), cls({{'-', '/'}}));
+  EXPECT_EQ(parse_body(R"([\-\^\]\[\"])"),
+            cls({{'-', '-'}, {'^', '^'}, {']', ']'}, {'[', '['}, {'"', '"'}}));
+  EXPECT_EQ(parse_body(R"([\x00-\x1F\x7F])"), cls({{0, 0x1F}, {0x7F, 0x7F}}));
+  EXPECT_EQ(parse_body("[\"(]"), cls({{'"', '"'}, {'(', '('}}));
+  EXPECT_EQ(parse_body("[^]"), cls({}, true));
+  EXPECT_EQ(parse_body("[]"), cls({}));
+  EXPECT_EQ(parse_body("[a-a]"), cls({{'a', 'a'}}));
+}
+
+TEST(GbnfParse, UnicodeClasses) {
+  EXPECT_EQ(parse_body("[ぁ-ゟ]"), cls({{0x3041, 0x309F}}));
+  EXPECT_EQ(parse_body(R"([\u3041-\u309F])"), cls({{0x3041, 0x309F}}));
+  EXPECT_EQ(parse_body("[^ぁ-ゟ一-龯]"), cls({{0x3041, 0x309F}, {0x4E00, 0x9FAF}}, true));
+  EXPECT_EQ(parse_body(R"([\x80-\U0010FFFF])"), cls({{0x80, 0x10FFFF}}));
+  EXPECT_EQ(parse_body("[😀-😏é]"), cls({{0x1F600, 0x1F60F}, {0xE9, 0xE9}}));
+}
+
+TEST(GbnfParse, AnyChar) {
+  EXPECT_EQ(parse_body("."), Expr::any_char());
+  EXPECT_EQ(parse_body(".* \".\""), seq({rep(Expr::any_char(), 0, kUnbounded), lit(".")}));
+}
+
+// --- operators ------------------------------------------------------------------
+
+TEST(GbnfParse, SequenceAndAlternation) {
+  EXPECT_EQ(parse_body("\"a\" \"b\" | \"c\""), alt({seq({lit("a"), lit("b")}), lit("c")}));
+  EXPECT_EQ(parse_body("\"a\" (\"b\" | \"c\")"), seq({lit("a"), alt({lit("b"), lit("c")})}));
+}
+
+TEST(GbnfParse, GroupsAroundOneItemVanish) {
+  EXPECT_EQ(parse_body("(((\"a\")))"), lit("a"));
+  EXPECT_EQ(parse_body("( \"a\" )*"), rep(lit("a"), 0, kUnbounded));
+  EXPECT_EQ(parse_body("()"), empty());
+}
+
+TEST(GbnfParse, NestedGroupsKeepTheirStructure) {
+  EXPECT_EQ(parse_body("(\"a\" \"b\") \"c\""), seq({seq({lit("a"), lit("b")}), lit("c")}));
+  EXPECT_EQ(parse_body("(\"a\" | \"b\") | \"c\""), alt({alt({lit("a"), lit("b")}), lit("c")}));
+}
+
+TEST(GbnfParse, Repetitions) {
+  EXPECT_EQ(parse_body("\"a\"*"), rep(lit("a"), 0, kUnbounded));
+  EXPECT_EQ(parse_body("\"a\"+"), rep(lit("a"), 1, kUnbounded));
+  EXPECT_EQ(parse_body("\"a\"?"), rep(lit("a"), 0, 1));
+  EXPECT_EQ(parse_body("[0-9]{4}"), rep(cls({{'0', '9'}}), 4, 4));
+  EXPECT_EQ(parse_body("[0-9]{2,}"), rep(cls({{'0', '9'}}), 2, kUnbounded));
+  EXPECT_EQ(parse_body("[0-9]{2,5}"), rep(cls({{'0', '9'}}), 2, 5));
+  EXPECT_EQ(parse_body("[0-9]{0,5}"), rep(cls({{'0', '9'}}), 0, 5));
+  EXPECT_EQ(parse_body("[0-9]{0}"), rep(cls({{'0', '9'}}), 0, 0));
+  EXPECT_EQ(parse_body("[0-9]{ 1 , 3 }"), rep(cls({{'0', '9'}}), 1, 3));
+  EXPECT_EQ(parse_body(". {1000000}"), rep(Expr::any_char(), 1000000, 1000000));
+  EXPECT_EQ(parse_body("\"a\" *"), rep(lit("a"), 0, kUnbounded));
+}
+
+TEST(GbnfParse, RepeatAppliesToPrecedingItemOnly) {
+  EXPECT_EQ(parse_body("\"a\" \"b\"*"), seq({lit("a"), rep(lit("b"), 0, kUnbounded)}));
+  EXPECT_EQ(parse_body("(\"a\" \"b\")+"), rep(seq({lit("a"), lit("b")}), 1, kUnbounded));
+  EXPECT_EQ(parse_body("\"ab\"?"), rep(lit("ab"), 0, 1));
+  const Grammar grammar = parse_ok("root ::= x{2,3}\nx ::= \"x\"");
+  EXPECT_EQ(body_of(grammar, "root"), rep(ref(1), 2, 3));
+}
+
+TEST(GbnfParse, StackedRepeats) {
+  EXPECT_EQ(parse_body("\"a\"*?"), rep(rep(lit("a"), 0, kUnbounded), 0, 1));
+  EXPECT_EQ(parse_body("\"a\"{2}{3}"), rep(rep(lit("a"), 2, 2), 3, 3));
+}
+
+TEST(GbnfParse, Comments) {
+  const Grammar grammar = parse_ok(
+      "# leading comment\n"
+      "root ::= \"a\" # trailing \"comment\" with ( and |\n"
+      "  # indented comment line\n"
+      "\n"
+      "b ::= (\"x\" # inside a group\n"
+      "  | \"y\") #\n");
+  EXPECT_EQ(body_of(grammar, "root"), lit("a"));
+  EXPECT_EQ(body_of(grammar, "b"), alt({lit("x"), lit("y")}));
+}
+
+TEST(GbnfParse, HashInsideLiteralsAndClassesIsNotAComment) {
+  EXPECT_EQ(parse_body("\"#\" [#]"), seq({lit("#"), cls({{'#', '#'}})}));
+}
+
+TEST(GbnfParse, EmptyAlternatives) {
+  EXPECT_EQ(parse_body("\"x\" | "), alt({lit("x"), empty()}));
+  EXPECT_EQ(parse_body("( | \"b\")"), alt({empty(), lit("b")}));
+  EXPECT_EQ(
+      parse_body("| \" \" | \"\\n\" [ \\t]{0,20}"),
+      alt({empty(), lit(" "), seq({lit("\n"), rep(cls({{' ', ' '}, {'\t', '\t'}}), 0, 20)})}));
+  EXPECT_EQ(parse_body(""), empty());
+  // An alternative left empty at the end of a line, followed by the next rule.
+  const Grammar grammar = parse_ok("root ::= \"a\" opt\nopt ::= \"b\" | \nnext ::= \"c\"\n");
+  EXPECT_EQ(body_of(grammar, "opt"), alt({lit("b"), empty()}));
+  EXPECT_EQ(body_of(grammar, "next"), lit("c"));
+  const Grammar commented = parse_ok("root ::= \"a\" |\n# comment\n\nnext ::= \"b\"");
+  EXPECT_EQ(body_of(commented, "root"), alt({lit("a"), empty()}));
+}
+
+TEST(GbnfParse, NewlineAfterBarContinuesTheRule) {
+  const Grammar grammar =
+      parse_ok("root ::= \"a\" |\n  \"b\" |\n\n  # comment\n  \"c\"\nx ::= \"d\"");
+  EXPECT_EQ(body_of(grammar, "root"), alt({lit("a"), lit("b"), lit("c")}));
+}
+
+TEST(GbnfParse, BodyMayStartOnTheNextLine) {
+  const Grammar grammar = parse_ok("root ::=\n    \"a\" |\n    \"b\"\nempty ::=\nlast ::= \"c\"");
+  EXPECT_EQ(body_of(grammar, "root"), alt({lit("a"), lit("b")}));
+  EXPECT_EQ(body_of(grammar, "empty"), empty());
+}
+
+TEST(GbnfParse, NewlinesInsideParentheses) {
+  EXPECT_EQ(
+      parse_body("\"{\" (\n    \"a\"\n    (\",\" \"a\")*\n  )? \"}\""),
+      seq({lit("{"), rep(seq({lit("a"), rep(seq({lit(","), lit("a")}), 0, kUnbounded)}), 0, 1),
+           lit("}")}));
+}
+
+TEST(GbnfParse, NewlineEndsTheRuleBody) {
+  const Grammar grammar = parse_ok("root ::= \"a\" b\n\n   b ::= \"c\"  # done\n");
+  EXPECT_EQ(body_of(grammar, "root"), seq({lit("a"), ref(1)}));
+  EXPECT_EQ(body_of(grammar, "b"), lit("c"));
+}
+
+TEST(GbnfParse, CrlfLineEndings) {
+  const std::string lf = "root ::= a |\n  \"b\" # c\n\na ::= (\"x\"\n \"y\")*\n";
+  std::string crlf;
+  for (const char c : lf) {
+    if (c == '\n') crlf += '\r';
+    crlf += c;
+  }
+  EXPECT_EQ(parse_ok(crlf), parse_ok(lf));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"\r\nroot ::= \"b\"\r\n", 2, 1, "duplicate"));
+}
+
+TEST(GbnfParse, ByteOrderMarkIsSkipped) {
+  EXPECT_EQ(parse_ok("\xEF\xBB\xBFroot ::= \"a\""), parse_ok("root ::= \"a\""));
+}
+
+TEST(GbnfParse, DeepButAllowedNesting) {
+  const std::string text = "root ::= " + std::string(1000, '(') + "\"a\"" + std::string(1000, ')');
+  EXPECT_EQ(body_of(parse_ok(text), "root"), lit("a"));
+}
+
+// --- errors ---------------------------------------------------------------------
+
+TEST(GbnfErrors, UndefinedRuleAtItsFirstReference) {
+  EXPECT_TRUE(FailsAt("root ::= foo", 1, 10, "undefined rule 'foo'"));
+  EXPECT_TRUE(
+      FailsAt("root ::= a\na ::= \"x\" bar | bar\nb ::= bar baz", 2, 11, "undefined rule 'bar'"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"\nx ::= y\nz ::= x w y", 2, 7, "undefined rule 'y'"));
+}
+
+TEST(GbnfErrors, MissingStartRule) {
+  EXPECT_TRUE(FailsAt("a ::= \"x\"", 1, 1, "missing start rule 'root'"));
+  EXPECT_TRUE(FailsAt("", 1, 1, "missing start rule 'root'"));
+  EXPECT_TRUE(FailsAt("# only a comment\n", 1, 1, "missing start rule"));
+  EXPECT_TRUE(FailsAt("root ::= \"x\"", 1, 1, "missing start rule 'start'", "start"));
+}
+
+TEST(GbnfErrors, DuplicateRule) {
+  EXPECT_TRUE(FailsAt("root ::= a\na ::= \"x\"\n\n  a ::= \"y\"\n", 4, 3,
+                      "duplicate rule 'a': first defined on line 2"));
+  EXPECT_TRUE(FailsAt("root ::= \"x\"\nroot ::= \"y\"", 2, 1, "first defined on line 1"));
+}
+
+TEST(GbnfErrors, BadEscapes) {
+  EXPECT_TRUE(FailsAt(R"(root ::= "\q")", 1, 11, "bad escape '\\q'"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "ab\/")", 1, 13, "bad escape"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "\x4")", 1, 11, "expected 2 hex digits"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "\xZZ")", 1, 11, "expected 2 hex digits"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "\u12G4")", 1, 11, "expected 4 hex digits"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "\U0001F60")", 1, 11, "expected 8 hex digits"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "\U00110000")", 1, 11, "beyond"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "\UFFFFFFFF")", 1, 11, "beyond"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "\uD800")", 1, 11, "surrogate"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "\U0000DFFF")", 1, 11, "surrogate"));
+  EXPECT_TRUE(FailsAt(R"(root ::= [\uDC00-\uDFFF])", 1, 11, "surrogate"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "a\-b")", 1, 12, "only allowed inside a character class"));
+  EXPECT_TRUE(FailsAt(R"(root ::= "\^")", 1, 11, "only allowed inside a character class"));
+  EXPECT_TRUE(FailsAt(R"(root ::= [\d])", 1, 11, "bad escape '\\d'"));
+  EXPECT_TRUE(FailsAt("root ::= \"\\é\"", 1, 11, "bad escape '\\é'"));
+  EXPECT_TRUE(FailsAt("root ::= \"\\", 1, 11, "bad escape"));
+}
+
+TEST(GbnfErrors, BadBounds) {
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{3,1}", 1, 13, "minimum 3 is greater than maximum 1"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{2000000}", 1, 14, "too large: the limit is 1000000"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{0,1000001}", 1, 16, "too large"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{0,99999999999999999999999999999}", 1, 16, "too large"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{}", 1, 14, "expected a number after '{'"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{,3}", 1, 14, "expected a number after '{'"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{-1}", 1, 14, "expected a number"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{1,2", 1, 17, "expected '}'"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{1 2}", 1, 16, "expected ',' or '}'"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"{1,x}", 1, 16, "expected a number or '}'"));
+}
+
+TEST(GbnfErrors, RepeatWithoutOperand) {
+  EXPECT_TRUE(FailsAt("root ::= *", 1, 10, "'*' must follow a symbol or group"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\" | +\"b\"", 1, 16, "'+' must follow"));
+  EXPECT_TRUE(FailsAt("root ::= ( ?)", 1, 12, "'?' must follow"));
+  EXPECT_TRUE(FailsAt("root ::= {2}", 1, 10, "'{' must follow"));
+}
+
+TEST(GbnfErrors, UnclosedString) {
+  EXPECT_TRUE(FailsAt("root ::= \"abc", 1, 10, "unclosed string: expected '\"'"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"\nx ::= \"abc\ny ::= \"d\"", 2, 7,
+                      "unclosed string: expected '\"' before the end of the line"));
+  EXPECT_TRUE(FailsAt("root ::= \"abc\\\"", 1, 10, "unclosed string"));
+}
+
+TEST(GbnfErrors, UnclosedClass) {
+  EXPECT_TRUE(FailsAt("root ::= [abc", 1, 10, "unclosed character class: expected ']'"));
+  EXPECT_TRUE(FailsAt("root ::= \"x\" [a-\n", 1, 14, "unclosed character class"));
+  EXPECT_TRUE(FailsAt("root ::= [\\]", 1, 10, "unclosed character class"));
+  EXPECT_TRUE(FailsAt("root ::= [^", 1, 10, "unclosed character class"));
+}
+
+TEST(GbnfErrors, UnclosedGroup) {
+  EXPECT_TRUE(FailsAt("root ::= (\"a\" \"b\"", 1, 10, "unclosed group: expected ')'"));
+  EXPECT_TRUE(FailsAt("root ::= \"x\" ((\"a\")\n  \"b\"\n", 1, 14, "unclosed group"));
+  EXPECT_TRUE(FailsAt("root ::= (\"a\"\nnext ::= \"b\"", 1, 10, "unclosed group"));
+}
+
+TEST(GbnfErrors, UnmatchedCloseParen) {
+  EXPECT_TRUE(FailsAt("root ::= \"a\")", 1, 13, "unmatched ')'"));
+}
+
+TEST(GbnfErrors, BadRange) {
+  EXPECT_TRUE(FailsAt("root ::= [a-cz-a]", 1, 14, "bad range: start 'z'"));
+  EXPECT_TRUE(FailsAt("root ::= [ゟ-ぁ]", 1, 11, "U+309F"));
+  EXPECT_TRUE(FailsAt("root ::= [a--]", 1, 11, "bad range"));
+}
+
+TEST(GbnfErrors, InvalidUtf8Anywhere) {
+  EXPECT_TRUE(FailsAt("root ::= \"\xC3\x28\"", 1, 11, "invalid UTF-8: byte 0xC3"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"\n# comment \xFF\n", 2, 11, "invalid UTF-8: byte 0xFF"));
+  EXPECT_TRUE(FailsAt("root ::= [\xED\xA0\x80]", 1, 11, "invalid UTF-8"));        // a surrogate
+  EXPECT_TRUE(FailsAt("root ::= \"\xC0\xAF\"", 1, 11, "invalid UTF-8"));          // overlong
+  EXPECT_TRUE(FailsAt("root ::= \"\xF4\x90\x80\x80\"", 1, 11, "invalid UTF-8"));  // > U+10FFFF
+  EXPECT_TRUE(FailsAt("root ::= \"\xE3\x81", 1, 11, "invalid UTF-8"));            // truncated
+  EXPECT_TRUE(FailsAt("ro\x80ot ::= \"a\"", 1, 3, "invalid UTF-8: byte 0x80"));
+}
+
+TEST(GbnfErrors, MissingDefinitionOperator) {
+  EXPECT_TRUE(FailsAt("root = \"a\"", 1, 6, "expected '::=' after rule name 'root'"));
+  EXPECT_TRUE(FailsAt("root \"a\"", 1, 6, "expected '::='"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"\nnext\n::= \"b\"", 2, 5, "expected '::='"));
+  EXPECT_TRUE(FailsAt("root :: \"a\"", 1, 6, "expected '::='"));
+  EXPECT_TRUE(FailsAt("root", 1, 5, "found the end of the text"));
+}
+
+TEST(GbnfErrors, UnexpectedCharacter) {
+  EXPECT_TRUE(FailsAt("root ::= \"a\" @", 1, 14, "unexpected '@'"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"\n\"b\"", 2, 1, "expected a rule name"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\" ::= \"b\"", 1, 14, "unexpected ':'"));
+  EXPECT_TRUE(FailsAt("root ::= é", 1, 10, "unexpected U+00E9"));
+  EXPECT_TRUE(FailsAt(std::string("root ::= \"a\" \0", 14), 1, 14, "unexpected U+0000"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\" b ::= \"c\"", 1, 14,
+                      "expected a newline before the definition of rule 'b'"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"\n  \"b\" ::= \"c\"", 2, 3, "expected a rule name"));
+}
+
+TEST(GbnfErrors, NestingTooDeep) {
+  const std::string deep = "root ::= " + std::string(1001, '(') + "\"a\"" + std::string(1001, ')');
+  EXPECT_TRUE(FailsAt(deep, 1, 1010, "nesting too deep"));
+  // Far deeper than any stack allows: still a clean error.
+  EXPECT_TRUE(FailsAt("root ::= " + std::string(200000, '('), 1, 1010, "nesting too deep"));
+  EXPECT_TRUE(FailsAt("root ::= \"a\"" + std::string(5000, '*'), 1, 1012, "nesting too deep"));
+  EXPECT_TRUE(FailsAt("root ::= " + std::string(100000, '['), 1, 10, "unclosed character class"));
+  // Few parentheses, but each level adds an alternation and a sequence.
+  std::string tall = "root ::= ";
+  for (int i = 0; i < 600; ++i) tall += "(\"a\" | \"b\" ";
+  tall += "\"c\"" + std::string(600, ')');
+  const Result<Grammar> result = parse_gbnf(tall);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("nesting too deep"), std::string::npos)
+      << result.status().to_string();
+}
+
+TEST(GbnfErrors, ErrorsFormatWithLocation) {
+  Result<Grammar> result = parse_gbnf("root ::= [z-a]");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().to_string().rfind("1:11: error: bad range", 0), 0u)
+      << result.status().to_string();
+  EXPECT_EQ(result.status().where().offset, 10u);
+}
+
+// --- round trips ----------------------------------------------------------------
+
+TEST(GbnfRoundTrip, FixedGrammars) {
+  const char* const grammars[] = {
+      "root ::= \"abc\"",
+      "root ::= \"\"",
+      "root ::= ",
+      "root ::= \"a\" \"\" \"b\"",
+      "root ::= (\"a\" \"b\") \"c\" | (\"d\" | \"e\") | \"f\"",
+      "root ::= \"a\"*? \"b\"{2}{3,} (\"c\" \"d\")+ (\"e\" | \"f\"){0,7} \"\"*",
+      "root ::= ( | \"b\") | ",
+      R"(root ::= "\t\n\r\\\"[]-^\x00\x1F\x7F\x85\xA0\xAD é ぁ 😀 \u2028\uFEFF\uE000\U000F0000\U0010FFFF")",
+      R"(root ::= [\t\n\r\\"\[\]\-\^\x00-\x1F\x7F-\xA0] [^] [] [^ぁ-ゟ] [\U00010000-\U0010FFFF])",
+      R"(root ::= [\uD7FF-\uE000] [\uFFFE\uFFFF] .+)",
+      "root ::= x\nx ::= x \"+\" y | y\ny ::= [0-9]+ | \"(\" x \")\"",
+      "root ::= a-b 9\na-b ::= \"1\"\n9 ::= \"2\"",
+  };
+  for (const char* text : grammars) EXPECT_TRUE(RoundTrips(text)) << text;
+}
+
+TEST(GbnfRoundTrip, BenchGrammars) {
+  const std::vector<std::filesystem::path> paths = bench_grammars();
+  if (paths.empty()) GTEST_SKIP() << "no bench grammars under GRAMMASK_SHARED_DIR";
+  for (const auto& path : paths) {
+    const std::string text = read_file(path);
+    EXPECT_TRUE(parse_gbnf(text).ok()) << path << ": " << parse_gbnf(text).status().to_string();
+    EXPECT_TRUE(RoundTrips(text)) << path;
+  }
+}
+
+TEST(GbnfRoundTrip, LibraryGrammars) {
+  std::vector<std::filesystem::path> paths;
+  std::error_code error;
+  const std::filesystem::path dir = std::filesystem::path(GRAMMASK_SOURCE_DIR) / "grammars";
+  if (std::filesystem::is_directory(dir, error)) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+      if (entry.path().extension() == ".gbnf") paths.push_back(entry.path());
+    }
+  }
+  if (paths.empty()) GTEST_SKIP() << "no grammars/*.gbnf";
+  for (const auto& path : paths) EXPECT_TRUE(RoundTrips(read_file(path))) << path;
+}
+
+TEST(GbnfRoundTrip, BenchGrammarShapes) {
+  const std::vector<std::filesystem::path> paths = bench_grammars();
+  if (paths.empty()) GTEST_SKIP() << "no bench grammars under GRAMMASK_SHARED_DIR";
+  for (const auto& path : paths) {
+    if (path.parent_path().filename() != "json-generic") continue;
+    const Grammar grammar = parse_ok(read_file(path));
+    EXPECT_EQ(grammar.rules().size(), 7u);
+    EXPECT_EQ(grammar.rules()[0].name, "root");
+    // ws ::= | " " | "\n" [ \t]{0,20}
+    EXPECT_EQ(
+        body_of(grammar, "ws"),
+        alt({empty(), lit(" "), seq({lit("\n"), rep(cls({{' ', ' '}, {'\t', '\t'}}), 0, 20)})}));
+  }
+}
+
+// --- random grammars ------------------------------------------------------------
+
+// Generates random grammars in the parser's canonical form: no one-child
+// sequences or alternations, no empty literals.
+class RandomGrammarGenerator {
+ public:
+  explicit RandomGrammarGenerator(uint32_t seed) : rng_(seed) {}
+
+  Grammar grammar() {
+    Grammar grammar;
+    rule_count_ = 1 + below(6);
+    for (uint32_t i = 0; i < rule_count_; ++i) {
+      std::string name = i == 0 ? "root" : "r" + std::to_string(i);
+      if (i > 0 && below(3) == 0) name += "-x" + std::to_string(below(100));
+      grammar.add_rule(name, expr(0));
+    }
+    return grammar;
+  }
+
+ private:
+  uint32_t below(uint32_t n) { return std::uniform_int_distribution<uint32_t>(0, n - 1)(rng_); }
+
+  uint32_t code_point() {
+    static const uint32_t kSpecial[] = {
+        '"',    '\\',   ']',    '[',    '-',    '^',    '\n',    '\r',    '\t',     0,
+        0x1F,   0x7F,   0x85,   0xA0,   0xAD,   '#',    '|',     '(',     ')',      ' ',
+        0x2028, 0xFEFF, 0xD7FF, 0xE000, 0xFFFD, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF, 0x3041};
+    switch (below(5)) {
+      case 0:
+        return kSpecial[below(sizeof kSpecial / sizeof kSpecial[0])];
+      case 1:
+        return 0x20 + below(0x5F);  // printable ASCII
+      case 2:
+        return below(0x100);
+      case 3: {
+        const uint32_t c = below(0x10000);
+        return (c >= 0xD800 && c <= 0xDFFF) ? c - 0x800 : c;
+      }
+      default:
+        return 0x10000 + below(0x100000);
+    }
+  }
+
+  Expr leaf() {
+    switch (below(5)) {
+      case 0: {
+        std::u32string text;
+        const uint32_t length = 1 + below(4);
+        for (uint32_t i = 0; i < length; ++i) text.push_back(code_point());
+        return Expr::literal_text(text);
+      }
+      case 1: {
+        std::vector<CodePointRange> ranges;
+        const uint32_t count = below(4);
+        for (uint32_t i = 0; i < count; ++i) {
+          uint32_t a = code_point(), b = below(2) ? a : code_point();
+          // Keep surrogates off the endpoints: GBNF cannot write them.
+          if (a > b) std::swap(a, b);
+          ranges.push_back({a, b});
+        }
+        return Expr::char_class(ranges, below(2) == 0);
+      }
+      case 2:
+        return Expr::any_char();
+      case 3:
+        return Expr::rule_ref(below(rule_count_));
+      default:
+        return Expr::sequence({});
+    }
+  }
+
+  Expr expr(int depth) {
+    if (depth >= 4 || below(3) == 0) return leaf();
+    switch (below(3)) {
+      case 0: {
+        std::vector<Expr> items;
+        const uint32_t count = below(2) ? 2 + below(3) : 0;
+        for (uint32_t i = 0; i < count; ++i) items.push_back(expr(depth + 1));
+        return Expr::sequence(std::move(items));
+      }
+      case 1: {
+        std::vector<Expr> options;
+        const uint32_t count = 2 + below(3);
+        for (uint32_t i = 0; i < count; ++i) options.push_back(expr(depth + 1));
+        return Expr::alternation(std::move(options));
+      }
+      default: {
+        static const std::pair<uint32_t, uint32_t> kBounds[] = {
+            {0, kUnbounded}, {1, kUnbounded}, {0, 1},  {3, 3},
+            {2, kUnbounded}, {0, 0},          {2, 17}, {0, 1000000}};
+        const auto [min, max] = kBounds[below(sizeof kBounds / sizeof kBounds[0])];
+        return Expr::repeat(expr(depth + 1), min, max);
+      }
+    }
+  }
+
+  std::mt19937 rng_;
+  uint32_t rule_count_ = 1;
+};
+
+TEST(GbnfRoundTrip, RandomGrammars) {
+  for (uint32_t seed = 1; seed <= 2000; ++seed) {
+    RandomGrammarGenerator generator(seed);
+    const Grammar grammar = generator.grammar();
+    ASSERT_TRUE(grammar.validate().ok()) << grammar.validate().to_string();
+    const std::string printed = grammar.to_gbnf();
+    Result<Grammar> parsed = parse_gbnf(printed);
+    ASSERT_TRUE(parsed.ok()) << "seed " << seed << ": " << parsed.status().to_string() << "\n"
+                             << printed;
+    ASSERT_EQ(*parsed, grammar) << "seed " << seed << ":\n"
+                                << printed << "---\n"
+                                << parsed->to_gbnf();
+  }
+}
+
+// --- robustness -------------------------------------------------------------------
+
+// Parsing never crashes; a failure is kSyntax with a location inside the
+// text; a success validates and round-trips.
+void check_robust(std::string_view text) {
+  Result<Grammar> result = parse_gbnf(text);
+  if (!result.ok()) {
+    ASSERT_EQ(result.status().code(), ErrorCode::kSyntax);
+    ASSERT_TRUE(result.status().where().known()) << result.status().to_string();
+    ASSERT_LE(result.status().where().offset, text.size());
+    return;
+  }
+  ASSERT_TRUE(result->validate().ok()) << result->validate().to_string();
+  ASSERT_TRUE(RoundTrips(text)) << text;
+}
+
+TEST(GbnfRobustness, RandomBytes) {
+  std::mt19937 rng(12345);
+  static const char kAlphabet[] = "root ::=\"\\[]^-()|*+?{},.#\n\r\tax0é\xFF";
+  for (int i = 0; i < 3000; ++i) {
+    const size_t length = rng() % 64;
+    std::string text = i % 2 ? "root ::= " : "";
+    for (size_t j = 0; j < length; ++j) {
+      text +=
+          i % 3 == 0 ? static_cast<char>(rng() % 256) : kAlphabet[rng() % (sizeof kAlphabet - 1)];
+    }
+    check_robust(text);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(GbnfRobustness, MutatedGrammars) {
+  std::vector<std::string> seeds = {
+      "root ::= (expr \"=\" ws term \"\\n\")+\nexpr ::= term ([-+*/] term)*\nterm ::= [0-9]+ ws\n"
+      "ws ::= [ \\t\\n]*",
+      "root ::= \"{\" ws ( \"\\\"\" [^\"\\\\\\x7F\\x00-\\x1F]* \"\\\"\" )? \"}\"\nws ::= | \" "
+      "\"{0,20}",
+      "root ::= [ぁ-ゟ]{1,3} \"\\u3042\" . | ( | \"b\" # c\n )",
+  };
+  for (const auto& path : bench_grammars()) seeds.push_back(read_file(path));
+  static const char kInsertions[] = "\"\\[]^-()|*+?{},.#:=\n ax0";
+  std::mt19937 rng(777);
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = seeds[rng() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 4) {
+        case 0:
+          text.erase(at, 1 + rng() % 3);
+          break;
+        case 1:
+          text.insert(at, 1, kInsertions[rng() % (sizeof kInsertions - 1)]);
+          break;
+        case 2:
+          text[at] = static_cast<char>(rng() % 256);
+          break;
+        default:
+          text.insert(at, text.substr(rng() % text.size(), rng() % 8));
+          break;
+      }
+    }
+    check_robust(text);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace grammask
