@@ -689,7 +689,10 @@ class Lowering {
         if (out_->byte_next_[s * classes + out_->byte_class_[b]] != kNoState)
           st.scan.set(static_cast<uint8_t>(b));
       st.rule_edges_begin = static_cast<uint32_t>(out_->rule_edges_.size());
-      for (const RuleEdge& r : pending_rule_edges_[s]) out_->rule_edges_.push_back(r);
+      for (const RuleEdge& r : pending_rule_edges_[s]) {
+        out_->rule_edges_.push_back(r);
+        st.waits_on |= uint64_t{1} << (r.rule & 63);
+      }
       st.rule_edges_end = static_cast<uint32_t>(out_->rule_edges_.size());
       st.is_tail = st.is_final && st.scan.empty() && st.rule_edges_begin == st.rule_edges_end;
     }

@@ -37,6 +37,7 @@ struct AutomatonState {
   uint32_t rule_edges_end = 0;
   bool is_final = false;  // the rule may end here
   bool is_tail = false;   // final with no outgoing edge at all (Leo's condition)
+  uint64_t waits_on = 0;  // bit (rule % 64) set for each rule edge: a quick filter
   ByteSet scan;           // bytes with a transition from here
 };
 

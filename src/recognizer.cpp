@@ -85,9 +85,11 @@ void EarleyEngine::complete(uint32_t rule, uint32_t origin) {
   const auto& edges = grammar_->rule_edges();
   // Index-based: add() may reallocate items_.
   const size_t end = set_end(origin) - items_.data();
+  const uint64_t rule_bit = uint64_t{1} << (rule & 63);
   for (size_t i = sets_[origin].begin; i < end; ++i) {
     const EarleyItem waiter = items_[i];
     const AutomatonState& st = states[waiter.state];
+    if (!(st.waits_on & rule_bit)) continue;
     for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e)
       if (edges[e].rule == rule) add(edges[e].target, waiter.origin);
   }
@@ -100,8 +102,10 @@ EarleyItem EarleyEngine::unique_tail_waiter(uint32_t set, uint32_t rule, bool* f
   const auto& edges = grammar_->rule_edges();
   EarleyItem candidate = kNoItem;
   int count = 0;
+  const uint64_t rule_bit = uint64_t{1} << (rule & 63);
   for (const EarleyItem* it = set_begin(set); it != set_end(set) && count < 2; ++it) {
     const AutomatonState& st = states[it->state];
+    if (!(st.waits_on & rule_bit)) continue;
     for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e)
       if (edges[e].rule == rule) {
         ++count;
