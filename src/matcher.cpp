@@ -209,22 +209,73 @@ class MatcherState {
   // Depth-first walk of the token trie over the Earley stack: a child whose
   // byte the current set cannot scan is skipped with its whole subtree, and
   // a leaf needs no new set at all (the scan bit already proves the token).
+  //
+  // Fast path: while the parse is a single item sitting in states that
+  // neither end the rule nor call another one, the next set would again be
+  // that one item advanced, so the walk follows plain DFA transitions and
+  // builds no Earley sets. It falls back to the engine (replaying the path's
+  // bytes) only where a state needs completion or prediction.
   void walk_trie(uint32_t* words) {
     const TokenTrie& trie = data_->vocabulary.trie();
+    const ByteGrammar& grammar = *data_->grammar;
+    const auto& states = grammar.states();
     const auto& nodes = trie.nodes();
     const auto& ids = trie.token_ids();
     const size_t base = engine_.size();
+    const size_t max_depth = trie.max_depth() + 1;
+    // Per depth: the DFA state when that depth is on the fast path, else
+    // kNoState (the engine holds that depth). path[d] is the byte at depth d.
+    dfa_at_.assign(max_depth + 1, kNoState);
+    path_.assign(max_depth + 1, 0);
+    auto pure = [&](uint32_t state) {
+      const AutomatonState& st = states[state];
+      return !st.is_final && st.rule_edges_begin == st.rule_edges_end;
+    };
     const uint32_t n = static_cast<uint32_t>(nodes.size());
     for (uint32_t i = 1; i < n;) {
       const TokenTrie::Node& node = nodes[i];
-      const size_t parent_size = base + node.depth - 1;
-      if (engine_.size() > parent_size) engine_.truncate(parent_size);
+      const size_t depth = node.depth;
+      const bool has_children = node.subtree_end != i + 1;
+      if (engine_.size() > base + depth - 1) engine_.truncate(base + depth - 1);
+      const uint32_t parent_dfa = dfa_at_[depth - 1];
+      if (parent_dfa != kNoState) {
+        const uint32_t next = grammar.next(parent_dfa, node.byte);
+        if (next == kNoState) {
+          i = node.subtree_end;
+          continue;
+        }
+        for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set_bit(words, ids[t]);
+        if (has_children) {
+          path_[depth] = node.byte;
+          if (pure(next)) {
+            dfa_at_[depth] = next;
+          } else {
+            // Materialize the fast-path bytes in the engine, then this byte.
+            for (size_t d = engine_.size() - base + 1; d <= depth; ++d) engine_.push_byte(path_[d]);
+            dfa_at_[depth] = kNoState;
+          }
+        }
+        ++i;
+        continue;
+      }
       if (!engine_.scan().test(node.byte)) {
         i = node.subtree_end;
         continue;
       }
       for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set_bit(words, ids[t]);
-      if (node.subtree_end != i + 1) engine_.push_byte(node.byte);
+      if (has_children) {
+        path_[depth] = node.byte;
+        const size_t top = engine_.size();
+        const EarleyItem* first = engine_.set_begin(top);
+        uint32_t next = kNoState;
+        if (engine_.set_end(top) - first == 1) next = grammar.next(first->state, node.byte);
+        if (next != kNoState && pure(next)) {
+          dfa_at_[depth] = next;
+        } else {
+          engine_.push_byte(node.byte);
+          dfa_at_[depth] = kNoState;
+        }
+      }
       ++i;
     }
     engine_.truncate(base);
@@ -267,6 +318,8 @@ class MatcherState {
   std::vector<size_t> token_ends_;  // engine size after each accepted token
   size_t terminated_at_ = kNotTerminated;
   std::vector<uint32_t> structure_ids_;
+  std::vector<uint32_t> dfa_at_;  // walk scratch
+  std::vector<uint8_t> path_;     // walk scratch
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> mask_cache_;
   size_t hits_ = 0;

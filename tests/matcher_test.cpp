@@ -1,0 +1,353 @@
+#include "grammask/matcher.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grammask/bitmask.h"
+#include "grammask/gbnf.h"
+#include "grammask/json_schema.h"
+
+namespace grammask {
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The brute-force oracle: a token is allowed iff the recognizer, fed the
+// text so far, accepts all of the token's bytes; stop tokens iff the text is
+// complete; special tokens never.
+std::vector<uint32_t> oracle_mask(const Grammar& grammar, const Vocabulary& vocab,
+                                  const std::string& text, size_t n_words) {
+  auto r = Recognizer::create(grammar, "root");
+  EXPECT_TRUE(r.ok());
+  std::vector<uint32_t> words(n_words, 0);
+  EXPECT_EQ(r->push_bytes(text), text.size());
+  const size_t base = r->size();
+  for (uint32_t id = 0; id < vocab.size(); ++id) {
+    if (vocab.is_stop(id)) {
+      if (r->is_accepting()) set_bit(words.data(), id);
+      continue;
+    }
+    if (vocab.is_special(id)) continue;
+    std::string_view bytes = vocab.token_bytes(id);
+    if (bytes.empty()) continue;
+    if (r->push_bytes(bytes) == bytes.size()) set_bit(words.data(), id);
+    r->truncate(base);
+  }
+  return words;
+}
+
+std::vector<uint32_t> allowed_ids(const std::vector<uint32_t>& words, size_t n) {
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < n; ++i)
+    if (test_bit(words.data(), i)) ids.push_back(i);
+  return ids;
+}
+
+// Random walk through the grammar: at each step compare the mask with the
+// oracle, then accept a random allowed token. Returns the steps compared.
+int random_walk_compare(const Grammar& grammar, const CompiledGrammar& compiled,
+                        const Vocabulary& vocab, uint32_t seed, int steps, int compare_every) {
+  Matcher m(compiled);
+  std::mt19937 rng(seed);
+  std::string text;
+  std::vector<uint32_t> words(compiled.mask_words() + 1, 0xFFFFFFFF);
+  int compared = 0;
+  for (int step = 0; step < steps && !m.is_terminated(); ++step) {
+    EXPECT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+    EXPECT_EQ(words.back(), 0u) << "words past the vocabulary must be zero";
+    if (step % compare_every == 0) {
+      auto expected = oracle_mask(grammar, vocab, text, words.size());
+      if (expected != words) {
+        auto got = allowed_ids(words, vocab.size());
+        auto want = allowed_ids(expected, vocab.size());
+        ADD_FAILURE() << "mask differs after '" << text << "': " << got.size() << " allowed vs "
+                      << want.size() << " expected";
+        return compared;
+      }
+      ++compared;
+    }
+    auto ids = allowed_ids(words, vocab.size());
+    if (ids.empty()) break;
+    // Prefer non-stop tokens so walks go somewhere.
+    uint32_t pick = ids[rng() % ids.size()];
+    for (int tries = 0; tries < 4 && vocab.is_stop(pick); ++tries) pick = ids[rng() % ids.size()];
+    EXPECT_TRUE(m.is_token_allowed(pick));
+    EXPECT_TRUE(m.accept_token(pick).ok());
+    if (!vocab.is_stop(pick)) text += std::string(vocab.token_bytes(pick));
+  }
+  return compared;
+}
+
+Vocabulary small_vocab() {
+  std::vector<std::string> tokens = {
+      "a",    "b",    "ab",   "abc",  "c",        " ",    "\n",  "\"",       "{",
+      "}",    "[",    "]",    ",",    ":",        "1",    "12",  "-",        "é",
+      "\xC3", "\xA9", "日本", "\xE6", "\x97\xA5", "true", "tr",  "ue",       "null",
+      "x",    "xy",   "<s>",  "</s>", "\"a\"",    "{\"",  "\":", ", ",       "0",
+      "00",   "1.5",  "e",    "E+",   "\\",       "\\n",  "🎉",   "\xF0\x9F", "\x8E\x89"};
+  return *Vocabulary::from_token_bytes(tokens, {30}, {29});
+}
+
+TEST(Matcher, MasksMatchOracleOnSmallVocabulary) {
+  const char* grammars[] = {
+      R"gm(root ::= ("a" | "b")+ "c")gm",
+      R"gm(root ::= "{" ws ( str ws ":" ws val ( "," ws str ws ":" ws val )* )? "}"
+str ::= "\"" [^"\\]* "\""
+val ::= str | [0-9]+ | "true" | "null" | "[" ws ( val ("," ws val)* )? "]"
+ws ::= [ \n]*)gm",
+      R"gm(root ::= [^\x00]* "\n\n")gm",
+      R"gm(root ::= ("日本" | "é" | "🎉" | "x")+)gm",
+      R"gm(root ::= e
+e ::= e "-" t | t
+t ::= "1" | "12" | "(" e ")")gm",
+  };
+  const Vocabulary vocab = small_vocab();
+  int compared = 0;
+  for (const char* g : grammars) {
+    auto grammar = parse_gbnf(g);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto compiled = CompiledGrammar::compile(*grammar, vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    for (uint32_t seed = 1; seed <= 20; ++seed)
+      compared += random_walk_compare(*grammar, *compiled, vocab, seed, 30, 1);
+  }
+  EXPECT_GT(compared, 500);
+}
+
+TEST(Matcher, RefusesAndKeepsState) {
+  const Vocabulary vocab = small_vocab();
+  auto compiled = CompiledGrammar::from_gbnf(R"gm(root ::= "ab" "c")gm", vocab);
+  ASSERT_TRUE(compiled.ok());
+  Matcher m(*compiled);
+  EXPECT_EQ(m.accept_token(1).code(), ErrorCode::kInvalidArgument);   // "b"
+  EXPECT_EQ(m.accept_token(30).code(), ErrorCode::kInvalidArgument);  // stop: incomplete
+  EXPECT_EQ(m.accept_token(29).code(), ErrorCode::kInvalidArgument);  // special <s>
+  EXPECT_EQ(m.accept_token(9999).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(m.num_tokens(), 0u);
+  ASSERT_TRUE(m.accept_token(2).ok());  // "ab"
+  EXPECT_FALSE(m.is_accepting());
+  EXPECT_EQ(m.forced_bytes(), "c");
+  ASSERT_TRUE(m.accept_token(4).ok());  // "c"
+  EXPECT_TRUE(m.is_accepting());
+  EXPECT_TRUE(m.is_token_allowed(30));
+  ASSERT_TRUE(m.accept_token(30).ok());
+  EXPECT_TRUE(m.is_terminated());
+  EXPECT_EQ(m.accept_token(0).code(), ErrorCode::kInvalidState);
+  std::vector<uint32_t> words(compiled->mask_words());
+  ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+  EXPECT_EQ(allowed_ids(words, vocab.size()), std::vector<uint32_t>{30});
+  EXPECT_EQ(m.fill_mask(words.data(), words.size() - 1).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(m.rollback(4).code(), ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(m.rollback(1).ok());
+  EXPECT_FALSE(m.is_terminated());
+  ASSERT_TRUE(m.rollback(2).ok());
+  EXPECT_EQ(m.num_tokens(), 0u);
+  EXPECT_EQ(m.forced_bytes(), "abc");
+}
+
+TEST(Matcher, RollbackEqualsReplayAndForksAreIndependent) {
+  const Vocabulary vocab = small_vocab();
+  auto compiled =
+      CompiledGrammar::from_gbnf(R"gm(root ::= ("a" | "b" | "c" | "ab" | "abc")*)gm", vocab);
+  ASSERT_TRUE(compiled.ok());
+  std::mt19937 rng(42);
+  const uint32_t choices[] = {0, 1, 2, 3, 4};
+  for (int trial = 0; trial < 50; ++trial) {
+    Matcher m(*compiled);
+    std::vector<uint32_t> seq;
+    for (int i = 0; i < 12; ++i) {
+      seq.push_back(choices[rng() % 5]);
+      ASSERT_TRUE(m.accept_token(seq.back()).ok());
+    }
+    Matcher fork = m;
+    size_t back = rng() % 12;
+    ASSERT_TRUE(m.rollback(back).ok());
+    Matcher replay(*compiled);
+    for (size_t i = 0; i + back < seq.size(); ++i) ASSERT_TRUE(replay.accept_token(seq[i]).ok());
+    std::vector<uint32_t> a(compiled->mask_words()), b(compiled->mask_words());
+    ASSERT_TRUE(m.fill_mask(a.data(), a.size()).ok());
+    ASSERT_TRUE(replay.fill_mask(b.data(), b.size()).ok());
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(fork.num_tokens(), 12u);
+  }
+}
+
+TEST(Matcher, BatchFillEqualsSingle) {
+  const Vocabulary vocab = small_vocab();
+  auto compiled = CompiledGrammar::from_gbnf(R"gm(root ::= ("a" | "b" "c" | "日本")+)gm", vocab);
+  ASSERT_TRUE(compiled.ok());
+  std::vector<Matcher> matchers;
+  for (int i = 0; i < 9; ++i) {
+    matchers.emplace_back(*compiled);
+    for (int j = 0; j < i; ++j)
+      ASSERT_TRUE(matchers.back().accept_token(j % 2 ? 1 : 0).ok() ||
+                  matchers.back().accept_token(4).ok());
+  }
+  std::vector<Matcher*> ptrs;
+  for (auto& m : matchers) ptrs.push_back(&m);
+  const size_t row = compiled->mask_words() + 3;
+  std::vector<uint32_t> batch(row * matchers.size());
+  ASSERT_TRUE(fill_masks(ptrs.data(), ptrs.size(), batch.data(), row, 4).ok());
+  for (size_t i = 0; i < matchers.size(); ++i) {
+    Matcher copy = matchers[i];
+    std::vector<uint32_t> single(row);
+    ASSERT_TRUE(copy.fill_mask(single.data(), row).ok());
+    EXPECT_TRUE(std::equal(single.begin(), single.end(), batch.begin() + i * row)) << i;
+  }
+}
+
+TEST(Matcher, SharedCompiledGrammarAcrossThreads) {
+  const Vocabulary vocab = small_vocab();
+  auto compiled = CompiledGrammar::from_gbnf(R"gm(root ::= [a-c]+ "\n\n")gm", vocab);
+  ASSERT_TRUE(compiled.ok());
+  auto grammar = parse_gbnf(R"gm(root ::= [a-c]+ "\n\n")gm");
+  std::vector<std::thread> threads;
+  std::vector<int> compared(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back(
+        [&, t] { compared[t] = random_walk_compare(*grammar, *compiled, vocab, 100 + t, 40, 1); });
+  for (auto& th : threads) th.join();
+  for (int c : compared) EXPECT_GT(c, 0);
+}
+
+// --- the shared workload ------------------------------------------------------
+
+struct SharedCase {
+  std::string name;
+  std::string gbnf;
+};
+
+std::vector<SharedCase> shared_cases(const std::string& shared) {
+  std::vector<SharedCase> out;
+  for (const char* c : {"arithmetic", "c-code", "chess", "free-text", "json-generic", "list-lines",
+                        "schema-events", "schema-person", "schema-tree"}) {
+    const std::string dir = shared + "/bench/cases/" + c;
+    std::string g = read(dir + "/grammar.gbnf");
+    if (g.empty()) {
+      std::string schema = read(dir + "/schema.json");
+      if (schema.empty()) continue;
+      auto converted = json_schema_to_gbnf(schema);
+      EXPECT_TRUE(converted.ok()) << c << ": " << converted.status().to_string();
+      if (!converted.ok()) continue;
+      g = *converted;
+    }
+    out.push_back({c, g});
+  }
+  return out;
+}
+
+std::vector<uint32_t> read_ids(const std::string& path) {
+  std::vector<uint32_t> ids;
+  std::istringstream in(read(path));
+  uint32_t v;
+  while (in >> v) ids.push_back(v);
+  return ids;
+}
+
+TEST(SharedWorkload, TracesReplayAndStopAtTheEnd) {
+  const std::string shared = GRAMMASK_SHARED_DIR;
+  if (shared.empty() || read(shared + "/bench/README.md").empty()) GTEST_SKIP() << "no ../shared";
+  for (const char* v : {"gpt2", "deepseek-llm", "phi3"}) {
+    auto vocab = Vocabulary::from_gguf_file(shared + "/bench/vocab/" + v + ".gguf");
+    ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+    for (const SharedCase& c : shared_cases(shared)) {
+      auto compiled = CompiledGrammar::from_gbnf(c.gbnf, *vocab);
+      ASSERT_TRUE(compiled.ok()) << c.name << ": " << compiled.status().to_string();
+      Matcher m(*compiled);
+      std::vector<uint32_t> words(compiled->mask_words());
+      const auto trace = read_ids(shared + "/bench/traces/" + v + "/" + c.name + ".ids");
+      ASSERT_FALSE(trace.empty());
+      size_t refused = 0;
+      for (uint32_t id : trace) {
+        ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+        refused += !test_bit(words.data(), id);
+        ASSERT_TRUE(m.accept_token(id).ok()) << v << "/" << c.name;
+      }
+      ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+      for (uint32_t stop : vocab->stop_tokens()) EXPECT_TRUE(test_bit(words.data(), stop));
+      EXPECT_EQ(refused, 0u) << v << "/" << c.name;
+    }
+  }
+}
+
+void oracle_on_vocab(const Vocabulary& vocab, const std::string& shared, int walks, int steps) {
+  for (const SharedCase& c : shared_cases(shared)) {
+    auto grammar = parse_gbnf(c.gbnf);
+    ASSERT_TRUE(grammar.ok());
+    auto compiled = CompiledGrammar::compile(*grammar, vocab);
+    ASSERT_TRUE(compiled.ok());
+    int compared = 0;
+    for (int w = 0; w < walks; ++w)
+      compared += random_walk_compare(*grammar, *compiled, vocab, 7 + w, steps, steps / 3);
+    EXPECT_GT(compared, 0) << c.name;
+  }
+}
+
+TEST(SharedWorkload, MasksMatchOracleOnGgufVocabularies) {
+  const std::string shared = GRAMMASK_SHARED_DIR;
+  if (shared.empty() || read(shared + "/bench/README.md").empty()) GTEST_SKIP() << "no ../shared";
+  for (const char* v : {"gpt2", "deepseek-llm", "phi3"}) {
+    auto vocab = Vocabulary::from_gguf_file(shared + "/bench/vocab/" + v + ".gguf");
+    ASSERT_TRUE(vocab.ok());
+    oracle_on_vocab(*vocab, shared, 1, 12);
+  }
+}
+
+TEST(SharedWorkload, MasksMatchOracleOnTokenizerJson) {
+  const std::string shared = GRAMMASK_SHARED_DIR;
+  if (shared.empty() || read(shared + "/tokenizers/README.md").empty())
+    GTEST_SKIP() << "no ../shared";
+  for (const char* t : {"llama-3", "phi-3-mini"}) {
+    auto vocab =
+        Vocabulary::from_tokenizer_json_file(shared + "/tokenizers/" + t + "/tokenizer.json");
+    ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+    oracle_on_vocab(*vocab, shared, 1, 12);
+  }
+}
+
+TEST(SharedWorkload, RandomGenerationEndsAccepted) {
+  const std::string shared = GRAMMASK_SHARED_DIR;
+  if (shared.empty() || read(shared + "/bench/README.md").empty()) GTEST_SKIP() << "no ../shared";
+  auto vocab = Vocabulary::from_gguf_file(shared + "/bench/vocab/phi3.gguf");
+  ASSERT_TRUE(vocab.ok());
+  for (const char* g :
+       {R"gm(root ::= [a-z]{1,8} ("," [a-z]{1,8}){0,4} "\n")gm",
+        R"gm(root ::= "{" ("\"k\":" [0-9]{1,3} ("," "\"k\":" [0-9]{1,3}){0,3})? "}")gm"}) {
+    auto grammar = parse_gbnf(g);
+    ASSERT_TRUE(grammar.ok());
+    auto compiled = CompiledGrammar::compile(*grammar, *vocab);
+    ASSERT_TRUE(compiled.ok());
+    for (uint32_t seed = 0; seed < 10; ++seed) {
+      Matcher m(*compiled);
+      std::mt19937 rng(seed);
+      std::vector<uint32_t> words(compiled->mask_words());
+      std::string text;
+      for (int step = 0; step < 200 && !m.is_terminated(); ++step) {
+        ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+        auto ids = allowed_ids(words, vocab->size());
+        ASSERT_FALSE(ids.empty()) << "dead end after '" << text << "'";
+        uint32_t pick = ids[rng() % ids.size()];
+        ASSERT_TRUE(m.accept_token(pick).ok());
+        if (!vocab->is_stop(pick)) text += std::string(vocab->token_bytes(pick));
+      }
+      ASSERT_TRUE(m.is_terminated()) << text;
+      auto r = Recognizer::create(*grammar, "root");
+      EXPECT_EQ(r->push_bytes(text), text.size());
+      EXPECT_TRUE(r->is_accepting()) << text;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace grammask
