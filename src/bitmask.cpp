@@ -1,1 +1,192 @@
-// placeholder: filled in by its component
+// Scalar mask kernels and the run-time choice of instruction set.
+#include <initializer_list>
+#include <limits>
+
+#include "bitmask_internal.h"
+
+namespace grammask {
+namespace internal {
+namespace {
+
+constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
+constexpr uint16_t kFp16NegativeInfinity = 0xFC00;
+constexpr uint16_t kBf16NegativeInfinity = 0xFF80;
+
+uint32_t valid_lanes(size_t count) noexcept {
+  return count >= 32 ? ~uint32_t{0} : (uint32_t{1} << count) - 1;
+}
+
+void scalar_apply_f32(float* logits, size_t n, const uint32_t* words) noexcept {
+  for (size_t base = 0; base < n; base += 32) {
+    apply_word_f32(logits + base, n - base < 32 ? n - base : 32, words[base / 32]);
+  }
+}
+
+void scalar_apply_u16(uint16_t* logits, size_t n, const uint32_t* words,
+                      uint16_t blocked) noexcept {
+  for (size_t base = 0; base < n; base += 32) {
+    apply_word_u16(logits + base, n - base < 32 ? n - base : 32, words[base / 32], blocked);
+  }
+}
+
+size_t scalar_apply_candidates(TokenCandidate* candidates, size_t n_candidates,
+                               const uint32_t* words, size_t n_tokens) noexcept {
+  size_t allowed = 0;
+  for (size_t i = 0; i < n_candidates; ++i) {
+    if (candidate_allowed(candidates[i].id, words, n_tokens)) {
+      ++allowed;
+    } else {
+      candidates[i].logit = kNegativeInfinity;
+    }
+  }
+  return allowed;
+}
+
+const MaskKernels kScalarKernels = {scalar_apply_f32, scalar_apply_u16, scalar_apply_candidates};
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GRAMMASK_X86_CPU_CHECKS 1
+#endif
+
+bool cpu_has(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::kScalar:
+      return true;
+#ifdef GRAMMASK_X86_CPU_CHECKS
+    case Isa::kAvx2:
+      __builtin_cpu_init();
+      // The AVX2 file is built with -mavx2 -mfma -mf16c: require all three.
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl");
+#endif
+    case Isa::kNeon:
+      return neon_kernels() != nullptr;  // NEON is part of every AArch64 CPU
+    default:
+      return false;
+  }
+}
+
+const MaskKernels* built_kernels(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::kScalar:
+      return &kScalarKernels;
+    case Isa::kAvx2:
+      return avx2_kernels();
+    case Isa::kAvx512:
+      return avx512_kernels();
+    case Isa::kNeon:
+      return neon_kernels();
+  }
+  return nullptr;
+}
+
+const MaskKernels& kernels(Isa isa) noexcept {
+  return isa_supported(isa) ? *built_kernels(isa) : kScalarKernels;
+}
+
+const MaskKernels& best_kernels() noexcept {
+  static const MaskKernels& best = kernels(best_isa());
+  return best;
+}
+
+}  // namespace
+
+const MaskKernels& scalar_kernels() noexcept {
+  return kScalarKernels;
+}
+
+void apply_word_f32(float* logits, size_t count, uint32_t word) noexcept {
+  uint32_t blocked = ~word & valid_lanes(count);
+  while (blocked != 0) {
+    const unsigned lane = lowest_set_bit(blocked);
+    logits[lane] = kNegativeInfinity;
+    blocked &= blocked - 1;
+  }
+}
+
+void apply_word_u16(uint16_t* logits, size_t count, uint32_t word,
+                    uint16_t blocked_value) noexcept {
+  uint32_t blocked = ~word & valid_lanes(count);
+  while (blocked != 0) {
+    const unsigned lane = lowest_set_bit(blocked);
+    logits[lane] = blocked_value;
+    blocked &= blocked - 1;
+  }
+}
+
+}  // namespace internal
+
+using internal::MaskKernels;
+
+Isa best_isa() noexcept {
+  static const Isa best = [] {
+    for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
+      if (isa_supported(isa)) return isa;
+    }
+    return Isa::kScalar;
+  }();
+  return best;
+}
+
+bool isa_supported(Isa isa) noexcept {
+  return internal::built_kernels(isa) != nullptr && internal::cpu_has(isa);
+}
+
+const char* to_string(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kNeon:
+      return "neon";
+  }
+  return "unknown";
+}
+
+void apply_mask(float* logits, size_t n, const uint32_t* words) noexcept {
+  internal::best_kernels().apply_f32(logits, n, words);
+}
+void apply_mask_fp16(uint16_t* logits, size_t n, const uint32_t* words) noexcept {
+  internal::best_kernels().apply_u16(logits, n, words, internal::kFp16NegativeInfinity);
+}
+void apply_mask_bf16(uint16_t* logits, size_t n, const uint32_t* words) noexcept {
+  internal::best_kernels().apply_u16(logits, n, words, internal::kBf16NegativeInfinity);
+}
+size_t apply_mask(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
+                  size_t n_tokens) noexcept {
+  return internal::best_kernels().apply_candidates(candidates, n_candidates, words, n_tokens);
+}
+
+void apply_mask(Isa isa, float* logits, size_t n, const uint32_t* words) noexcept {
+  internal::kernels(isa).apply_f32(logits, n, words);
+}
+void apply_mask_fp16(Isa isa, uint16_t* logits, size_t n, const uint32_t* words) noexcept {
+  internal::kernels(isa).apply_u16(logits, n, words, internal::kFp16NegativeInfinity);
+}
+void apply_mask_bf16(Isa isa, uint16_t* logits, size_t n, const uint32_t* words) noexcept {
+  internal::kernels(isa).apply_u16(logits, n, words, internal::kBf16NegativeInfinity);
+}
+size_t apply_mask(Isa isa, TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
+                  size_t n_tokens) noexcept {
+  return internal::kernels(isa).apply_candidates(candidates, n_candidates, words, n_tokens);
+}
+
+size_t filter_candidates(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
+                         size_t n_tokens) noexcept {
+  size_t kept = 0;
+  for (size_t i = 0; i < n_candidates; ++i) {
+    if (internal::candidate_allowed(candidates[i].id, words, n_tokens)) {
+      candidates[kept++] = candidates[i];
+    }
+  }
+  return kept;
+}
+
+}  // namespace grammask

@@ -1,1 +1,364 @@
-// placeholder: filled in by its component
+// Vocabulary storage, the stop set, and the spelling helpers. The file
+// loaders live in gguf.cpp and tokenizer_json.cpp; both end in from_decoded.
+#include "grammask/vocabulary.h"
+
+#include <algorithm>
+#include <array>
+#include <new>
+
+#include "token_trie.h"
+
+namespace grammask {
+namespace internal {
+
+// Token bytes packed in one buffer: token i is bytes[offsets[i], offsets[i+1]).
+struct VocabularyData {
+  std::string bytes;
+  std::vector<uint32_t> offsets;
+  std::vector<TokenKind> kinds;
+  std::optional<uint32_t> bos;
+  TokenizerStyle style = TokenizerStyle::kRawBytes;
+
+  size_t size() const noexcept { return kinds.size(); }
+  std::string_view token(uint32_t id) const noexcept {
+    return std::string_view(bytes).substr(offsets[id], offsets[id + 1] - offsets[id]);
+  }
+  // Could this token spell grammar text (before considering stop tokens)?
+  bool spells_text(uint32_t id) const noexcept {
+    const TokenKind kind = kinds[id];
+    return (kind == TokenKind::kNormal || kind == TokenKind::kByte ||
+            kind == TokenKind::kUserDefined) &&
+           offsets[id + 1] != offsets[id];
+  }
+};
+
+// What depends on the stop set: the ids, the trie of the remaining text
+// tokens, and the tokens outside the trie that find_token must still see.
+struct StopSet {
+  std::vector<uint32_t> ids;
+  std::shared_ptr<const TokenTrie> trie;
+  std::vector<uint32_t> outside_trie;  // non-empty bytes, not in the trie
+};
+
+}  // namespace internal
+
+namespace {
+
+using internal::StopSet;
+using internal::TokenTrie;
+using internal::VocabularyData;
+
+bool is_end_marker(std::string_view text) {
+  static constexpr std::string_view kMarkers[] = {
+      "<|endoftext|>",
+      "<|end_of_text|>",
+      "<|eot_id|>",
+      "<|eom_id|>",
+      "<|end|>",
+      "<|im_end|>",
+      "<end_of_turn>",
+      "<|END_OF_TURN_TOKEN|>",
+      "</s>",
+      "<eos>",
+      "<EOT>",
+      "<end_of_utterance>",
+      // DeepSeek spells it with full-width bars and '▁'.
+      "<\xEF\xBD\x9C"
+      "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+  };
+  return std::find(std::begin(kMarkers), std::end(kMarkers), text) != std::end(kMarkers);
+}
+
+Status check_ids(const std::vector<uint32_t>& ids, size_t size, const char* what) {
+  for (uint32_t id : ids) {
+    if (id >= size) {
+      return Status(ErrorCode::kInvalidArgument, std::string(what) + " id " + std::to_string(id) +
+                                                     " is out of range (vocabulary size " +
+                                                     std::to_string(size) + ")");
+    }
+  }
+  return Status();
+}
+
+std::shared_ptr<const StopSet> make_stop_set(const VocabularyData& data,
+                                             std::vector<uint32_t> stop_ids,
+                                             std::shared_ptr<const TokenTrie> reusable_trie) {
+  auto stops = std::make_shared<StopSet>();
+  std::sort(stop_ids.begin(), stop_ids.end());
+  stop_ids.erase(std::unique(stop_ids.begin(), stop_ids.end()), stop_ids.end());
+  stops->ids = std::move(stop_ids);
+
+  const auto is_stop = [&](uint32_t id) {
+    return std::binary_search(stops->ids.begin(), stops->ids.end(), id);
+  };
+  std::vector<uint32_t> trie_ids;
+  if (!reusable_trie) trie_ids.reserve(data.size());
+  for (uint32_t id = 0; id < data.size(); ++id) {
+    if (data.spells_text(id) && !is_stop(id)) {
+      if (!reusable_trie) trie_ids.push_back(id);
+    } else if (data.offsets[id + 1] != data.offsets[id] && data.kinds[id] != TokenKind::kUnused) {
+      stops->outside_trie.push_back(id);
+    }
+  }
+  stops->trie = reusable_trie ? std::move(reusable_trie)
+                              : std::make_shared<const TokenTrie>(TokenTrie::build(
+                                    data.bytes.data(), data.offsets.data(), std::move(trie_ids)));
+  return stops;
+}
+
+}  // namespace
+
+void DecodedVocabulary::reserve(size_t tokens, size_t total_bytes) {
+  bytes_.reserve(total_bytes);
+  offsets_.reserve(tokens + 1);
+  kinds_.reserve(tokens);
+}
+
+void DecodedVocabulary::add_token(std::string_view bytes, TokenKind kind) {
+  if (kind == TokenKind::kUnused) bytes = {};
+  if (bytes.size() > longest_) {
+    longest_ = bytes.size();
+    longest_id_ = kinds_.size();
+  }
+  if (bytes.size() > UINT32_MAX - bytes_.size()) {
+    overflow_ = true;
+  } else {
+    bytes_.append(bytes);
+  }
+  offsets_.push_back(static_cast<uint32_t>(bytes_.size()));
+  kinds_.push_back(kind);
+}
+
+Result<Vocabulary> Vocabulary::from_decoded(DecodedVocabulary decoded) try {
+  const size_t count = decoded.size();
+  if (count >= UINT32_MAX) return Status(ErrorCode::kLimitExceeded, "more than 2^32-1 tokens");
+  if (decoded.overflow_) {
+    return Status(ErrorCode::kLimitExceeded, "token bytes exceed 4 GiB in total");
+  }
+  if (decoded.longest_ > TokenTrie::kMaxTokenLength) {
+    return Status(ErrorCode::kInvalidArgument, "token " + std::to_string(decoded.longest_id_) +
+                                                   " is " + std::to_string(decoded.longest_) +
+                                                   " bytes long (at most 65535 supported)");
+  }
+  if (Status status = check_ids(decoded.stop_ids, count, "stop"); !status.ok()) return status;
+  if (decoded.bos_id && *decoded.bos_id >= count) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "bos id " + std::to_string(*decoded.bos_id) + " is out of range");
+  }
+
+  auto data = std::make_shared<VocabularyData>();
+  data->bytes = std::move(decoded.bytes_);
+  data->offsets = std::move(decoded.offsets_);
+  data->kinds = std::move(decoded.kinds_);
+  data->bos = decoded.bos_id;
+  data->style = decoded.style;
+
+  std::vector<uint32_t> stop_ids = std::move(decoded.stop_ids);
+  if (decoded.add_end_marker_stops) {
+    for (uint32_t id = 0; id < count; ++id) {
+      if (data->kinds[id] == TokenKind::kControl && is_end_marker(data->token(id))) {
+        stop_ids.push_back(id);
+      }
+    }
+  }
+  auto stops = make_stop_set(*data, std::move(stop_ids), nullptr);
+  return Vocabulary(std::move(data), std::move(stops));
+} catch (const std::bad_alloc&) {
+  return Status(ErrorCode::kLimitExceeded, "out of memory while building the vocabulary");
+}
+
+Result<Vocabulary> Vocabulary::from_token_bytes(std::vector<std::string> tokens,
+                                                std::vector<uint32_t> stop_ids,
+                                                std::vector<uint32_t> special_ids) try {
+  if (Status status = check_ids(special_ids, tokens.size(), "special"); !status.ok()) {
+    return status;
+  }
+  std::vector<bool> special(tokens.size(), false);
+  for (uint32_t id : special_ids) special[id] = true;
+  DecodedVocabulary decoded;
+  size_t total_bytes = 0;
+  for (const std::string& token : tokens) total_bytes += token.size();
+  decoded.reserve(tokens.size(), total_bytes);
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    decoded.add_token(tokens[id], special[id] ? TokenKind::kControl : TokenKind::kNormal);
+  }
+  decoded.stop_ids = std::move(stop_ids);
+  return from_decoded(std::move(decoded));
+} catch (const std::bad_alloc&) {
+  return Status(ErrorCode::kLimitExceeded, "out of memory while building the vocabulary");
+}
+
+Result<Vocabulary> Vocabulary::with_stop_tokens(std::vector<uint32_t> stop_ids) const try {
+  if (Status status = check_ids(stop_ids, size(), "stop"); !status.ok()) return status;
+  std::sort(stop_ids.begin(), stop_ids.end());
+  stop_ids.erase(std::unique(stop_ids.begin(), stop_ids.end()), stop_ids.end());
+
+  // The trie holds text tokens that are not stops: it only changes if a
+  // text token enters or leaves the stop set.
+  std::vector<uint32_t> changed;
+  std::set_symmetric_difference(stop_ids.begin(), stop_ids.end(), stops_->ids.begin(),
+                                stops_->ids.end(), std::back_inserter(changed));
+  const bool trie_changes = std::any_of(changed.begin(), changed.end(),
+                                        [&](uint32_t id) { return data_->spells_text(id); });
+  auto stops = make_stop_set(*data_, std::move(stop_ids), trie_changes ? nullptr : stops_->trie);
+  return Vocabulary(data_, std::move(stops));
+} catch (const std::bad_alloc&) {
+  return Status(ErrorCode::kLimitExceeded, "out of memory while rebuilding the token trie");
+}
+
+size_t Vocabulary::size() const noexcept {
+  return data_->size();
+}
+
+std::string_view Vocabulary::token_bytes(uint32_t id) const noexcept {
+  return id < data_->size() ? data_->token(id) : std::string_view();
+}
+
+TokenKind Vocabulary::kind(uint32_t id) const noexcept {
+  return id < data_->size() ? data_->kinds[id] : TokenKind::kUnused;
+}
+
+bool Vocabulary::is_special(uint32_t id) const noexcept {
+  const TokenKind token_kind = kind(id);
+  return token_kind == TokenKind::kControl || token_kind == TokenKind::kUnknown ||
+         token_kind == TokenKind::kUnused;
+}
+
+bool Vocabulary::is_stop(uint32_t id) const noexcept {
+  return std::binary_search(stops_->ids.begin(), stops_->ids.end(), id);
+}
+
+const std::vector<uint32_t>& Vocabulary::stop_tokens() const noexcept {
+  return stops_->ids;
+}
+
+std::optional<uint32_t> Vocabulary::bos_token() const noexcept {
+  return data_->bos;
+}
+
+TokenizerStyle Vocabulary::style() const noexcept {
+  return data_->style;
+}
+
+const internal::TokenTrie& Vocabulary::trie() const noexcept {
+  return *stops_->trie;
+}
+
+std::optional<uint32_t> Vocabulary::find_token(std::string_view bytes) const {
+  std::optional<uint32_t> found;
+  if (bytes.empty()) return found;
+  const TokenTrie& token_trie = *stops_->trie;
+  const uint32_t node = token_trie.find(bytes);
+  if (node != TokenTrie::kNoNode) {
+    const TokenTrie::Node& n = token_trie.nodes()[node];
+    if (n.tokens_begin != n.tokens_end) found = token_trie.token_ids()[n.tokens_begin];
+  }
+  for (uint32_t id : stops_->outside_trie) {
+    if (found && id > *found) break;  // ascending: nothing lower remains
+    if (data_->token(id) == bytes) return id;
+  }
+  return found;
+}
+
+// --- spelling helpers --------------------------------------------------------
+
+namespace {
+
+// GPT-2's byte-level alphabet: printable bytes stand for themselves, the 68
+// others are shifted to U+0100 onward in byte order. This is the inverse:
+// code point (< 0x144) -> byte, or -1.
+struct ByteLevelTable {
+  std::array<int16_t, 0x144> byte_of{};
+  ByteLevelTable() {
+    byte_of.fill(-1);
+    uint32_t shifted = 0x100;
+    for (int byte = 0; byte < 256; ++byte) {
+      const bool printable =
+          (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
+      byte_of[printable ? byte : shifted++] = static_cast<int16_t>(byte);
+    }
+  }
+};
+
+// Decodes one UTF-8 sequence at text[i]; returns its length, or 0 if invalid.
+size_t decode_utf8(std::string_view text, size_t i, uint32_t& code_point) {
+  const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
+  const uint8_t lead = byte(i);
+  size_t length;
+  if (lead < 0x80) {
+    code_point = lead;
+    return 1;
+  } else if ((lead & 0xE0) == 0xC0) {
+    length = 2;
+    code_point = lead & 0x1F;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3;
+    code_point = lead & 0x0F;
+  } else if ((lead & 0xF8) == 0xF0) {
+    length = 4;
+    code_point = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code_point = (code_point << 6) | (byte(i + k) & 0x3F);
+  }
+  return length;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+void append_byte_level_bytes(std::string_view token_text, std::string& bytes) {
+  static const ByteLevelTable table;
+  for (size_t i = 0; i < token_text.size();) {
+    const uint8_t first = static_cast<uint8_t>(token_text[i]);
+    if (first >= 0x21 && first <= 0x7E) {  // printable ASCII stands for itself
+      bytes += static_cast<char>(first);
+      ++i;
+      continue;
+    }
+    uint32_t code_point = 0;
+    const size_t length = decode_utf8(token_text, i, code_point);
+    if (length == 0) {  // not UTF-8: keep the byte
+      bytes += token_text[i++];
+    } else if (code_point < table.byte_of.size() && table.byte_of[code_point] >= 0) {
+      bytes += static_cast<char>(table.byte_of[code_point]);
+      i += length;
+    } else {  // outside the byte alphabet: keep the character as written
+      bytes.append(token_text, i, length);
+      i += length;
+    }
+  }
+}
+
+void append_sentencepiece_bytes(std::string_view token_text, std::string& bytes) {
+  static constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // '▁' U+2581
+  size_t start = 0;
+  for (size_t mark; (mark = token_text.find(kSpaceMark, start)) != std::string_view::npos;) {
+    bytes.append(token_text, start, mark - start);
+    bytes += ' ';
+    start = mark + kSpaceMark.size();
+  }
+  bytes.append(token_text, start, std::string_view::npos);
+}
+
+std::optional<uint8_t> parse_byte_piece(std::string_view token_text) noexcept {
+  if (token_text.size() != 6 || token_text.substr(0, 3) != "<0x" || token_text[5] != '>') {
+    return std::nullopt;
+  }
+  const int high = hex_digit(token_text[3]);
+  const int low = hex_digit(token_text[4]);
+  if (high < 0 || low < 0) return std::nullopt;
+  return static_cast<uint8_t>(high * 16 + low);
+}
+
+}  // namespace grammask

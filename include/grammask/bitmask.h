@@ -1,0 +1,123 @@
+// Token masks and applying them to logits.
+//
+// Layout (the same as XGrammar and llguidance): an array of uint32_t words,
+// mask_words(V) of them for a logits width V; bit i % 32 of word i / 32 set
+// means token i is allowed (LSB first). Bits at and beyond V are ignored by
+// the apply functions and should be 0.
+//
+// The apply functions never allocate, throw or print, and are safe to call
+// concurrently on different buffers. The unqualified forms use the best
+// instruction set this CPU supports (chosen once); the Isa forms exist for
+// tests and benchmarks.
+#ifndef GRAMMASK_BITMASK_H_
+#define GRAMMASK_BITMASK_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace grammask {
+
+// --- mask words ----------------------------------------------------------------
+
+// Words needed for n_tokens bits: ceil(n_tokens / 32).
+constexpr size_t mask_words(size_t n_tokens) noexcept {
+  return (n_tokens + 31) / 32;
+}
+
+inline bool test_bit(const uint32_t* words, size_t token) noexcept {
+  return (words[token >> 5] >> (token & 31)) & 1u;
+}
+inline void set_bit(uint32_t* words, size_t token) noexcept {
+  words[token >> 5] |= uint32_t{1} << (token & 31);
+}
+inline void clear_bit(uint32_t* words, size_t token) noexcept {
+  words[token >> 5] &= ~(uint32_t{1} << (token & 31));
+}
+
+// Sets the words to allow exactly tokens [0, n_tokens) (padding bits 0), or none.
+inline void fill_allowed(uint32_t* words, size_t n_tokens) noexcept {
+  const size_t full = n_tokens / 32;
+  for (size_t i = 0; i < full; ++i) words[i] = ~uint32_t{0};
+  if (n_tokens % 32 != 0) words[full] = (uint32_t{1} << (n_tokens % 32)) - 1;
+}
+inline void fill_none(uint32_t* words, size_t n_words) noexcept {
+  for (size_t i = 0; i < n_words; ++i) words[i] = 0;
+}
+
+// Number of set bits in n_words words.
+inline size_t count_bits(const uint32_t* words, size_t n_words) noexcept {
+  size_t count = 0;
+  for (size_t i = 0; i < n_words; ++i) {
+#if defined(__GNUC__) || defined(__clang__)
+    count += static_cast<size_t>(__builtin_popcount(words[i]));
+#else
+    uint32_t w = words[i];
+    w = w - ((w >> 1) & 0x55555555u);
+    w = (w & 0x33333333u) + ((w >> 2) & 0x33333333u);
+    count += (((w + (w >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
+#endif
+  }
+  return count;
+}
+
+// dst = dst | src, dst & src, dst & ~src, word by word (the compiler vectorizes these).
+inline void or_words(uint32_t* dst, const uint32_t* src, size_t n_words) noexcept {
+  for (size_t i = 0; i < n_words; ++i) dst[i] |= src[i];
+}
+inline void and_words(uint32_t* dst, const uint32_t* src, size_t n_words) noexcept {
+  for (size_t i = 0; i < n_words; ++i) dst[i] &= src[i];
+}
+inline void andnot_words(uint32_t* dst, const uint32_t* src, size_t n_words) noexcept {
+  for (size_t i = 0; i < n_words; ++i) dst[i] &= ~src[i];
+}
+
+// --- applying a mask -----------------------------------------------------------
+
+// Instruction sets with their own apply paths.
+enum class Isa : uint8_t { kScalar, kAvx2, kAvx512, kNeon };
+
+// The best Isa this build and CPU support (cpuid, checked once).
+Isa best_isa() noexcept;
+// True if this build has the path and this CPU can run it. kScalar: always.
+bool isa_supported(Isa isa) noexcept;
+const char* to_string(Isa isa) noexcept;
+
+// Sets logits[i] to -infinity for every disallowed i < n. `words` holds
+// mask_words(n) words. Cost: one pass over n values; allowed logits are not
+// written, so a mostly-allowed mask mostly reads.
+void apply_mask(float* logits, size_t n, const uint32_t* words) noexcept;
+// The same on raw IEEE half (fp16) values: disallowed become 0xFC00 (-inf).
+void apply_mask_fp16(uint16_t* logits, size_t n, const uint32_t* words) noexcept;
+// The same on raw bfloat16 values: disallowed become 0xFF80 (-inf).
+void apply_mask_bf16(uint16_t* logits, size_t n, const uint32_t* words) noexcept;
+
+// One entry of a candidate array, laid out like llama.cpp's llama_token_data.
+struct TokenCandidate {
+  int32_t id;
+  float logit;
+  float p;
+};
+
+// Masks a candidate array by id, in place: every candidate whose id is
+// disallowed, negative, or >= n_tokens (the mask's width) gets logit
+// -infinity. Length and order are kept (llama.cpp's grammar sampler does the
+// same); note that an array sorted by logit may then no longer be sorted.
+// Returns the number of allowed candidates. `words` holds mask_words(n_tokens).
+size_t apply_mask(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
+                  size_t n_tokens) noexcept;
+// Compacting alternative: removes disallowed candidates, keeping the others
+// in their order (a sorted array stays sorted); returns the new count.
+size_t filter_candidates(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
+                         size_t n_tokens) noexcept;
+
+// The same operations on a given instruction set. If !isa_supported(isa),
+// they fall back to kScalar.
+void apply_mask(Isa isa, float* logits, size_t n, const uint32_t* words) noexcept;
+void apply_mask_fp16(Isa isa, uint16_t* logits, size_t n, const uint32_t* words) noexcept;
+void apply_mask_bf16(Isa isa, uint16_t* logits, size_t n, const uint32_t* words) noexcept;
+size_t apply_mask(Isa isa, TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
+                  size_t n_tokens) noexcept;
+
+}  // namespace grammask
+
+#endif  // GRAMMASK_BITMASK_H_

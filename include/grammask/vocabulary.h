@@ -1,0 +1,164 @@
+// Vocabularies: the bytes each token id spells, which ids are special or stop
+// generation, and the token trie the mask engine walks.
+//
+// A token's bytes are what the model's detokenizer prints for that token
+// alone: byte-level BPE ('Ġ' -> ' ') is decoded through the GPT-2 byte table,
+// SentencePiece '▁' becomes a space and `<0xHH>` pieces are one raw byte,
+// control tokens keep their literal text (but never match grammar text).
+#ifndef GRAMMASK_VOCABULARY_H_
+#define GRAMMASK_VOCABULARY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grammask/status.h"
+
+namespace grammask {
+
+namespace internal {
+class TokenTrie;
+struct VocabularyData;
+struct StopSet;
+}  // namespace internal
+
+// What a token id stands for (the GGUF token_type classes).
+enum class TokenKind : uint8_t {
+  kNormal,       // ordinary text; matches grammar text
+  kByte,         // a SentencePiece `<0xHH>` byte-fallback piece: one raw byte
+  kUserDefined,  // text added verbatim by the tokenizer's author; matches grammar text
+  kControl,      // special (`<|eot_id|>`, `<s>`): never matches grammar text
+  kUnknown,      // `<unk>`-like: never matches grammar text
+  kUnused,       // reserved or missing id: never allowed, empty bytes
+};
+
+// How the source tokenizer spelled token text (informational).
+enum class TokenizerStyle : uint8_t {
+  kRawBytes,       // from_token_bytes / from_decoded: bytes given as-is
+  kByteLevel,      // GPT-2 style byte-level BPE
+  kSentencePiece,  // '▁' for space, `<0xHH>` byte fallback
+};
+
+// Input of Vocabulary::from_decoded: bytes and kind per token id, added in
+// id order. Token bytes are packed into one buffer as they are added.
+class DecodedVocabulary {
+ public:
+  // Appends token size(). kUnused tokens keep empty bytes whatever is passed.
+  void add_token(std::string_view bytes, TokenKind kind);
+  size_t size() const noexcept { return kinds_.size(); }
+  void reserve(size_t tokens, size_t total_bytes);
+
+  std::vector<uint32_t> stop_ids;  // any order; duplicates are dropped
+  std::optional<uint32_t> bos_id;
+  TokenizerStyle style = TokenizerStyle::kRawBytes;
+  // Also stop on control tokens spelled like a conventional end marker
+  // (`<|endoftext|>`, `<|end_of_text|>`, `<|eot_id|>`, `<|eom_id|>`,
+  // `<|end|>`, `<|im_end|>`, `<end_of_turn>`, `</s>`, `<eos>`, ...).
+  bool add_end_marker_stops = false;
+
+ private:
+  friend class Vocabulary;
+  std::string bytes_;
+  std::vector<uint32_t> offsets_ = {0};  // token i is bytes_[offsets_[i], offsets_[i+1])
+  std::vector<TokenKind> kinds_;
+  size_t longest_ = 0;  // longest token, to report tokens over 65535 bytes
+  size_t longest_id_ = 0;
+  bool overflow_ = false;  // more than 4 GiB of token bytes
+};
+
+// Spelling helpers the loaders use, public for callers decoding their own
+// tokenizer; each appends the bytes `token_text` spells to `out`.
+// Byte-level: each character maps back through the GPT-2 byte table
+// (characters outside it are kept as UTF-8). SentencePiece: '▁' (U+2581)
+// becomes a space. A byte piece is exactly `<0xHH>` (hex digits, any case).
+void append_byte_level_bytes(std::string_view token_text, std::string& out);
+void append_sentencepiece_bytes(std::string_view token_text, std::string& out);
+std::optional<uint8_t> parse_byte_piece(std::string_view token_text) noexcept;
+
+// An immutable vocabulary. Copies are cheap (two shared pointers) and share
+// the token data and trie; every const method is safe to call from many
+// threads at once.
+class Vocabulary {
+ public:
+  // Reads a GGUF file's header and its `tokenizer.ggml.*` metadata (tokens,
+  // token_type, model = gpt2 | llama, eos/eot/eom/bos ids), streaming past
+  // other metadata and never touching tensor data. Every count and length is
+  // checked against the file size, so a corrupt or hostile file yields an
+  // error (kIo, kSyntax, kUnsupported, kLimitExceeded), never a crash or an
+  // oversized allocation. Default stop tokens: the eos/eot/eom ids plus
+  // control tokens spelled like a conventional end marker (`<|endoftext|>`,
+  // `<|end|>`, `<|eot_id|>`, `<|im_end|>`, ...), as llama.cpp collects them.
+  // Cost: linear in the metadata size (~10 ms for a 100k vocabulary).
+  static Result<Vocabulary> from_gguf_file(const std::string& path);
+
+  // Reads a Hugging Face tokenizer.json (BPE or Unigram model). Byte-level vs
+  // SentencePiece spelling is decided from the model, decoder, pre_tokenizer
+  // and normalizer sections; WordPiece and unrecognised setups are
+  // kUnsupported. `added_tokens` with special=true are control tokens, the
+  // others verbatim user-defined text. Default stop tokens: special added
+  // tokens spelled like a conventional end marker (`<|end_of_text|>`,
+  // `<|eot_id|>`, `<|endoftext|>`, `<|end|>`, `</s>`, ...). Cost: one JSON
+  // parse (tens of ms for a 128k vocabulary; merges are skipped).
+  static Result<Vocabulary> from_tokenizer_json_file(const std::string& path);
+  static Result<Vocabulary> from_tokenizer_json(std::string_view json);
+
+  // A vocabulary whose token i spells tokens[i]. Ids in special_ids are
+  // control tokens; stop_ids become stop_tokens(). Fails with
+  // kInvalidArgument if an id is out of range.
+  static Result<Vocabulary> from_token_bytes(std::vector<std::string> tokens,
+                                             std::vector<uint32_t> stop_ids,
+                                             std::vector<uint32_t> special_ids = {});
+
+  // The general form, for callers that decoded a tokenizer themselves (and
+  // what the loaders above build). Fails with kInvalidArgument on an
+  // out-of-range stop or bos id or a token longer than 65535 bytes.
+  static Result<Vocabulary> from_decoded(DecodedVocabulary decoded);
+
+  // Number of token ids (the tokenizer's size; a model's logits may be wider).
+  size_t size() const noexcept;
+  // The bytes token `id` spells; empty for unused or out-of-range ids. The
+  // view lives as long as any Vocabulary sharing this data. O(1).
+  std::string_view token_bytes(uint32_t id) const noexcept;
+  // kUnused for out-of-range ids. O(1).
+  TokenKind kind(uint32_t id) const noexcept;
+  // True if the token can never match grammar text: control, unknown,
+  // unused, or out of range. Stop tokens are handled separately. O(1).
+  bool is_special(uint32_t id) const noexcept;
+  // True if `id` is one of stop_tokens(). O(number of stop tokens).
+  bool is_stop(uint32_t id) const noexcept;
+  // Ids that end generation, ascending and unique.
+  const std::vector<uint32_t>& stop_tokens() const noexcept;
+  // The beginning-of-text id named by the source, if any.
+  std::optional<uint32_t> bos_token() const noexcept;
+  TokenizerStyle style() const noexcept;
+
+  // A copy with a different stop set, sharing the token data (e.g. adding
+  // Phi-3's `<|end|>`). The trie is shared too unless the change adds or
+  // removes a token that spells grammar text, in which case it is rebuilt
+  // (a few ms). Fails with kInvalidArgument if an id is out of range.
+  Result<Vocabulary> with_stop_tokens(std::vector<uint32_t> stop_ids) const;
+
+  // The lowest id whose bytes are exactly `bytes`: trie tokens first (O(len)),
+  // then special and stop tokens (a scan of those few). Unused ids never match.
+  std::optional<uint32_t> find_token(std::string_view bytes) const;
+
+  // Every token that is not special, not a stop token, and has non-empty
+  // bytes, in a flat depth-first trie (see src/token_trie.h).
+  const internal::TokenTrie& trie() const noexcept;
+
+ private:
+  Vocabulary(std::shared_ptr<const internal::VocabularyData> data,
+             std::shared_ptr<const internal::StopSet> stops)
+      : data_(std::move(data)), stops_(std::move(stops)) {}
+
+  std::shared_ptr<const internal::VocabularyData> data_;
+  std::shared_ptr<const internal::StopSet> stops_;  // stop ids and the trie they imply
+};
+
+}  // namespace grammask
+
+#endif  // GRAMMASK_VOCABULARY_H_

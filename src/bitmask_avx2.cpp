@@ -1,0 +1,129 @@
+// AVX2 mask kernels. Built with -mavx2 (see CMakeLists.txt); run only after
+// bitmask.cpp has checked the CPU. Without those flags the file is empty.
+#include "bitmask_internal.h"
+
+#if defined(__x86_64__) && defined(__AVX2__)
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace grammask {
+namespace internal {
+namespace {
+
+// Words that allow everything or nothing are common (free text, a closed
+// string): they skip the per-lane work.
+constexpr uint32_t kAllAllowed = ~uint32_t{0};
+
+void avx2_apply_f32(float* logits, size_t n, const uint32_t* words) noexcept {
+  const __m256 blocked = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  // Lane k of a group of 8 tests bit k of the word's byte.
+  const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const size_t full_words = n / 32;
+  for (size_t w = 0; w < full_words; ++w) {
+    const uint32_t word = words[w];
+    if (word == kAllAllowed) continue;
+    float* block = logits + 32 * w;
+    if (word == 0) {
+      for (int k = 0; k < 4; ++k) _mm256_storeu_ps(block + 8 * k, blocked);
+      continue;
+    }
+    for (int k = 0; k < 4; ++k) {
+      const __m256i bits = _mm256_set1_epi32(static_cast<int>(word >> (8 * k)));
+      const __m256i allowed = _mm256_cmpeq_epi32(_mm256_and_si256(bits, lane_bit), lane_bit);
+      const __m256 values = _mm256_loadu_ps(block + 8 * k);
+      _mm256_storeu_ps(block + 8 * k,
+                       _mm256_blendv_ps(blocked, values, _mm256_castsi256_ps(allowed)));
+    }
+  }
+  if (n % 32 != 0) apply_word_f32(logits + 32 * full_words, n % 32, words[full_words]);
+}
+
+void avx2_apply_u16(uint16_t* logits, size_t n, const uint32_t* words,
+                    uint16_t blocked_value) noexcept {
+  const __m256i blocked = _mm256_set1_epi16(static_cast<short>(blocked_value));
+  const __m256i lane_bit = _mm256_setr_epi16(1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6,
+                                             1 << 7, 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12,
+                                             1 << 13, 1 << 14, static_cast<short>(1 << 15));
+  const size_t full_words = n / 32;
+  for (size_t w = 0; w < full_words; ++w) {
+    const uint32_t word = words[w];
+    if (word == kAllAllowed) continue;
+    uint16_t* block = logits + 32 * w;
+    auto* vectors = reinterpret_cast<__m256i*>(block);
+    if (word == 0) {
+      _mm256_storeu_si256(vectors, blocked);
+      _mm256_storeu_si256(vectors + 1, blocked);
+      continue;
+    }
+    for (int k = 0; k < 2; ++k) {
+      const __m256i bits = _mm256_set1_epi16(static_cast<short>(word >> (16 * k)));
+      const __m256i allowed = _mm256_cmpeq_epi16(_mm256_and_si256(bits, lane_bit), lane_bit);
+      const __m256i values = _mm256_loadu_si256(vectors + k);
+      _mm256_storeu_si256(vectors + k, _mm256_blendv_epi8(blocked, values, allowed));
+    }
+  }
+  if (n % 32 != 0) {
+    apply_word_u16(logits + 32 * full_words, n % 32, words[full_words], blocked_value);
+  }
+}
+
+size_t avx2_apply_candidates(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
+                             size_t n_tokens) noexcept {
+  static_assert(sizeof(TokenCandidate) == 12, "ids are gathered with a stride of 3 ints");
+  size_t allowed_count = 0;
+  size_t i = 0;
+  // Signed 32-bit compares below need the width to fit in an int32.
+  if (n_tokens <= static_cast<size_t>(INT32_MAX)) {
+    const __m256i id_offsets = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+    const __m256i width = _mm256_set1_epi32(static_cast<int>(n_tokens));
+    const __m256i minus_one = _mm256_set1_epi32(-1);
+    const __m256i low_five = _mm256_set1_epi32(31);
+    const __m256i one = _mm256_set1_epi32(1);
+    for (; i + 8 <= n_candidates; i += 8) {
+      const int* base = reinterpret_cast<const int*>(candidates + i);
+      const __m256i ids = _mm256_i32gather_epi32(base, id_offsets, 4);
+      const __m256i in_range =
+          _mm256_and_si256(_mm256_cmpgt_epi32(ids, minus_one), _mm256_cmpgt_epi32(width, ids));
+      const __m256i mask_words =
+          _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(words),
+                                      _mm256_srli_epi32(ids, 5), in_range, 4);
+      const __m256i bit =
+          _mm256_and_si256(_mm256_srlv_epi32(mask_words, _mm256_and_si256(ids, low_five)), one);
+      const __m256i allowed = _mm256_and_si256(in_range, _mm256_cmpeq_epi32(bit, one));
+      const unsigned allowed_lanes =
+          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(allowed)));
+      allowed_count += static_cast<size_t>(__builtin_popcount(allowed_lanes));
+      for (unsigned blocked = ~allowed_lanes & 0xFFu; blocked != 0; blocked &= blocked - 1) {
+        candidates[i + lowest_set_bit(blocked)].logit = -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
+  return allowed_count +
+         scalar_kernels().apply_candidates(candidates + i, n_candidates - i, words, n_tokens);
+}
+
+const MaskKernels kAvx2Kernels = {avx2_apply_f32, avx2_apply_u16, avx2_apply_candidates};
+
+}  // namespace
+
+const MaskKernels* avx2_kernels() noexcept {
+  return &kAvx2Kernels;
+}
+
+}  // namespace internal
+}  // namespace grammask
+
+#else
+
+namespace grammask {
+namespace internal {
+const MaskKernels* avx2_kernels() noexcept {
+  return nullptr;
+}
+}  // namespace internal
+}  // namespace grammask
+
+#endif
