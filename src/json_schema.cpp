@@ -1,1 +1,2591 @@
-// placeholder: filled in by its component
+// JSON Schema -> GBNF.
+//
+// Pipeline: parse and index the document ($id, $anchor, base URIs), then
+// normalize schemas into a disjunction of per-type clauses (each clause a
+// conjunction of constraints on values of one JSON type), then emit GBNF.
+// Keywords only constrain values of their own type, so a typeless schema is
+// the union of its six type clauses, each carrying the keywords that apply.
+// allOf/$ref intersect clauses, anyOf unions them, oneOf needs provably
+// disjoint branches (or negatable ones), `not` needs a negatable operand.
+// Sub-schemas below properties and items stay lazy (a set of schema nodes to
+// intersect), become GBNF rules, and so recursive schemas become recursive
+// rules. Whatever cannot be enforced exactly throws a Refusal that names the
+// keyword and the JSON pointer of the schema holding it.
+#include "grammask/json_schema.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "grammask/gbnf.h"
+#include "json_schema_formats.h"
+#include "json_schema_numbers.h"
+#include "regex_to_gbnf.h"
+
+namespace grammask {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using internal::Bound;
+using internal::Decimal;
+using Draft = JsonSchemaOptions::Draft;
+
+// Thrown inside the converter; caught at the API boundary. `keyword` lets
+// lenient mode drop the offending keyword and try again.
+struct Refusal {
+  Status status;
+  std::string keyword;
+};
+
+std::string display_pointer(const std::string& pointer) {
+  return pointer.empty() ? "/" : pointer;
+}
+
+[[noreturn]] void refuse(const std::string& keyword, const std::string& pointer,
+                         const std::string& why, ErrorCode code = ErrorCode::kUnsupported) {
+  std::string message = "unsupported keyword \"" + keyword + "\" at " + display_pointer(pointer);
+  if (code == ErrorCode::kLimitExceeded)
+    message = "keyword \"" + keyword + "\" at " + display_pointer(pointer) + " exceeds a limit";
+  if (code == ErrorCode::kSyntax)
+    message = "invalid keyword \"" + keyword + "\" at " + display_pointer(pointer);
+  throw Refusal{Status(code, message + ": " + why), keyword};
+}
+
+[[noreturn]] void fail(ErrorCode code, const std::string& message) {
+  throw Refusal{Status(code, message), ""};
+}
+
+std::string escape_pointer_token(const std::string& token) {
+  std::string out;
+  for (char c : token) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out.push_back(c);
+  }
+  return out;
+}
+
+const Json& false_node() {
+  static const Json node(false);
+  return node;
+}
+const Json& null_value() {
+  static const Json node(nullptr);
+  return node;
+}
+
+// ---------------------------------------------------------------------------
+// Values: JSON equality (numbers by value, objects ignoring key order).
+
+std::optional<Decimal> number_of(const Json& value) {
+  return internal::parse_decimal(value.dump());
+}
+
+bool json_equal(const Json& a, const Json& b) {
+  if (a.is_number() && b.is_number()) {
+    auto x = number_of(a), y = number_of(b);
+    return x && y && internal::compare(*x, *y) == 0;
+  }
+  if (a.type() != b.type()) return false;
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!json_equal(a[i], b[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      auto other = b.find(it.key());
+      if (other == b.end() || !json_equal(it.value(), *other)) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
+enum class JType : uint8_t { kNull, kBoolean, kNumber, kString, kArray, kObject };
+constexpr JType kAllTypes[] = {JType::kNull,   JType::kBoolean, JType::kNumber,
+                               JType::kString, JType::kArray,   JType::kObject};
+
+JType type_of(const Json& value) {
+  if (value.is_null()) return JType::kNull;
+  if (value.is_boolean()) return JType::kBoolean;
+  if (value.is_number()) return JType::kNumber;
+  if (value.is_string()) return JType::kString;
+  if (value.is_array()) return JType::kArray;
+  return JType::kObject;
+}
+
+size_t code_point_length(const std::string& utf8) {
+  size_t count = 0;
+  for (char c : utf8)
+    if ((static_cast<uint8_t>(c) & 0xC0) != 0x80) ++count;
+  return count;
+}
+
+// ---------------------------------------------------------------------------
+// Lazy sub-schemas and clauses.
+
+// A conjunction of schema nodes (and negated nodes), converted on demand.
+struct Sub {
+  std::vector<const Json*> nodes;
+  std::vector<const Json*> negated;
+  bool is_true() const { return nodes.empty() && negated.empty(); }
+  static Sub of(const Json* node) {
+    Sub sub;
+    if (!(node->is_boolean() && node->get<bool>())) sub.nodes.push_back(node);
+    return sub;
+  }
+  static Sub never() { return of(&false_node()); }
+};
+
+Sub conj(const Sub& a, const Sub& b) {
+  Sub result;
+  std::set_union(a.nodes.begin(), a.nodes.end(), b.nodes.begin(), b.nodes.end(),
+                 std::back_inserter(result.nodes));
+  std::set_union(a.negated.begin(), a.negated.end(), b.negated.begin(), b.negated.end(),
+                 std::back_inserter(result.negated));
+  return result;
+}
+
+std::string sub_key(const Sub& sub) {
+  std::string key;
+  for (const Json* node : sub.nodes) key += std::to_string(reinterpret_cast<uintptr_t>(node)) + ",";
+  key += "!";
+  for (const Json* node : sub.negated)
+    key += std::to_string(reinterpret_cast<uintptr_t>(node)) + ",";
+  return key;
+}
+
+struct Sourced {
+  std::string text;
+  std::string pointer;
+};
+
+struct Contains {
+  Sub schema;
+  uint64_t min = 1;
+  std::optional<uint64_t> max;
+  std::string pointer;
+};
+
+// A conjunction of constraints on values of one JSON type.
+struct Clause {
+  JType type = JType::kNull;
+  bool has_values = false;  // then only `values` (filtered by the rest) are allowed
+  std::vector<const Json*> values;
+  std::vector<const Json*> excluded;
+  std::string values_pointer;
+  // numbers
+  bool integer = false;
+  std::optional<Decimal> lo, hi;
+  bool lo_exclusive = false, hi_exclusive = false;
+  std::string range_pointer;
+  std::vector<std::pair<Decimal, std::string>> multiple_of;
+  // strings
+  uint64_t min_length = 0;
+  std::optional<uint64_t> max_length;
+  std::string length_pointer;
+  std::vector<Sourced> patterns;
+  std::vector<Sourced> formats;
+  // arrays
+  std::vector<Sub> prefix;
+  Sub items;
+  uint64_t min_items = 0;
+  std::optional<uint64_t> max_items;
+  std::string items_count_pointer;
+  std::vector<Contains> contains;
+  bool unique = false;
+  std::string unique_pointer;
+  size_t evaluated_prefix = 0;
+  bool items_evaluated = false;
+  // objects
+  std::vector<std::pair<std::string, Sub>> properties;
+  std::set<std::string> required;
+  Sub additional;
+  std::vector<std::pair<Sourced, Sub>> pattern_properties;
+  Sub property_names;
+  std::string property_names_pointer;
+  uint64_t min_properties = 0;
+  std::optional<uint64_t> max_properties;
+  std::string properties_count_pointer;
+  std::set<std::string> evaluated;
+  bool properties_evaluated = false;
+
+  bool unconstrained() const {
+    return !has_values && excluded.empty() && !integer && !lo && !hi && multiple_of.empty() &&
+           min_length == 0 && !max_length && patterns.empty() && formats.empty() &&
+           prefix.empty() && items.is_true() && min_items == 0 && !max_items && contains.empty() &&
+           !unique && properties.empty() && required.empty() && additional.is_true() &&
+           pattern_properties.empty() && property_names.is_true() && min_properties == 0 &&
+           !max_properties && evaluated.empty() && !properties_evaluated && evaluated_prefix == 0 &&
+           !items_evaluated;
+  }
+};
+using Disj = std::vector<Clause>;
+
+Sub* find_property(Clause& clause, const std::string& name) {
+  for (auto& [key, sub] : clause.properties)
+    if (key == name) return &sub;
+  return nullptr;
+}
+const Sub* find_property(const Clause& clause, const std::string& name) {
+  for (const auto& [key, sub] : clause.properties)
+    if (key == name) return &sub;
+  return nullptr;
+}
+
+Disj all_types() {
+  Disj result;
+  for (JType type : kAllTypes) {
+    Clause clause;
+    clause.type = type;
+    result.push_back(std::move(clause));
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// URIs (RFC 3986 reference resolution, enough for $id / $ref).
+
+struct UriParts {
+  std::string scheme, authority, path, query;
+  bool has_authority = false;
+};
+
+UriParts split_uri(const std::string& uri) {
+  UriParts parts;
+  std::string rest = uri;
+  size_t hash = rest.find('#');
+  if (hash != std::string::npos) rest = rest.substr(0, hash);
+  size_t colon = rest.find(':');
+  size_t slash = rest.find('/');
+  if (colon != std::string::npos && (slash == std::string::npos || colon < slash) && colon > 0) {
+    parts.scheme = rest.substr(0, colon);
+    rest = rest.substr(colon + 1);
+  }
+  if (rest.rfind("//", 0) == 0) {
+    parts.has_authority = true;
+    size_t end = rest.find_first_of("/?", 2);
+    parts.authority = rest.substr(2, end == std::string::npos ? std::string::npos : end - 2);
+    rest = end == std::string::npos ? "" : rest.substr(end);
+  }
+  size_t question = rest.find('?');
+  if (question != std::string::npos) {
+    parts.query = rest.substr(question);
+    rest = rest.substr(0, question);
+  }
+  parts.path = rest;
+  return parts;
+}
+
+std::string remove_dot_segments(const std::string& path) {
+  std::vector<std::string> output;
+  size_t i = 0;
+  bool absolute = !path.empty() && path[0] == '/';
+  std::string segment;
+  std::vector<std::string> segments;
+  std::string current;
+  for (char c : path) {
+    if (c == '/') {
+      segments.push_back(current);
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  segments.push_back(current);
+  (void)i;
+  (void)segment;
+  for (size_t k = absolute ? 1 : 0; k < segments.size(); ++k) {
+    const std::string& s = segments[k];
+    if (s == ".") {
+      if (k + 1 == segments.size()) output.push_back("");
+    } else if (s == "..") {
+      if (!output.empty()) output.pop_back();
+      if (k + 1 == segments.size()) output.push_back("");
+    } else {
+      output.push_back(s);
+    }
+  }
+  std::string result = absolute ? "/" : "";
+  for (size_t k = 0; k < output.size(); ++k) result += (k ? "/" : "") + output[k];
+  return result;
+}
+
+std::string join_uri(const UriParts& parts) {
+  std::string out;
+  if (!parts.scheme.empty()) out += parts.scheme + ":";
+  if (parts.has_authority) out += "//" + parts.authority;
+  out += parts.path + parts.query;
+  return out;
+}
+
+bool has_scheme(const std::string& ref) {
+  size_t colon = ref.find(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  for (size_t i = 0; i < colon; ++i) {
+    char c = ref[i];
+    bool ok = std::isalpha(static_cast<unsigned char>(c)) ||
+              (i > 0 &&
+               (std::isdigit(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.'));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string resolve_uri(const std::string& base, const std::string& ref) {
+  std::string fragment;
+  std::string reference = ref;
+  size_t hash = reference.find('#');
+  if (hash != std::string::npos) {
+    fragment = reference.substr(hash);
+    reference = reference.substr(0, hash);
+  }
+  std::string base_no_fragment = base.substr(0, base.find('#'));
+  if (reference.empty()) return base_no_fragment + fragment;
+  if (has_scheme(reference)) {
+    UriParts parts = split_uri(reference);
+    if (parts.has_authority || (!parts.path.empty() && parts.path[0] == '/'))
+      parts.path = remove_dot_segments(parts.path);
+    return join_uri(parts) + fragment;
+  }
+  UriParts base_parts = split_uri(base_no_fragment);
+  UriParts result;
+  result.scheme = base_parts.scheme;
+  if (reference.rfind("//", 0) == 0) {
+    UriParts parts = split_uri(reference);
+    parts.scheme = base_parts.scheme;
+    parts.path = remove_dot_segments(parts.path);
+    return join_uri(parts) + fragment;
+  }
+  result.has_authority = base_parts.has_authority;
+  result.authority = base_parts.authority;
+  UriParts ref_parts = split_uri(reference);
+  if (!ref_parts.path.empty() && ref_parts.path[0] == '/') {
+    result.path = remove_dot_segments(ref_parts.path);
+  } else if (ref_parts.path.empty()) {
+    result.path = base_parts.path;
+  } else {
+    std::string merged;
+    if (base_parts.has_authority && base_parts.path.empty()) {
+      merged = "/" + ref_parts.path;
+    } else {
+      size_t last = base_parts.path.rfind('/');
+      merged =
+          (last == std::string::npos ? "" : base_parts.path.substr(0, last + 1)) + ref_parts.path;
+    }
+    result.path = remove_dot_segments(merged);
+  }
+  result.query = ref_parts.query;
+  return join_uri(result) + fragment;
+}
+
+std::string percent_decode(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The schema document: where each node is and what its base URI is.
+
+struct NodeInfo {
+  std::string pointer;
+  std::string base;
+  Draft draft = Draft::kDraft2020_12;
+};
+
+const std::set<std::string>& schema_map_keywords() {
+  static const std::set<std::string> names = {"properties", "patternProperties", "$defs",
+                                              "definitions", "dependentSchemas"};
+  return names;
+}
+const std::set<std::string>& schema_array_keywords() {
+  static const std::set<std::string> names = {"allOf", "anyOf", "oneOf", "prefixItems", "items"};
+  return names;
+}
+const std::set<std::string>& schema_keywords() {
+  static const std::set<std::string> names = {"not",
+                                              "if",
+                                              "then",
+                                              "else",
+                                              "items",
+                                              "additionalItems",
+                                              "additionalProperties",
+                                              "contains",
+                                              "propertyNames",
+                                              "unevaluatedItems",
+                                              "unevaluatedProperties",
+                                              "contentSchema"};
+  return names;
+}
+
+Draft draft_from_uri(const std::string& uri, Draft fallback) {
+  if (uri.find("draft-07") != std::string::npos || uri.find("draft-06") != std::string::npos ||
+      uri.find("draft-04") != std::string::npos)
+    return Draft::kDraft7;
+  if (uri.find("2019-09") != std::string::npos) return Draft::kDraft2019_09;
+  if (uri.find("2020-12") != std::string::npos) return Draft::kDraft2020_12;
+  return fallback;
+}
+
+class Document {
+ public:
+  Document(Json root, const JsonSchemaOptions& options)
+      : root_(std::move(root)), options_(options) {}
+
+  void index() {
+    Draft draft = options_.default_draft;
+    if (root_.is_object()) {
+      auto schema = root_.find("$schema");
+      if (schema != root_.end() && schema->is_string())
+        draft = draft_from_uri(schema->get<std::string>(), draft);
+    }
+    walk(root_, "", "", draft, 0);
+    if (resources_.find("") == resources_.end()) resources_[""] = &root_;
+  }
+
+  const Json& root() const { return root_; }
+
+  const NodeInfo& info(const Json* node) const {
+    static const NodeInfo kSynthetic;
+    auto it = info_.find(node);
+    return it == info_.end() ? kSynthetic : it->second;
+  }
+
+  // Resolves a reference written in `from`; refuses remote documents.
+  const Json* resolve(const Json* from, const std::string& keyword, const std::string& ref) {
+    const NodeInfo& where = info(from);
+    std::string target = resolve_uri(where.base, ref);
+    size_t hash = target.find('#');
+    std::string document = target.substr(0, hash);
+    std::string fragment = hash == std::string::npos ? "" : percent_decode(target.substr(hash + 1));
+    auto resource = resources_.find(document);
+    if (resource == resources_.end())
+      refuse(keyword, where.pointer,
+             "reference \"" + ref + "\" leaves the document (" + target + ")");
+    if (fragment.empty()) return resource->second;
+    if (fragment[0] == '/') {
+      const Json* node = resource->second;
+      NodeInfo node_info = info(node);
+      size_t start = 1;
+      while (true) {
+        size_t end = fragment.find('/', start);
+        std::string token =
+            fragment.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        std::string unescaped;
+        for (size_t i = 0; i < token.size(); ++i) {
+          if (token[i] == '~' && i + 1 < token.size() &&
+              (token[i + 1] == '0' || token[i + 1] == '1')) {
+            unescaped.push_back(token[i + 1] == '0' ? '~' : '/');
+            ++i;
+          } else {
+            unescaped.push_back(token[i]);
+          }
+        }
+        if (node->is_object()) {
+          auto it = node->find(unescaped);
+          if (it == node->end())
+            refuse(keyword, where.pointer, "reference \"" + ref + "\" points nowhere");
+          node = &*it;
+        } else if (node->is_array()) {
+          size_t index = 0;
+          if (unescaped.empty() || unescaped.find_first_not_of("0123456789") != std::string::npos)
+            refuse(keyword, where.pointer, "reference \"" + ref + "\" points nowhere");
+          index = std::stoul(unescaped);
+          if (index >= node->size())
+            refuse(keyword, where.pointer, "reference \"" + ref + "\" points nowhere");
+          node = &(*node)[index];
+        } else {
+          refuse(keyword, where.pointer, "reference \"" + ref + "\" points nowhere");
+        }
+        node_info.pointer += "/" + escape_pointer_token(unescaped);
+        if (info_.find(node) != info_.end()) node_info = info_.at(node);
+        if (end == std::string::npos) break;
+        start = end + 1;
+      }
+      if (info_.find(node) == info_.end()) info_[node] = node_info;
+      return node;
+    }
+    auto anchor = resources_.find(document + "#" + fragment);
+    if (anchor == resources_.end())
+      refuse(keyword, where.pointer, "reference \"" + ref + "\": no such anchor");
+    return anchor->second;
+  }
+
+  int dynamic_anchor_count(const std::string& name) const {
+    auto it = dynamic_anchors_.find(name);
+    return it == dynamic_anchors_.end() ? 0 : it->second;
+  }
+  bool has_recursive_anchor() const { return has_recursive_anchor_; }
+
+ private:
+  void walk(const Json& node, const std::string& pointer, std::string base, Draft draft,
+            uint32_t depth) {
+    if (depth > options_.max_schema_depth)
+      fail(ErrorCode::kLimitExceeded, "schema nesting deeper than " +
+                                          std::to_string(options_.max_schema_depth) + " at " +
+                                          display_pointer(pointer));
+    if (!node.is_object()) {
+      info_[&node] = NodeInfo{pointer, base, draft};
+      return;
+    }
+    auto schema = node.find("$schema");
+    if (schema != node.end() && schema->is_string())
+      draft = draft_from_uri(schema->get<std::string>(), draft);
+    bool ref_hides_siblings = draft == Draft::kDraft7 && node.contains("$ref");
+    auto id = node.find(draft == Draft::kDraft7 ? "$id" : "$id");
+    if (id != node.end() && id->is_string() && !ref_hides_siblings) {
+      std::string text = id->get<std::string>();
+      if (draft == Draft::kDraft7 && !text.empty() && text[0] == '#') {
+        resources_[base.substr(0, base.find('#')) + text] = &node;
+      } else {
+        base = resolve_uri(base, text);
+        std::string document = base.substr(0, base.find('#'));
+        base = document;
+        resources_[document] = &node;
+      }
+    }
+    info_[&node] = NodeInfo{pointer, base, draft};
+    for (const char* anchor_keyword : {"$anchor", "$dynamicAnchor"}) {
+      auto anchor = node.find(anchor_keyword);
+      if (anchor != node.end() && anchor->is_string()) {
+        resources_[base + "#" + anchor->get<std::string>()] = &node;
+        if (std::string(anchor_keyword) == "$dynamicAnchor")
+          ++dynamic_anchors_[anchor->get<std::string>()];
+      }
+    }
+    auto recursive = node.find("$recursiveAnchor");
+    if (recursive != node.end() && recursive->is_boolean() && recursive->get<bool>())
+      has_recursive_anchor_ = true;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string& key = it.key();
+      std::string child_pointer = pointer + "/" + escape_pointer_token(key);
+      if (schema_map_keywords().count(key) || (key == "dependencies" && it->is_object())) {
+        if (!it->is_object()) continue;
+        info_[&*it] = NodeInfo{child_pointer, base, draft};
+        for (auto member = it->begin(); member != it->end(); ++member) {
+          if (key == "dependencies" && member->is_array()) continue;
+          walk(*member, child_pointer + "/" + escape_pointer_token(member.key()), base, draft,
+               depth + 1);
+        }
+      } else if (schema_array_keywords().count(key) && it->is_array()) {
+        info_[&*it] = NodeInfo{child_pointer, base, draft};
+        for (size_t i = 0; i < it->size(); ++i)
+          walk((*it)[i], child_pointer + "/" + std::to_string(i), base, draft, depth + 1);
+      } else if (schema_keywords().count(key)) {
+        walk(*it, child_pointer, base, draft, depth + 1);
+      }
+    }
+  }
+
+  Json root_;
+  const JsonSchemaOptions& options_;
+  std::unordered_map<const Json*, NodeInfo> info_;
+  std::unordered_map<std::string, const Json*> resources_;
+  std::unordered_map<std::string, int> dynamic_anchors_;
+  bool has_recursive_anchor_ = false;
+};
+
+// ---------------------------------------------------------------------------
+// The converter: normalization, intersection, negation, validation, emission.
+
+class Converter {
+ public:
+  Converter(Document& document, const JsonSchemaOptions& options,
+            std::vector<std::string>* warnings)
+      : doc_(document), options_(options), warnings_(warnings) {}
+
+  std::string convert();
+
+ private:
+  // --- normalization -------------------------------------------------------
+  const Disj& normalize(const Sub& sub);
+  const Disj& normalize_node(const Json* node);
+  Disj normalize_object(const Json* node);
+  void apply_keyword(Disj& d, const Json* node, const std::string& key, const Json& value,
+                     const NodeInfo& where);
+  void apply_unevaluated(Disj& d, const Json* node, const NodeInfo& where);
+  Disj intersect(const Disj& a, const Disj& b, const std::string& pointer);
+  std::optional<Clause> intersect_clauses(const Clause& a, const Clause& b);
+  std::optional<Disj> negate(const Disj& d);
+  Sub property_schema(const Clause& clause, const std::string& name);
+  bool disjoint(const Disj& a, const Disj& b);
+  void with_lenience(const std::string& keyword, const std::function<void()>& action);
+  void warn(const std::string& message) {
+    if (warnings_) warnings_->push_back(message);
+  }
+
+  // --- validation of concrete values ---------------------------------------
+  bool accepts(const Sub& sub, const Json& value);
+  bool clause_accepts(const Clause& clause, const Json& value, bool check_values);
+
+  // --- emission ------------------------------------------------------------
+  std::string rule_for(const Sub& sub, const std::string& hint, uint32_t depth);
+  std::string emit_clause(Clause clause, const std::string& hint, uint32_t depth);
+  std::string emit_clause_once(const Clause& clause, const std::string& hint, uint32_t depth);
+  std::string emit_number(const Clause& clause, const std::string& hint);
+  std::string emit_string(const Clause& clause, const std::string& hint);
+  std::string emit_array(const Clause& clause, const std::string& hint, uint32_t depth);
+  std::string emit_object(const Clause& clause, const std::string& hint, uint32_t depth);
+  std::string emit_value(const Json& value, uint32_t depth);
+  std::string emit_string_key_rule(const Sub& names, const std::string& hint);
+  std::string key_not_in(const std::vector<std::string>& names, const std::string& hint);
+
+  struct Member {
+    std::string text;  // key, colon and value
+    bool required = false;
+  };
+  std::string emit_members(const std::vector<Member>& members, const std::string& additional,
+                           uint64_t min_count, std::optional<uint64_t> max_count,
+                           const std::string& hint, uint32_t depth, const std::string& pointer);
+  std::string wrap_container(const std::string& open, const std::string& close,
+                             const std::string& nonempty_body, bool allow_empty, uint32_t depth);
+
+  std::string add_rule(const std::string& hint, const std::string& body);
+  std::string unique_name(const std::string& hint);
+  void define_rule(const std::string& name, const std::string& body);
+  std::string base_rule(const std::string& name);
+  std::string inner(uint32_t depth) const;
+  std::string after() const;
+  std::string colon() const;
+  bool indented() const { return options_.whitespace == JsonSchemaOptions::Whitespace::kIndented; }
+  void check_repeat(uint64_t count, const std::string& keyword, const std::string& pointer) const {
+    if (count > options_.max_repeat)
+      refuse(keyword, pointer,
+             std::to_string(count) + " is above max_repeat (" +
+                 std::to_string(options_.max_repeat) + ")",
+             ErrorCode::kLimitExceeded);
+  }
+
+  Document& doc_;
+  const JsonSchemaOptions& options_;
+  std::vector<std::string>* warnings_;
+
+  std::unordered_map<const Json*, Disj> node_memo_;
+  std::unordered_set<const Json*> in_progress_;
+  std::unordered_map<std::string, Disj> sub_memo_;
+
+  std::vector<std::pair<std::string, std::string>> rules_;
+  std::unordered_set<std::string> names_;
+  std::unordered_map<std::string, std::string> rule_memo_;
+  std::unordered_map<std::string, std::string> text_memo_;  // rule body -> name
+  size_t grammar_bytes_ = 0;
+  std::set<std::string> base_rules_;
+};
+
+// ---------------------------------------------------------------------------
+// Normalization.
+
+void Converter::with_lenience(const std::string& keyword, const std::function<void()>& action) {
+  try {
+    action();
+  } catch (Refusal& refusal) {
+    if (!options_.lenient || refusal.status.code() != ErrorCode::kUnsupported) throw;
+    warn("dropped: " + refusal.status.message());
+    (void)keyword;
+  }
+}
+
+const Disj& Converter::normalize(const Sub& sub) {
+  std::string key = sub_key(sub);
+  auto it = sub_memo_.find(key);
+  if (it != sub_memo_.end()) return it->second;
+  Disj result = all_types();
+  for (const Json* node : sub.nodes)
+    result = intersect(result, normalize_node(node), doc_.info(node).pointer);
+  for (const Json* node : sub.negated) {
+    std::optional<Disj> negated = negate(normalize_node(node));
+    if (!negated) refuse("not", doc_.info(node).pointer, "cannot negate this schema exactly");
+    result = intersect(result, *negated, doc_.info(node).pointer);
+  }
+  return sub_memo_.emplace(key, std::move(result)).first->second;
+}
+
+const Disj& Converter::normalize_node(const Json* node) {
+  auto it = node_memo_.find(node);
+  if (it != node_memo_.end()) return it->second;
+  if (in_progress_.count(node))
+    refuse("$ref", doc_.info(node).pointer,
+           "the schema refers to itself without consuming any input");
+  in_progress_.insert(node);
+  struct Leave {
+    std::unordered_set<const Json*>& set;
+    const Json* node;
+    ~Leave() { set.erase(node); }
+  } leave{in_progress_, node};
+  Disj result;
+  if (node->is_boolean()) {
+    if (node->get<bool>()) result = all_types();
+  } else if (node->is_object()) {
+    result = normalize_object(node);
+  } else {
+    fail(ErrorCode::kSyntax, "schema at " + display_pointer(doc_.info(node).pointer) +
+                                 " must be an object or a boolean");
+  }
+  return node_memo_.emplace(node, std::move(result)).first->second;
+}
+
+uint64_t non_negative_integer(const Json& value, const std::string& keyword,
+                              const std::string& pointer) {
+  auto number = value.is_number() ? number_of(value) : std::nullopt;
+  if (!number || number->negative || !number->is_integer())
+    refuse(keyword, pointer, "must be a non-negative integer", ErrorCode::kSyntax);
+  if (number->int_digits.size() > 18) return UINT64_MAX / 4;
+  return number->int_digits.empty() ? 0 : std::stoull(number->int_digits);
+}
+
+Disj Converter::normalize_object(const Json* node) {
+  const NodeInfo& where = doc_.info(node);
+  // draft-07: $ref replaces the whole schema.
+  if (where.draft == Draft::kDraft7 && node->contains("$ref")) {
+    const Json& ref = node->at("$ref");
+    if (!ref.is_string()) refuse("$ref", where.pointer, "must be a string", ErrorCode::kSyntax);
+    const Json* target = doc_.resolve(node, "$ref", ref.get<std::string>());
+    return normalize_node(target);
+  }
+  // Local keywords form one conjunction (they see each other, e.g.
+  // additionalProperties next to properties); applicators are intersected
+  // with it in document order, so that declared properties keep the order
+  // in which the schema lists them ($ref first when written first).
+  Disj local = all_types();
+  static const std::set<std::string> applicators = {"allOf",
+                                                    "anyOf",
+                                                    "oneOf",
+                                                    "not",
+                                                    "if",
+                                                    "$ref",
+                                                    "$dynamicRef",
+                                                    "$recursiveRef",
+                                                    "dependentSchemas",
+                                                    "dependencies",
+                                                    "dependentRequired"};
+  static const std::set<std::string> identifiers = {
+      "$schema", "$id",         "$anchor",     "$dynamicAnchor", "$recursiveAnchor",
+      "$defs",   "definitions", "$comment",    "title",          "description",
+      "default", "examples",    "$vocabulary", "then",           "else"};
+  for (auto it = node->begin(); it != node->end(); ++it) {
+    const std::string& key = it.key();
+    if (applicators.count(key)) continue;
+    with_lenience(key, [&] { apply_keyword(local, node, key, it.value(), where); });
+  }
+  // Object keywords that read their siblings.
+  with_lenience("properties", [&] {
+    for (Clause& clause : local) {
+      if (clause.type != JType::kObject) continue;
+      auto properties = node->find("properties");
+      if (properties != node->end()) {
+        if (!properties->is_object())
+          refuse("properties", where.pointer, "must be an object", ErrorCode::kSyntax);
+        for (auto p = properties->begin(); p != properties->end(); ++p) {
+          clause.properties.emplace_back(p.key(), Sub::of(&p.value()));
+          clause.evaluated.insert(p.key());
+        }
+      }
+      auto patterns = node->find("patternProperties");
+      if (patterns != node->end()) {
+        if (!patterns->is_object())
+          refuse("patternProperties", where.pointer, "must be an object", ErrorCode::kSyntax);
+        for (auto p = patterns->begin(); p != patterns->end(); ++p) {
+          auto parsed = internal::parse_ecma_regex(p.key());
+          if (!parsed.ok())
+            refuse("patternProperties", where.pointer,
+                   "pattern \"" + p.key() + "\": " + parsed.status().message(),
+                   parsed.status().code());
+          clause.pattern_properties.emplace_back(
+              Sourced{p.key(), where.pointer + "/patternProperties"}, Sub::of(&p.value()));
+          for (auto& [name, sub] : clause.properties) {
+            auto match = internal::ecma_regex_search(p.key(), name);
+            if (!match.ok()) refuse("patternProperties", where.pointer, match.status().message());
+            if (*match) sub = conj(sub, Sub::of(&p.value()));
+          }
+        }
+      }
+      auto additional = node->find("additionalProperties");
+      if (additional != node->end()) {
+        clause.additional = Sub::of(&additional.value());
+        clause.properties_evaluated = true;
+      } else if (!options_.additional_properties_default && properties != node->end() &&
+                 patterns == node->end() && !node->contains("unevaluatedProperties")) {
+        clause.additional = Sub::never();
+      }
+    }
+  });
+  // Array items, which also read their siblings.
+  with_lenience("items", [&] {
+    for (Clause& clause : local) {
+      if (clause.type != JType::kArray) continue;
+      auto prefix = node->find("prefixItems");
+      auto items = node->find("items");
+      bool legacy_items_array = items != node->end() && items->is_array();
+      if (prefix != node->end() && where.draft != Draft::kDraft7 &&
+          where.draft != Draft::kDraft2019_09) {
+        if (!prefix->is_array())
+          refuse("prefixItems", where.pointer, "must be an array", ErrorCode::kSyntax);
+        for (const Json& item : *prefix) clause.prefix.push_back(Sub::of(&item));
+        clause.evaluated_prefix = clause.prefix.size();
+      }
+      if (legacy_items_array) {
+        for (const Json& item : *items) clause.prefix.push_back(Sub::of(&item));
+        clause.evaluated_prefix = clause.prefix.size();
+        auto additional = node->find("additionalItems");
+        if (additional != node->end()) {
+          clause.items = Sub::of(&additional.value());
+          clause.items_evaluated = true;
+        }
+      } else if (items != node->end()) {
+        clause.items = Sub::of(&items.value());
+        clause.items_evaluated = true;
+      }
+    }
+  });
+  Disj d = all_types();
+  bool local_applied = false;
+  for (auto it = node->begin(); it != node->end(); ++it) {
+    const std::string& key = it.key();
+    const Json& value = it.value();
+    std::string pointer = where.pointer + "/" + escape_pointer_token(key);
+    if (!applicators.count(key)) {
+      if (!local_applied && !identifiers.count(key)) {
+        d = intersect(d, local, where.pointer);
+        local_applied = true;
+      }
+      continue;
+    }
+    with_lenience(key, [&] {
+      if (key == "allOf" || key == "anyOf" || key == "oneOf") {
+        if (!value.is_array() || value.empty())
+          refuse(key, where.pointer, "must be a non-empty array", ErrorCode::kSyntax);
+        if (key == "allOf") {
+          for (const Json& branch : value) d = intersect(d, normalize_node(&branch), pointer);
+          return;
+        }
+        std::vector<Disj> branches;
+        for (const Json& branch : value)
+          branches.push_back(intersect(d, normalize_node(&branch), pointer));
+        if (key == "oneOf") {
+          bool all_disjoint = true;
+          for (size_t i = 0; i < branches.size() && all_disjoint; ++i)
+            for (size_t j = i + 1; j < branches.size() && all_disjoint; ++j)
+              if (!disjoint(intersect(local, branches[i], pointer), branches[j]))
+                all_disjoint = false;
+          if (!all_disjoint) {
+            // Exactly one: branch i and not any other branch.
+            Disj result;
+            for (size_t i = 0; i < branches.size(); ++i) {
+              Disj only = branches[i];
+              for (size_t j = 0; j < branches.size() && !only.empty(); ++j) {
+                if (j == i) continue;
+                std::optional<Disj> others = negate(normalize_node(&value[j]));
+                if (!others)
+                  refuse("oneOf", where.pointer,
+                         "branches may overlap and branch " + std::to_string(j) +
+                             " cannot be negated exactly");
+                only = intersect(only, *others, pointer);
+              }
+              result.insert(result.end(), only.begin(), only.end());
+            }
+            d = std::move(result);
+            return;
+          }
+        }
+        Disj result;
+        for (Disj& branch : branches) result.insert(result.end(), branch.begin(), branch.end());
+        d = std::move(result);
+      } else if (key == "not") {
+        std::optional<Disj> negated = negate(normalize_node(&value));
+        if (!negated) refuse("not", where.pointer, "cannot negate this schema exactly");
+        d = intersect(d, *negated, pointer);
+      } else if (key == "if") {
+        auto then_it = node->find("then");
+        auto else_it = node->find("else");
+        if (then_it == node->end() && else_it == node->end()) return;
+        const Disj& condition = normalize_node(&value);
+        Disj then_part = then_it == node->end()
+                             ? condition
+                             : intersect(condition, normalize_node(&*then_it), pointer);
+        std::optional<Disj> otherwise = negate(condition);
+        if (!otherwise) refuse("if", where.pointer, "cannot negate the condition exactly");
+        Disj else_part = else_it == node->end()
+                             ? *otherwise
+                             : intersect(*otherwise, normalize_node(&*else_it), pointer);
+        Disj both = then_part;
+        both.insert(both.end(), else_part.begin(), else_part.end());
+        d = intersect(d, both, pointer);
+      } else if (key == "$ref" || key == "$dynamicRef" || key == "$recursiveRef") {
+        if (!value.is_string()) refuse(key, where.pointer, "must be a string", ErrorCode::kSyntax);
+        std::string ref = value.get<std::string>();
+        if (key == "$dynamicRef") {
+          size_t hash = ref.find('#');
+          std::string anchor = hash == std::string::npos ? "" : ref.substr(hash + 1);
+          if (doc_.dynamic_anchor_count(anchor) > 1)
+            refuse(key, where.pointer,
+                   "dynamic scopes with several \"$dynamicAnchor\": \"" + anchor +
+                       "\" are not supported");
+        }
+        if (key == "$recursiveRef" && doc_.has_recursive_anchor())
+          refuse(key, where.pointer, "\"$recursiveAnchor\" scopes are not supported");
+        const Json* target = doc_.resolve(node, key, ref);
+        d = intersect(d, normalize_node(target), pointer);
+      } else if (key == "dependentRequired" || key == "dependentSchemas" || key == "dependencies") {
+        if (!value.is_object()) refuse(key, where.pointer, "must be an object", ErrorCode::kSyntax);
+        for (auto dep = value.begin(); dep != value.end(); ++dep) {
+          const std::string& trigger = dep.key();
+          Disj result;
+          for (const Clause& clause : d) {
+            if (clause.type != JType::kObject) {
+              result.push_back(clause);
+              continue;
+            }
+            // Either the trigger is absent...
+            if (!clause.required.count(trigger)) {
+              Clause absent = clause;
+              Sub forbidden = conj(property_schema(absent, trigger), Sub::never());
+              if (Sub* existing = find_property(absent, trigger))
+                *existing = forbidden;
+              else
+                absent.properties.emplace_back(trigger, forbidden);
+              result.push_back(std::move(absent));
+            }
+            // ...or present with its dependencies.
+            Clause present = clause;
+            present.required.insert(trigger);
+            if (dep->is_array()) {
+              for (const Json& name : *dep) {
+                if (!name.is_string())
+                  refuse(key, where.pointer, "names must be strings", ErrorCode::kSyntax);
+                present.required.insert(name.get<std::string>());
+              }
+              result.push_back(std::move(present));
+            } else {
+              Disj narrowed = intersect(Disj{present}, normalize_node(&*dep), pointer);
+              for (Clause& c : narrowed)
+                if (c.type == JType::kObject) result.push_back(std::move(c));
+            }
+          }
+          if (result.size() > 512)
+            refuse(key, where.pointer, "too many combinations", ErrorCode::kLimitExceeded);
+          d = std::move(result);
+        }
+      }
+    });
+  }
+  if (!local_applied) d = intersect(d, local, where.pointer);
+  with_lenience("unevaluatedProperties", [&] { apply_unevaluated(d, node, where); });
+  // Drop clauses that became unsatisfiable.
+  Disj kept;
+  for (Clause& clause : d) {
+    bool empty = false;
+    if (clause.type == JType::kObject) {
+      for (const std::string& name : clause.required) {
+        Sub schema = property_schema(clause, name);
+        if (!schema.is_true() && normalize(schema).empty()) empty = true;
+      }
+    }
+    if (!empty) kept.push_back(std::move(clause));
+  }
+  return kept;
+}
+
+void Converter::apply_unevaluated(Disj& d, const Json* node, const NodeInfo& where) {
+  auto props = node->find("unevaluatedProperties");
+  if (props != node->end()) {
+    Sub schema = Sub::of(&props.value());
+    for (Clause& clause : d) {
+      if (clause.type != JType::kObject || clause.properties_evaluated) continue;
+      if (!clause.pattern_properties.empty())
+        refuse("unevaluatedProperties", where.pointer, "combined with patternProperties");
+      for (auto& [name, sub] : clause.properties)
+        if (!clause.evaluated.count(name)) sub = conj(sub, schema);
+      clause.additional = conj(clause.additional, schema);
+      clause.properties_evaluated = true;
+    }
+  }
+  auto items = node->find("unevaluatedItems");
+  if (items != node->end()) {
+    Sub schema = Sub::of(&items.value());
+    for (Clause& clause : d) {
+      if (clause.type != JType::kArray || clause.items_evaluated) continue;
+      for (size_t i = clause.evaluated_prefix; i < clause.prefix.size(); ++i)
+        clause.prefix[i] = conj(clause.prefix[i], schema);
+      clause.items = conj(clause.items, schema);
+      clause.items_evaluated = true;
+    }
+  }
+}
+
+void Converter::apply_keyword(Disj& d, const Json* node, const std::string& key, const Json& value,
+                              const NodeInfo& where) {
+  (void)node;
+  const std::string& pointer = where.pointer;
+  auto each = [&](JType type, const std::function<void(Clause&)>& change) {
+    for (Clause& clause : d)
+      if (clause.type == type) change(clause);
+  };
+  auto number_bound = [&](const Json& v) {
+    auto number = v.is_number() ? number_of(v) : std::nullopt;
+    if (!number)
+      refuse(key, pointer, "must be a number (with at most 400 digits)", ErrorCode::kSyntax);
+    return *number;
+  };
+  if (key == "type") {
+    std::set<std::string> names;
+    if (value.is_string())
+      names.insert(value.get<std::string>());
+    else if (value.is_array())
+      for (const Json& name : value) {
+        if (!name.is_string()) refuse(key, pointer, "must name types", ErrorCode::kSyntax);
+        names.insert(name.get<std::string>());
+      }
+    else
+      refuse(key, pointer, "must be a string or an array", ErrorCode::kSyntax);
+    static const std::map<std::string, JType> kTypes = {
+        {"null", JType::kNull},      {"boolean", JType::kBoolean}, {"number", JType::kNumber},
+        {"integer", JType::kNumber}, {"string", JType::kString},   {"array", JType::kArray},
+        {"object", JType::kObject}};
+    for (const std::string& name : names)
+      if (!kTypes.count(name))
+        refuse(key, pointer, "unknown type \"" + name + "\"", ErrorCode::kSyntax);
+    Disj kept;
+    for (Clause& clause : d) {
+      bool keep = false;
+      for (const std::string& name : names)
+        if (kTypes.at(name) == clause.type) keep = true;
+      if (!keep) continue;
+      if (clause.type == JType::kNumber && !names.count("number")) clause.integer = true;
+      kept.push_back(std::move(clause));
+    }
+    d = std::move(kept);
+  } else if (key == "enum" || key == "const") {
+    std::vector<const Json*> values;
+    if (key == "const") {
+      values.push_back(&value);
+    } else {
+      if (!value.is_array()) refuse(key, pointer, "must be an array", ErrorCode::kSyntax);
+      for (const Json& v : value) values.push_back(&v);
+    }
+    Disj kept;
+    for (Clause& clause : d) {
+      std::vector<const Json*> mine;
+      for (const Json* v : values)
+        if (type_of(*v) == clause.type) mine.push_back(v);
+      if (clause.has_values) {
+        std::vector<const Json*> both;
+        for (const Json* v : mine)
+          for (const Json* w : clause.values)
+            if (json_equal(*v, *w)) {
+              both.push_back(v);
+              break;
+            }
+        mine = std::move(both);
+      }
+      if (mine.empty()) continue;
+      clause.has_values = true;
+      clause.values = std::move(mine);
+      clause.values_pointer = pointer;
+      kept.push_back(std::move(clause));
+    }
+    d = std::move(kept);
+  } else if (key == "minimum" || key == "exclusiveMinimum") {
+    if (value.is_boolean()) return;  // draft-04 spelling: not supported as a modifier
+    Decimal bound = number_bound(value);
+    bool exclusive = key == "exclusiveMinimum";
+    each(JType::kNumber, [&](Clause& c) {
+      int cmp = c.lo ? internal::compare(bound, *c.lo) : 1;
+      if (cmp > 0 || (cmp == 0 && exclusive)) c.lo = bound, c.lo_exclusive = exclusive;
+      c.range_pointer = pointer;
+    });
+  } else if (key == "maximum" || key == "exclusiveMaximum") {
+    if (value.is_boolean()) return;
+    Decimal bound = number_bound(value);
+    bool exclusive = key == "exclusiveMaximum";
+    each(JType::kNumber, [&](Clause& c) {
+      int cmp = c.hi ? internal::compare(bound, *c.hi) : -1;
+      if (cmp < 0 || (cmp == 0 && exclusive)) c.hi = bound, c.hi_exclusive = exclusive;
+      c.range_pointer = pointer;
+    });
+  } else if (key == "multipleOf") {
+    Decimal divisor = number_bound(value);
+    if (divisor.negative || divisor.is_zero())
+      refuse(key, pointer, "must be greater than 0", ErrorCode::kSyntax);
+    each(JType::kNumber, [&](Clause& c) { c.multiple_of.emplace_back(divisor, pointer); });
+  } else if (key == "minLength" || key == "maxLength") {
+    uint64_t n = non_negative_integer(value, key, pointer);
+    each(JType::kString, [&](Clause& c) {
+      if (key == "minLength")
+        c.min_length = std::max(c.min_length, n);
+      else
+        c.max_length = c.max_length ? std::min(*c.max_length, n) : n;
+      c.length_pointer = pointer;
+    });
+  } else if (key == "pattern") {
+    if (!value.is_string()) refuse(key, pointer, "must be a string", ErrorCode::kSyntax);
+    auto parsed = internal::parse_ecma_regex(value.get<std::string>());
+    if (!parsed.ok()) refuse(key, pointer, parsed.status().message(), parsed.status().code());
+    each(JType::kString, [&](Clause& c) {
+      c.patterns.push_back({value.get<std::string>(), pointer});
+    });
+  } else if (key == "format") {
+    if (!options_.assert_formats || !value.is_string()) return;
+    internal::FormatLookup lookup = internal::format_pattern(value.get<std::string>());
+    if (!lookup.known) {
+      warn("ignored unknown format \"" + value.get<std::string>() + "\" at " +
+           display_pointer(pointer));
+      return;
+    }
+    each(JType::kString, [&](Clause& c) {
+      c.formats.push_back({value.get<std::string>(), pointer});
+    });
+  } else if (key == "minItems" || key == "maxItems") {
+    uint64_t n = non_negative_integer(value, key, pointer);
+    each(JType::kArray, [&](Clause& c) {
+      if (key == "minItems")
+        c.min_items = std::max(c.min_items, n);
+      else
+        c.max_items = c.max_items ? std::min(*c.max_items, n) : n;
+      c.items_count_pointer = pointer;
+    });
+  } else if (key == "contains") {
+    Contains contains;
+    contains.schema = Sub::of(&value);
+    contains.pointer = pointer;
+    if (where.draft != Draft::kDraft7) {
+      if (node->contains("minContains"))
+        contains.min = non_negative_integer(node->at("minContains"), "minContains", pointer);
+      if (node->contains("maxContains"))
+        contains.max = non_negative_integer(node->at("maxContains"), "maxContains", pointer);
+    }
+    if (contains.min == 0 && !contains.max) return;
+    each(JType::kArray, [&](Clause& c) { c.contains.push_back(contains); });
+  } else if (key == "uniqueItems") {
+    if (!value.is_boolean()) refuse(key, pointer, "must be a boolean", ErrorCode::kSyntax);
+    if (!value.get<bool>()) return;
+    each(JType::kArray, [&](Clause& c) {
+      c.unique = true;
+      c.unique_pointer = pointer;
+    });
+  } else if (key == "required") {
+    if (!value.is_array()) refuse(key, pointer, "must be an array", ErrorCode::kSyntax);
+    each(JType::kObject, [&](Clause& c) {
+      for (const Json& name : value) {
+        if (!name.is_string()) refuse(key, pointer, "names must be strings", ErrorCode::kSyntax);
+        c.required.insert(name.get<std::string>());
+      }
+    });
+  } else if (key == "propertyNames") {
+    each(JType::kObject, [&](Clause& c) {
+      c.property_names = conj(c.property_names, Sub::of(&value));
+      c.property_names_pointer = pointer;
+    });
+  } else if (key == "minProperties" || key == "maxProperties") {
+    uint64_t n = non_negative_integer(value, key, pointer);
+    each(JType::kObject, [&](Clause& c) {
+      if (key == "minProperties")
+        c.min_properties = std::max(c.min_properties, n);
+      else
+        c.max_properties = c.max_properties ? std::min(*c.max_properties, n) : n;
+      c.properties_count_pointer = pointer;
+    });
+  }
+  // Everything else is an annotation or an unknown keyword: ignored, as the
+  // spec requires.
+}
+
+Sub Converter::property_schema(const Clause& clause, const std::string& name) {
+  if (const Sub* declared = find_property(clause, name)) return *declared;
+  Sub result;
+  bool matched = false;
+  for (const auto& [pattern, sub] : clause.pattern_properties) {
+    auto match = internal::ecma_regex_search(pattern.text, name);
+    if (!match.ok()) refuse("patternProperties", pattern.pointer, match.status().message());
+    if (*match) {
+      result = conj(result, sub);
+      matched = true;
+    }
+  }
+  return matched ? result : clause.additional;
+}
+
+std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause& b) {
+  Clause c = a;
+  // Finite values.
+  if (b.has_values) {
+    if (c.has_values) {
+      std::vector<const Json*> both;
+      for (const Json* v : c.values)
+        for (const Json* w : b.values)
+          if (json_equal(*v, *w)) {
+            both.push_back(v);
+            break;
+          }
+      c.values = std::move(both);
+    } else {
+      c.values = b.values;
+      c.has_values = true;
+    }
+    c.values_pointer = b.values_pointer;
+  }
+  c.excluded.insert(c.excluded.end(), b.excluded.begin(), b.excluded.end());
+  switch (a.type) {
+    case JType::kNull:
+    case JType::kBoolean:
+      break;
+    case JType::kNumber: {
+      c.integer = a.integer || b.integer;
+      if (b.lo) {
+        int cmp = c.lo ? internal::compare(*b.lo, *c.lo) : 1;
+        if (cmp > 0 || (cmp == 0 && b.lo_exclusive)) c.lo = b.lo, c.lo_exclusive = b.lo_exclusive;
+      }
+      if (b.hi) {
+        int cmp = c.hi ? internal::compare(*b.hi, *c.hi) : -1;
+        if (cmp < 0 || (cmp == 0 && b.hi_exclusive)) c.hi = b.hi, c.hi_exclusive = b.hi_exclusive;
+      }
+      if (c.range_pointer.empty()) c.range_pointer = b.range_pointer;
+      c.multiple_of.insert(c.multiple_of.end(), b.multiple_of.begin(), b.multiple_of.end());
+      if (c.lo && c.hi) {
+        int cmp = internal::compare(*c.lo, *c.hi);
+        if (cmp > 0 || (cmp == 0 && (c.lo_exclusive || c.hi_exclusive))) return std::nullopt;
+        if (c.integer) {
+          Decimal low = internal::ceil_decimal(*c.lo), high = internal::floor_decimal(*c.hi);
+          if (c.lo_exclusive && c.lo->is_integer()) low = internal::add_integer(low, 1);
+          if (c.hi_exclusive && c.hi->is_integer()) high = internal::add_integer(high, -1);
+          if (internal::compare(low, high) > 0) return std::nullopt;
+        }
+      }
+      break;
+    }
+    case JType::kString:
+      c.min_length = std::max(a.min_length, b.min_length);
+      if (b.max_length)
+        c.max_length = c.max_length ? std::min(*c.max_length, *b.max_length) : *b.max_length;
+      if (c.length_pointer.empty()) c.length_pointer = b.length_pointer;
+      c.patterns.insert(c.patterns.end(), b.patterns.begin(), b.patterns.end());
+      c.formats.insert(c.formats.end(), b.formats.begin(), b.formats.end());
+      if (c.max_length && c.min_length > *c.max_length) return std::nullopt;
+      break;
+    case JType::kArray: {
+      size_t n = std::max(a.prefix.size(), b.prefix.size());
+      c.prefix.clear();
+      for (size_t i = 0; i < n; ++i) {
+        const Sub& x = i < a.prefix.size() ? a.prefix[i] : a.items;
+        const Sub& y = i < b.prefix.size() ? b.prefix[i] : b.items;
+        c.prefix.push_back(conj(x, y));
+      }
+      c.items = conj(a.items, b.items);
+      c.min_items = std::max(a.min_items, b.min_items);
+      if (b.max_items)
+        c.max_items = c.max_items ? std::min(*c.max_items, *b.max_items) : *b.max_items;
+      if (c.items_count_pointer.empty()) c.items_count_pointer = b.items_count_pointer;
+      c.contains.insert(c.contains.end(), b.contains.begin(), b.contains.end());
+      if (b.unique) c.unique = true, c.unique_pointer = b.unique_pointer;
+      c.evaluated_prefix = std::max(a.evaluated_prefix, b.evaluated_prefix);
+      c.items_evaluated = a.items_evaluated || b.items_evaluated;
+      if (c.max_items && c.min_items > *c.max_items) return std::nullopt;
+      break;
+    }
+    case JType::kObject: {
+      if ((!a.pattern_properties.empty() && !b.additional.is_true()) ||
+          (!b.pattern_properties.empty() && !a.additional.is_true())) {
+        const std::string& where = !a.pattern_properties.empty()
+                                       ? a.pattern_properties[0].first.pointer
+                                       : b.pattern_properties[0].first.pointer;
+        refuse("patternProperties", where, "intersection with another additionalProperties");
+      }
+      c.properties.clear();
+      for (const auto& [name, sub] : a.properties)
+        c.properties.emplace_back(name, conj(sub, property_schema(b, name)));
+      for (const auto& [name, sub] : b.properties)
+        if (!find_property(a, name))
+          c.properties.emplace_back(name, conj(property_schema(a, name), sub));
+      c.pattern_properties.insert(c.pattern_properties.end(), b.pattern_properties.begin(),
+                                  b.pattern_properties.end());
+      c.additional = conj(a.additional, b.additional);
+      c.required.insert(b.required.begin(), b.required.end());
+      c.property_names = conj(a.property_names, b.property_names);
+      if (c.property_names_pointer.empty()) c.property_names_pointer = b.property_names_pointer;
+      c.min_properties = std::max(a.min_properties, b.min_properties);
+      if (b.max_properties)
+        c.max_properties =
+            c.max_properties ? std::min(*c.max_properties, *b.max_properties) : *b.max_properties;
+      if (c.properties_count_pointer.empty())
+        c.properties_count_pointer = b.properties_count_pointer;
+      c.evaluated.insert(b.evaluated.begin(), b.evaluated.end());
+      c.properties_evaluated = a.properties_evaluated || b.properties_evaluated;
+      if (c.max_properties && c.min_properties > *c.max_properties) return std::nullopt;
+      if (c.max_properties && c.required.size() > *c.max_properties) return std::nullopt;
+      break;
+    }
+  }
+  if (c.has_values) {
+    std::vector<const Json*> kept;
+    for (const Json* v : c.values)
+      if (clause_accepts(c, *v, false)) kept.push_back(v);
+    c.values = std::move(kept);
+    if (c.values.empty()) return std::nullopt;
+  }
+  return c;
+}
+
+Disj Converter::intersect(const Disj& a, const Disj& b, const std::string& pointer) {
+  Disj result;
+  for (const Clause& x : a)
+    for (const Clause& y : b) {
+      if (x.type != y.type) continue;
+      if (y.unconstrained()) {
+        result.push_back(x);
+      } else if (x.unconstrained()) {
+        result.push_back(y);
+      } else if (auto c = intersect_clauses(x, y)) {
+        result.push_back(std::move(*c));
+      }
+      if (result.size() > 1024)
+        fail(ErrorCode::kLimitExceeded,
+             "schema at " + display_pointer(pointer) + " expands to more than 1024 alternatives");
+    }
+  return result;
+}
+
+bool Converter::disjoint(const Disj& a, const Disj& b) {
+  for (const Clause& x : a)
+    for (const Clause& y : b) {
+      if (x.type != y.type) continue;
+      if (intersect_clauses(x, y)) return false;
+    }
+  return true;
+}
+
+// The complement of d among all JSON values, when each clause is simple
+// enough to complement exactly.
+std::optional<Disj> Converter::negate(const Disj& d) {
+  Disj result = all_types();
+  for (const Clause& clause : d) {
+    Disj complement;
+    auto add = [&](Clause c) { complement.push_back(std::move(c)); };
+    for (JType type : kAllTypes) {
+      if (type == clause.type) continue;
+      Clause other;
+      other.type = type;
+      add(other);
+    }
+    Clause base;
+    base.type = clause.type;
+    if (clause.unconstrained()) {
+      // nothing of this type
+    } else if (clause.has_values || !clause.excluded.empty()) {
+      Clause stripped = clause;
+      stripped.has_values = false;
+      stripped.values.clear();
+      stripped.excluded.clear();
+      if (!stripped.unconstrained()) return std::nullopt;
+      if (clause.has_values) {
+        if (!clause.excluded.empty()) return std::nullopt;
+        Clause c = base;
+        c.excluded = clause.values;
+        c.values_pointer = clause.values_pointer;
+        add(c);
+      } else {
+        Clause c = base;
+        c.has_values = true;
+        c.values = clause.excluded;
+        add(c);
+      }
+    } else if (clause.type == JType::kNumber) {
+      if (!clause.multiple_of.empty() || clause.integer) return std::nullopt;
+      if (clause.lo) {
+        Clause c = base;
+        c.hi = clause.lo, c.hi_exclusive = !clause.lo_exclusive;
+        add(c);
+      }
+      if (clause.hi) {
+        Clause c = base;
+        c.lo = clause.hi, c.lo_exclusive = !clause.hi_exclusive;
+        add(c);
+      }
+    } else if (clause.type == JType::kString) {
+      if (!clause.patterns.empty() || !clause.formats.empty()) return std::nullopt;
+      if (clause.min_length > 0) {
+        Clause c = base;
+        c.max_length = clause.min_length - 1;
+        add(c);
+      }
+      if (clause.max_length) {
+        Clause c = base;
+        c.min_length = *clause.max_length + 1;
+        add(c);
+      }
+    } else if (clause.type == JType::kArray) {
+      Clause probe = clause;
+      probe.min_items = 0, probe.max_items.reset(), probe.evaluated_prefix = 0,
+      probe.items_evaluated = false;
+      if (!probe.unconstrained()) return std::nullopt;
+      if (clause.min_items > 0) {
+        Clause c = base;
+        c.max_items = clause.min_items - 1;
+        add(c);
+      }
+      if (clause.max_items) {
+        Clause c = base;
+        c.min_items = *clause.max_items + 1;
+        add(c);
+      }
+    } else if (clause.type == JType::kObject) {
+      Clause probe = clause;
+      probe.min_properties = 0, probe.max_properties.reset(), probe.required.clear();
+      probe.evaluated.clear(), probe.properties_evaluated = false;
+      // Declared properties whose schema accepts everything do not constrain.
+      std::vector<std::pair<std::string, Sub>> constraining;
+      for (auto& entry : probe.properties)
+        if (!entry.second.is_true()) constraining.push_back(entry);
+      probe.properties = constraining;
+      if (!probe.unconstrained()) {
+        // A single property constraint: not {properties: {k: S}} means k is
+        // present and violates S.
+        if (constraining.size() == 1 && clause.required.empty() && clause.min_properties == 0 &&
+            !clause.max_properties) {
+          probe.properties.clear();
+          if (!probe.unconstrained()) return std::nullopt;
+          const auto& [name, sub] = constraining[0];
+          if (sub.nodes.size() != 1 || !sub.negated.empty()) return std::nullopt;
+          Clause c = base;
+          Sub violated;
+          violated.negated.push_back(sub.nodes[0]);
+          c.properties.emplace_back(name, violated);
+          c.required.insert(name);
+          add(c);
+        } else {
+          return std::nullopt;
+        }
+      } else {
+        for (const std::string& name : clause.required) {
+          Clause c = base;
+          c.properties.emplace_back(name, Sub::never());
+          add(c);
+        }
+        if (clause.min_properties > 0) {
+          Clause c = base;
+          c.max_properties = clause.min_properties - 1;
+          add(c);
+        }
+        if (clause.max_properties) {
+          Clause c = base;
+          c.min_properties = *clause.max_properties + 1;
+          add(c);
+        }
+      }
+    } else {
+      return std::nullopt;
+    }
+    result = intersect(result, complement, "");
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Validation of concrete values against normalized clauses (for enum/const
+// filtering and property-name checks).
+
+bool Converter::accepts(const Sub& sub, const Json& value) {
+  for (const Clause& clause : normalize(sub))
+    if (clause_accepts(clause, value, true)) return true;
+  return false;
+}
+
+bool Converter::clause_accepts(const Clause& c, const Json& value, bool check_values) {
+  if (type_of(value) != c.type) return false;
+  if (check_values && c.has_values) {
+    bool found = false;
+    for (const Json* v : c.values)
+      if (json_equal(*v, value)) found = true;
+    if (!found) return false;
+  }
+  for (const Json* v : c.excluded)
+    if (json_equal(*v, value)) return false;
+  switch (c.type) {
+    case JType::kNull:
+    case JType::kBoolean:
+      return true;
+    case JType::kNumber: {
+      auto number = number_of(value);
+      if (!number) refuse("enum", c.values_pointer, "number too large to compare");
+      if (c.integer && !number->is_integer()) return false;
+      if (c.lo) {
+        int cmp = internal::compare(*number, *c.lo);
+        if (cmp < 0 || (cmp == 0 && c.lo_exclusive)) return false;
+      }
+      if (c.hi) {
+        int cmp = internal::compare(*number, *c.hi);
+        if (cmp > 0 || (cmp == 0 && c.hi_exclusive)) return false;
+      }
+      for (const auto& [divisor, pointer] : c.multiple_of) {
+        auto multiple = internal::is_multiple_of(*number, divisor);
+        if (!multiple) refuse("multipleOf", pointer, "numbers too large to check exactly");
+        if (!*multiple) return false;
+      }
+      return true;
+    }
+    case JType::kString: {
+      const std::string& text = value.get_ref<const std::string&>();
+      size_t length = code_point_length(text);
+      if (length < c.min_length || (c.max_length && length > *c.max_length)) return false;
+      for (const Sourced& pattern : c.patterns) {
+        auto match = internal::ecma_regex_search(pattern.text, text);
+        if (!match.ok()) refuse("pattern", pattern.pointer, match.status().message());
+        if (!*match) return false;
+      }
+      for (const Sourced& format : c.formats) {
+        internal::FormatLookup lookup = internal::format_pattern(format.text);
+        if (!lookup.supported)
+          refuse("format", format.pointer, "format \"" + format.text + "\" is not supported");
+        auto match = internal::ecma_regex_search(lookup.pattern, text);
+        if (!match.ok()) refuse("format", format.pointer, match.status().message());
+        if (!*match) return false;
+      }
+      return true;
+    }
+    case JType::kArray: {
+      if (value.size() < c.min_items || (c.max_items && value.size() > *c.max_items)) return false;
+      for (size_t i = 0; i < value.size(); ++i)
+        if (!accepts(i < c.prefix.size() ? c.prefix[i] : c.items, value[i])) return false;
+      for (const Contains& contains : c.contains) {
+        uint64_t count = 0;
+        for (const Json& item : value)
+          if (accepts(contains.schema, item)) ++count;
+        if (count < contains.min || (contains.max && count > *contains.max)) return false;
+      }
+      if (c.unique)
+        for (size_t i = 0; i < value.size(); ++i)
+          for (size_t j = i + 1; j < value.size(); ++j)
+            if (json_equal(value[i], value[j])) return false;
+      return true;
+    }
+    case JType::kObject: {
+      if (value.size() < c.min_properties || (c.max_properties && value.size() > *c.max_properties))
+        return false;
+      for (const std::string& name : c.required)
+        if (!value.contains(name)) return false;
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (!c.property_names.is_true() && !accepts(c.property_names, Json(it.key()))) return false;
+        if (!accepts(property_schema(c, it.key()), it.value())) return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Emission helpers.
+
+std::string sanitize(const std::string& hint) {
+  std::string out;
+  for (char c : hint) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out.push_back(static_cast<char>(std::tolower(c)));
+    else if (!out.empty() && out.back() != '-')
+      out.push_back('-');
+    if (out.size() >= 40) break;
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "r" : out;
+}
+
+std::string Converter::unique_name(const std::string& hint) {
+  std::string base = sanitize(hint);
+  static const std::set<std::string> reserved = {"root",   "value",   "object", "array", "string",
+                                                 "number", "integer", "char",   "ws",    "boolean",
+                                                 "null",   "hex",     "never",  "key",   "cchar"};
+  std::string name = base;
+  int suffix = 1;
+  while (names_.count(name) || reserved.count(name)) name = base + "-" + std::to_string(++suffix);
+  names_.insert(name);
+  return name;
+}
+
+void Converter::define_rule(const std::string& name, const std::string& body) {
+  grammar_bytes_ += name.size() + body.size() + 6;
+  if (grammar_bytes_ > options_.max_grammar_bytes)
+    fail(ErrorCode::kLimitExceeded,
+         "grammar exceeds max_grammar_bytes (" + std::to_string(options_.max_grammar_bytes) + ")");
+  if (rules_.size() + 1 > options_.max_rules)
+    fail(ErrorCode::kLimitExceeded,
+         "grammar exceeds max_rules (" + std::to_string(options_.max_rules) + ")");
+  rules_.emplace_back(name, body);
+}
+
+// A named rule for `body`, shared by identical bodies.
+std::string Converter::add_rule(const std::string& hint, const std::string& body) {
+  auto it = text_memo_.find(body);
+  if (it != text_memo_.end()) return it->second;
+  std::string name = unique_name(hint);
+  define_rule(name, body);
+  text_memo_[body] = name;
+  return name;
+}
+
+std::string Converter::inner(uint32_t depth) const {
+  switch (options_.whitespace) {
+    case JsonSchemaOptions::Whitespace::kCompact:
+      return "";
+    case JsonSchemaOptions::Whitespace::kFlexible:
+      return "ws";
+    case JsonSchemaOptions::Whitespace::kIndented:
+      return "\"\\n" + std::string((depth + 1) * options_.indent, ' ') + "\"";
+  }
+  return "";
+}
+std::string Converter::after() const {
+  return options_.whitespace == JsonSchemaOptions::Whitespace::kFlexible ? "ws" : "";
+}
+std::string Converter::colon() const {
+  switch (options_.whitespace) {
+    case JsonSchemaOptions::Whitespace::kCompact:
+      return "\":\"";
+    case JsonSchemaOptions::Whitespace::kFlexible:
+      return "ws \":\" ws";
+    case JsonSchemaOptions::Whitespace::kIndented:
+      return "\": \"";
+  }
+  return "\":\"";
+}
+
+std::string seq(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (part.empty()) continue;
+    if (!out.empty()) out += " ";
+    out += part;
+  }
+  return out;
+}
+
+std::string alternatives(const std::vector<std::string>& options) {
+  std::vector<std::string> unique;
+  for (const std::string& option : options)
+    if (std::find(unique.begin(), unique.end(), option) == unique.end()) unique.push_back(option);
+  std::string out;
+  for (size_t i = 0; i < unique.size(); ++i) out += (i ? " | " : "") + unique[i];
+  return out;
+}
+
+std::string group(const std::string& expr) {
+  return "(" + expr + ")";
+}
+
+// Base rules, defined on first use. In the indented layout, generic values
+// (schemas that allow anything) are written compactly: an unbounded
+// nesting has no fixed indentation.
+std::string Converter::base_rule(const std::string& name) {
+  if (base_rules_.count(name)) return name;
+  base_rules_.insert(name);
+  names_.insert(name);
+  bool flexible = options_.whitespace == JsonSchemaOptions::Whitespace::kFlexible;
+  std::string w = flexible ? "ws " : "";
+  std::string body;
+  if (name == "ws") {
+    std::string run = std::to_string(options_.max_whitespace_run);
+    body = "([ \\t]{1," + run + "} | \"\\n\" [ \\t]{0," + run + "})?";
+  } else if (name == "value") {
+    body = base_rule("object") + " | " + base_rule("array") + " | " + base_rule("string") + " | " +
+           base_rule("number") + " | \"true\" | \"false\" | \"null\"";
+  } else if (name == "object") {
+    if (flexible) base_rule("ws");
+    base_rule("value");
+    base_rule("string");
+    body = "\"{\" " + w + "(string " + w + "\":\" " + w + "value " + w + "(\",\" " + w + "string " +
+           w + "\":\" " + w + "value " + w + ")*)? \"}\"";
+  } else if (name == "array") {
+    if (flexible) base_rule("ws");
+    base_rule("value");
+    body = "\"[\" " + w + "(value " + w + "(\",\" " + w + "value " + w + ")*)? \"]\"";
+  } else if (name == "string") {
+    base_rule("char");
+    body = "\"\\\"\" char* \"\\\"\"";
+  } else if (name == "char") {
+    base_rule("hex");
+    // Any encoded code point; \u escapes of surrogates only as valid pairs,
+    // so that one decoded code point is one `char` (lengths count right).
+    body =
+        "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] hex hex hex | "
+        "[dD] [0-7] hex hex | [dD] [89abAB] hex hex \"\\\\u\" [dD] [c-fC-F] hex hex))";
+  } else if (name == "cchar") {
+    // Canonical encodings only (one spelling per code point), for strings
+    // compared against a set of excluded names.
+    body = internal::json_char_gbnf(internal::normalize_set({{0, kMaxCodePoint}}));
+  } else if (name == "hex") {
+    body = "[0-9a-fA-F]";
+  } else if (name == "number") {
+    body = "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?";
+  } else if (name == "integer") {
+    body = "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" \"0\"+)?";
+  } else if (name == "never") {
+    body = "[^\\x00-\\U0010FFFF]";
+  }
+  define_rule(name, body);
+  return name;
+}
+
+std::string Converter::wrap_container(const std::string& open, const std::string& close,
+                                      const std::string& nonempty_body, bool allow_empty,
+                                      uint32_t depth) {
+  std::vector<std::string> options;
+  std::string closing_ws =
+      indented() ? "\"\\n" + std::string(depth * options_.indent, ' ') + "\"" : "";
+  if (allow_empty)
+    options.push_back(
+        seq({open, options_.whitespace == JsonSchemaOptions::Whitespace::kFlexible ? "ws" : "",
+             close}));
+  if (!nonempty_body.empty())
+    options.push_back(seq({open, group(nonempty_body), closing_ws, close}));
+  return alternatives(options);
+}
+
+// ---------------------------------------------------------------------------
+// Emission of clauses.
+
+std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_t depth) {
+  if (depth > 64 && indented())
+    fail(ErrorCode::kUnsupported,
+         "the indented layout needs bounded nesting, and the schema nests deeper than 64 levels");
+  if (sub.is_true()) return base_rule("value");
+  std::string key = sub_key(sub) + (indented() ? "@" + std::to_string(depth) : "");
+  auto it = rule_memo_.find(key);
+  if (it != rule_memo_.end()) return it->second;
+  std::string name = unique_name(hint);
+  rule_memo_[key] = name;
+  const Disj& d = normalize(sub);
+  std::vector<std::string> options;
+  Disj clauses = d;
+  for (const Clause& clause : clauses) {
+    std::string expr = emit_clause(clause, name, depth);
+    if (!expr.empty()) options.push_back(expr);
+  }
+  if (options.empty()) {
+    define_rule(name, base_rule("never"));
+    rule_memo_[key] = "";
+    return "";
+  }
+  define_rule(name, alternatives(options));
+  return name;
+}
+
+std::string Converter::emit_clause(Clause clause, const std::string& hint, uint32_t depth) {
+  while (true) {
+    try {
+      return emit_clause_once(clause, hint, depth);
+    } catch (Refusal& refusal) {
+      if (!options_.lenient || refusal.status.code() != ErrorCode::kUnsupported) throw;
+      const std::string& k = refusal.keyword;
+      bool dropped = true;
+      if (k == "pattern")
+        clause.patterns.clear();
+      else if (k == "format")
+        clause.formats.clear();
+      else if (k == "multipleOf")
+        clause.multiple_of.clear();
+      else if (k == "minLength" || k == "maxLength")
+        clause.min_length = 0, clause.max_length.reset();
+      else if (k == "uniqueItems")
+        clause.unique = false;
+      else if (k == "contains")
+        clause.contains.clear();
+      else if (k == "propertyNames")
+        clause.property_names = Sub();
+      else if (k == "patternProperties")
+        clause.pattern_properties.clear();
+      else if (k == "not")
+        clause.excluded.clear();
+      else if (k == "minItems" || k == "maxItems")
+        clause.min_items = 0, clause.max_items.reset();
+      else if (k == "minProperties" || k == "maxProperties")
+        clause.min_properties = 0, clause.max_properties.reset();
+      else
+        dropped = false;
+      if (!dropped) throw;
+      warn("dropped: " + refusal.status.message());
+    }
+  }
+}
+
+std::string Converter::emit_clause_once(const Clause& clause, const std::string& hint,
+                                        uint32_t depth) {
+  if (clause.has_values) {
+    std::vector<std::string> options;
+    std::vector<const Json*> seen;
+    for (const Json* v : clause.values) {
+      bool duplicate = false;
+      for (const Json* s : seen)
+        if (json_equal(*s, *v)) duplicate = true;
+      if (duplicate || !clause_accepts(clause, *v, false)) continue;
+      seen.push_back(v);
+      options.push_back(emit_value(*v, depth));
+    }
+    return alternatives(options);
+  }
+  switch (clause.type) {
+    case JType::kNull:
+      return clause.excluded.empty() ? "\"null\"" : "";
+    case JType::kBoolean: {
+      std::vector<std::string> options;
+      for (bool b : {true, false}) {
+        if (clause_accepts(clause, Json(b), false)) options.push_back(b ? "\"true\"" : "\"false\"");
+      }
+      return alternatives(options);
+    }
+    case JType::kNumber:
+      return emit_number(clause, hint);
+    case JType::kString:
+      return emit_string(clause, hint);
+    case JType::kArray:
+      return emit_array(clause, hint, depth);
+    case JType::kObject:
+      return emit_object(clause, hint, depth);
+  }
+  return "";
+}
+
+std::string Converter::emit_value(const Json& value, uint32_t depth) {
+  switch (type_of(value)) {
+    case JType::kNull:
+      return "\"null\"";
+    case JType::kBoolean:
+      return value.get<bool>() ? "\"true\"" : "\"false\"";
+    case JType::kNumber: {
+      auto number = number_of(value);
+      if (!number) fail(ErrorCode::kUnsupported, "number constant too large");
+      std::string digits = number->int_digits.empty() ? "0" : number->int_digits;
+      std::string sign = number->is_zero() ? "\"-\"? " : (number->negative ? "\"-\" " : "");
+      if (number->is_integer()) return group(sign + "\"" + digits + "\" (\".\" \"0\"+)?");
+      return group(sign + "\"" + digits + "." + number->frac_digits + "\" \"0\"*");
+    }
+    case JType::kString:
+      return internal::gbnf_literal(internal::json_quote(value.get_ref<const std::string&>()));
+    case JType::kArray: {
+      if (value.empty()) return wrap_container("\"[\"", "\"]\"", "", true, depth);
+      std::string body;
+      for (size_t i = 0; i < value.size(); ++i)
+        body =
+            seq({body, i ? "\",\"" : "", inner(depth), emit_value(value[i], depth + 1), after()});
+      return group(wrap_container("\"[\"", "\"]\"", body, false, depth));
+    }
+    case JType::kObject: {
+      if (value.empty()) return wrap_container("\"{\"", "\"}\"", "", true, depth);
+      std::vector<Member> members;
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        Member member;
+        member.text = seq({internal::gbnf_literal(internal::json_quote(it.key())), colon(),
+                           emit_value(it.value(), depth + 1)});
+        member.required = true;
+        members.push_back(std::move(member));
+      }
+      std::string body =
+          emit_members(members, "", members.size(), members.size(), "const", depth, "");
+      return group(wrap_container("\"{\"", "\"}\"", body, false, depth));
+    }
+  }
+  return "";
+}
+
+std::string Converter::emit_number(const Clause& clause, const std::string& hint) {
+  bool bounded = clause.lo || clause.hi;
+  // Exclusions (from `not` of a constant) split the range into intervals.
+  struct Interval {
+    std::optional<Bound> lo, hi;
+  };
+  std::vector<Interval> intervals(1);
+  if (clause.lo) intervals[0].lo = Bound{*clause.lo, clause.lo_exclusive};
+  if (clause.hi) intervals[0].hi = Bound{*clause.hi, clause.hi_exclusive};
+  for (const Json* excluded : clause.excluded) {
+    auto v = number_of(*excluded);
+    if (!v) refuse("not", clause.values_pointer, "number too large");
+    std::vector<Interval> next;
+    for (const Interval& interval : intervals) {
+      next.push_back({interval.lo, Bound{*v, true}});
+      next.push_back({Bound{*v, true}, interval.hi});
+    }
+    intervals = std::move(next);
+    bounded = true;
+  }
+  if (!clause.multiple_of.empty()) {
+    // Keep the strictest divisor when the others divide it.
+    Decimal divisor = clause.multiple_of[0].first;
+    std::string pointer = clause.multiple_of[0].second;
+    for (const auto& [other, where] : clause.multiple_of) {
+      auto a = internal::is_multiple_of(other, divisor),
+           b = internal::is_multiple_of(divisor, other);
+      if (a && *a)
+        divisor = other, pointer = where;
+      else if (!(b && *b))
+        refuse("multipleOf", where, "several divisors that do not divide each other");
+    }
+    if (bounded) refuse("multipleOf", pointer, "combined with a numeric range");
+    bool integer_only = clause.integer && !divisor.is_integer();
+    std::string rules;
+    std::string name = unique_name(hint + "-mult");
+    auto start = internal::multiple_of_gbnf(divisor, integer_only, name, 4096, &rules);
+    if (!start)
+      refuse("multipleOf", pointer, "divisor " + divisor.to_string() + " needs too many states",
+             ErrorCode::kUnsupported);
+    // Register the generated rules (their names share the unique prefix).
+    size_t line_start = 0;
+    while (line_start < rules.size()) {
+      size_t end = rules.find('\n', line_start);
+      std::string line = rules.substr(line_start, end - line_start);
+      size_t sep = line.find(" ::= ");
+      names_.insert(line.substr(0, sep));
+      define_rule(line.substr(0, sep), line.substr(sep + 5));
+      line_start = end + 1;
+    }
+    define_rule(name, *start);
+    return name;
+  }
+  if (!bounded) return base_rule(clause.integer ? "integer" : "number");
+  std::vector<std::string> options;
+  for (const Interval& interval : intervals) {
+    if (clause.integer) {
+      std::optional<Decimal> lo, hi;
+      if (interval.lo) {
+        lo = internal::ceil_decimal(interval.lo->value);
+        if (interval.lo->exclusive && interval.lo->value.is_integer())
+          lo = internal::add_integer(*lo, 1);
+      }
+      if (interval.hi) {
+        hi = internal::floor_decimal(interval.hi->value);
+        if (interval.hi->exclusive && interval.hi->value.is_integer())
+          hi = internal::add_integer(*hi, -1);
+      }
+      if (auto text = internal::integer_range_gbnf(lo, hi))
+        options.push_back(group(*text) + " (\".\" \"0\"+)?");
+    } else {
+      if (auto text = internal::decimal_range_gbnf(interval.lo, interval.hi))
+        options.push_back(*text);
+    }
+  }
+  if (options.empty()) return "";
+  return add_rule(hint + "-num", alternatives(options));
+}
+
+std::string Converter::emit_string(const Clause& clause, const std::string& hint) {
+  std::vector<Sourced> regexes = clause.patterns;
+  for (const Sourced& format : clause.formats) {
+    internal::FormatLookup lookup = internal::format_pattern(format.text);
+    if (!lookup.supported)
+      refuse("format", format.pointer, "format \"" + format.text + "\" cannot be enforced exactly");
+    regexes.push_back({lookup.pattern, format.pointer});
+  }
+  std::optional<uint64_t> max_length = clause.max_length;
+  if (!max_length && options_.default_max_length > 0 && regexes.empty()) {
+    max_length = options_.default_max_length;
+    warn("strings without maxLength limited to " + std::to_string(*max_length));
+  }
+  if (!clause.excluded.empty()) {
+    if (!regexes.empty() || clause.min_length > 0 || max_length)
+      refuse("not", clause.values_pointer, "excluded strings combined with other string keywords");
+    std::vector<std::string> names;
+    for (const Json* v : clause.excluded) names.push_back(v->get<std::string>());
+    return key_not_in(names, hint + "-str");
+  }
+  if (regexes.size() > 1) {
+    const Sourced& second = regexes[1];
+    bool is_format = std::any_of(clause.formats.begin(), clause.formats.end(),
+                                 [&](const Sourced& f) { return f.pointer == second.pointer; }) &&
+                     clause.patterns.size() <= 1;
+    refuse(is_format ? "format" : "pattern", second.pointer,
+           "several patterns/formats on one string (their intersection is not supported)");
+  }
+  if (regexes.size() == 1) {
+    internal::RegexLimits limits;
+    limits.max_repeat = options_.max_repeat;
+    auto translated = internal::ecma_regex_to_gbnf(regexes[0].text, base_rule("char"), limits);
+    bool is_pattern = !clause.patterns.empty();
+    if (!translated.ok())
+      refuse(is_pattern ? "pattern" : "format", regexes[0].pointer, translated.status().message(),
+             translated.status().code());
+    bool min_ok = clause.min_length <= translated->min_length;
+    bool max_ok = !max_length || (translated->max_length && *translated->max_length <= *max_length);
+    if (!min_ok || !max_ok)
+      refuse(min_ok ? "maxLength" : "minLength", clause.length_pointer,
+             "length bounds together with a pattern or format whose lengths vary beyond them");
+    std::string body = translated->gbnf;
+    return add_rule(hint + "-str", seq({"\"\\\"\"", body.empty() ? "" : group(body), "\"\\\"\""}));
+  }
+  check_repeat(clause.min_length, "minLength", clause.length_pointer);
+  if (max_length) check_repeat(*max_length, "maxLength", clause.length_pointer);
+  if (clause.min_length == 0 && !max_length) return base_rule("string");
+  std::string count = "{" + std::to_string(clause.min_length) + "," +
+                      (max_length ? std::to_string(*max_length) : "") + "}";
+  if (max_length && *max_length == clause.min_length)
+    count = "{" + std::to_string(clause.min_length) + "}";
+  return add_rule(hint + "-str", "\"\\\"\" " + base_rule("char") + count + " \"\\\"\"");
+}
+
+// Strings (canonically encoded) other than the given ones, via a trie.
+std::string Converter::key_not_in(const std::vector<std::string>& names, const std::string& hint) {
+  struct Node {
+    std::map<uint32_t, int> children;
+    bool terminal = false;
+  };
+  std::vector<Node> trie(1);
+  for (const std::string& name : names) {
+    int at = 0;
+    std::u32string code_points;
+    // Decode UTF-8 (input came from a JSON parser: valid).
+    for (size_t i = 0; i < name.size();) {
+      uint8_t b = static_cast<uint8_t>(name[i]);
+      uint32_t cp;
+      size_t extra;
+      if (b < 0x80)
+        cp = b, extra = 0;
+      else if ((b & 0xE0) == 0xC0)
+        cp = b & 0x1F, extra = 1;
+      else if ((b & 0xF0) == 0xE0)
+        cp = b & 0x0F, extra = 2;
+      else
+        cp = b & 0x07, extra = 3;
+      for (size_t k = 1; k <= extra && i + k < name.size(); ++k)
+        cp = (cp << 6) | (static_cast<uint8_t>(name[i + k]) & 0x3F);
+      i += extra + 1;
+      code_points.push_back(cp);
+    }
+    for (uint32_t cp : code_points) {
+      auto it = trie[static_cast<size_t>(at)].children.find(cp);
+      if (it == trie[static_cast<size_t>(at)].children.end()) {
+        trie.push_back(Node{});
+        int index = static_cast<int>(trie.size()) - 1;
+        trie[static_cast<size_t>(at)].children[cp] = index;
+        at = index;
+      } else {
+        at = it->second;
+      }
+    }
+    trie[static_cast<size_t>(at)].terminal = true;
+  }
+  std::string tail = base_rule("cchar") + "*";
+  std::string base = unique_name(hint + "-other");
+  std::function<std::string(int)> emit = [&](int index) -> std::string {
+    const Node& node = trie[static_cast<size_t>(index)];
+    std::string name = index == 0 ? base : base + "-" + std::to_string(index);
+    if (index != 0) names_.insert(name);
+    std::vector<std::string> options;
+    if (!node.terminal) options.push_back("\"\\\"\"");
+    internal::CodePointSet used;
+    for (const auto& [cp, child] : node.children) {
+      used.push_back({cp, cp});
+      std::string child_rule = emit(child);
+      options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), child_rule}));
+    }
+    // Spellings differ ("/" or "\/"), but each decodes to one code point, and
+    // the branches split by code point.
+    std::string others =
+        internal::json_char_gbnf(internal::complement_set(internal::normalize_set(used)));
+    if (!others.empty()) options.push_back(seq({others, tail, "\"\\\"\""}));
+    define_rule(name, alternatives(options));
+    return name;
+  };
+  std::string start = emit(0);
+  return seq({"\"\\\"\"", start});
+}
+
+std::string Converter::emit_string_key_rule(const Sub& names, const std::string& hint) {
+  std::vector<std::string> options;
+  for (const Clause& clause : normalize(names)) {
+    if (clause.type != JType::kString) continue;
+    std::string expr = emit_clause(clause, hint, 0);
+    if (!expr.empty()) options.push_back(expr);
+  }
+  if (options.empty()) return "";
+  return add_rule(hint, alternatives(options));
+}
+
+std::string Converter::emit_members(const std::vector<Member>& members,
+                                    const std::string& additional, uint64_t min_count,
+                                    std::optional<uint64_t> max_count, const std::string& hint,
+                                    uint32_t depth, const std::string& pointer) {
+  // Non-empty member lists only: callers add the empty object themselves.
+  uint64_t minimum = std::max<uint64_t>(min_count, 1);
+  if (max_count && *max_count == 0) return "";
+  size_t n = members.size();
+  auto member_text = [&](const std::string& text, bool first) {
+    return seq({first ? "" : "\",\"", inner(depth), text, after()});
+  };
+  bool any_order = options_.property_order == JsonSchemaOptions::PropertyOrder::kAny &&
+                   n <= options_.any_order_max_properties && n > 1;
+  uint64_t cap = std::max<uint64_t>(minimum, max_count ? *max_count : 0);
+  if (max_count) check_repeat(*max_count, "maxProperties", pointer);
+  check_repeat(minimum, "minProperties", pointer);
+  std::string base = unique_name(hint + "-obj");
+  // State: (position or subset, members so far capped at `cap`).
+  std::map<std::pair<uint64_t, uint64_t>, std::string> names;
+  std::map<std::pair<uint64_t, uint64_t>, bool> productive;
+  auto state_name = [&](uint64_t where, uint64_t count) {
+    auto key = std::make_pair(where, count);
+    auto it = names.find(key);
+    if (it != names.end()) return it->second;
+    std::string name = base + "-" + std::to_string(where) + "-" + std::to_string(count);
+    names_.insert(name);
+    names[key] = name;
+    return name;
+  };
+  auto next_count = [&](uint64_t count) -> std::optional<uint64_t> {
+    if (max_count && count + 1 > *max_count) return std::nullopt;
+    return std::min(count + 1, cap);
+  };
+  std::vector<std::pair<std::string, std::string>> pending;
+  if (!any_order) {
+    // Productive states, computed from the end.
+    for (int i = static_cast<int>(n); i >= 0; --i) {
+      for (int64_t count = static_cast<int64_t>(cap); count >= 0; --count) {
+        auto c = static_cast<uint64_t>(count);
+        bool ok = false;
+        if (static_cast<size_t>(i) == n && c >= minimum) ok = true;
+        if (static_cast<size_t>(i) < n) {
+          auto next = next_count(c);
+          if (next && productive[{static_cast<uint64_t>(i) + 1, *next}]) ok = true;
+          if (!members[static_cast<size_t>(i)].required &&
+              productive[{static_cast<uint64_t>(i) + 1, c}])
+            ok = true;
+        }
+        if (!additional.empty()) {
+          auto next = next_count(c);
+          if (next && *next != c && productive[{static_cast<uint64_t>(i), *next}]) ok = true;
+        }
+        productive[{static_cast<uint64_t>(i), c}] = ok;
+      }
+    }
+    if (!productive[{0, 0}]) return "";
+    for (size_t i = 0; i <= n; ++i) {
+      for (uint64_t c = 0; c <= cap; ++c) {
+        if (!productive[{i, c}]) continue;
+        std::vector<std::string> options;
+        if (!additional.empty()) {
+          auto next = next_count(c);
+          if (next && productive[{i, *next}])
+            options.push_back(seq({member_text(additional, c == 0), state_name(i, *next)}));
+        }
+        if (i < n) {
+          auto next = next_count(c);
+          if (next && productive[{i + 1, *next}])
+            options.push_back(
+                seq({member_text(members[i].text, c == 0), state_name(i + 1, *next)}));
+          if (!members[i].required && productive[{i + 1, c}])
+            options.push_back(state_name(i + 1, c));
+        }
+        bool can_end = i == n && c >= minimum;
+        std::string body = alternatives(options);
+        if (can_end) body = body.empty() ? "" : "(" + body + ")?";
+        pending.emplace_back(state_name(i, c), body);
+      }
+    }
+  } else {
+    uint64_t all = (uint64_t{1} << n) - 1;
+    uint64_t required_mask = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (members[i].required) required_mask |= uint64_t{1} << i;
+    // Productive states: iterate to a fixed point (subsets only grow).
+    for (int64_t mask = static_cast<int64_t>(all); mask >= 0; --mask) {
+      for (int64_t count = static_cast<int64_t>(cap); count >= 0; --count) {
+        auto m = static_cast<uint64_t>(mask);
+        auto c = static_cast<uint64_t>(count);
+        bool ok = (m & required_mask) == required_mask && c >= minimum;
+        auto next = next_count(c);
+        for (size_t j = 0; j < n && !ok; ++j)
+          if (!(m & (uint64_t{1} << j)) && next && productive[{m | (uint64_t{1} << j), *next}])
+            ok = true;
+        if (!additional.empty() && next && *next != c && productive[{m, *next}]) ok = true;
+        productive[{m, c}] = ok;
+      }
+    }
+    if (!productive[{0, 0}]) return "";
+    for (uint64_t m = 0; m <= all; ++m) {
+      for (uint64_t c = 0; c <= cap; ++c) {
+        if (!productive[{m, c}]) continue;
+        std::vector<std::string> options;
+        auto next = next_count(c);
+        if (!additional.empty() && next && productive[{m, *next}])
+          options.push_back(seq({member_text(additional, c == 0), state_name(m, *next)}));
+        for (size_t j = 0; j < n; ++j) {
+          uint64_t bit = uint64_t{1} << j;
+          if (!(m & bit) && next && productive[{m | bit, *next}])
+            options.push_back(
+                seq({member_text(members[j].text, c == 0), state_name(m | bit, *next)}));
+        }
+        bool can_end = (m & required_mask) == required_mask && c >= minimum;
+        std::string body = alternatives(options);
+        if (can_end) body = body.empty() ? "" : "(" + body + ")?";
+        pending.emplace_back(state_name(m, c), body);
+      }
+    }
+  }
+  for (auto& [name, body] : pending) define_rule(name, body.empty() ? "\"\"" : body);
+  return state_name(0, 0);
+}
+
+std::string Converter::emit_object(const Clause& clause, const std::string& hint, uint32_t depth) {
+  // Which keys may appear beyond the declared ones, and with what values.
+  bool additional_allowed = !normalize(clause.additional).empty();
+  std::string additional_key;  // GBNF for such a key (with quotes)
+  Sub additional_value = clause.additional;
+  if (!clause.pattern_properties.empty()) {
+    const std::string& pattern_pointer = clause.pattern_properties[0].first.pointer;
+    if (clause.pattern_properties.size() > 1)
+      refuse("patternProperties", pattern_pointer,
+             "several patterns (keys matching more than one need all their schemas)");
+    if (additional_allowed)
+      refuse("patternProperties", pattern_pointer,
+             "keys not matching the pattern would need its complement");
+    const auto& [pattern, sub] = clause.pattern_properties[0];
+    for (const auto& [name, s] : clause.properties) {
+      auto match = internal::ecma_regex_search(pattern.text, name);
+      if (!match.ok() || *match)
+        refuse("patternProperties", pattern_pointer,
+               "declared property \"" + name + "\" matches the pattern");
+    }
+    Clause key_clause;
+    key_clause.type = JType::kString;
+    key_clause.patterns.push_back(pattern);
+    additional_key = emit_string(key_clause, hint + "-key");
+    additional_value = sub;
+    additional_allowed = !additional_key.empty() && !normalize(sub).empty();
+  }
+  // Declared members, then required names that were not declared.
+  std::vector<std::pair<std::string, Sub>> declared = clause.properties;
+  for (const std::string& name : clause.required)
+    if (!find_property(clause, name)) declared.emplace_back(name, property_schema(clause, name));
+  std::vector<std::string> declared_names;
+  std::vector<Member> members;
+  for (const auto& [name, sub] : declared) {
+    declared_names.push_back(name);
+    bool required = clause.required.count(name) > 0;
+    bool name_ok = clause.property_names.is_true() || accepts(clause.property_names, Json(name));
+    std::string value_rule = name_ok ? rule_for(sub, hint + "-" + name, depth + 1) : "";
+    if (value_rule.empty()) {
+      if (required) return "";
+      continue;
+    }
+    members.push_back(
+        {seq({internal::gbnf_literal(internal::json_quote(name)), colon(), value_rule}), required});
+  }
+  std::string additional_member;
+  if (additional_allowed) {
+    if (additional_key.empty()) {
+      if (!clause.property_names.is_true()) {
+        if (!declared_names.empty())
+          refuse("propertyNames", clause.property_names_pointer,
+                 "names of additional properties would need to exclude the declared ones");
+        additional_key = emit_string_key_rule(clause.property_names, hint + "-name");
+      } else if (declared_names.empty()) {
+        additional_key = base_rule("string");
+      } else {
+        additional_key = add_rule(hint + "-key", key_not_in(declared_names, hint + "-key"));
+      }
+    }
+    std::string value_rule =
+        additional_key.empty() ? "" : rule_for(additional_value, hint + "-additional", depth + 1);
+    if (!value_rule.empty()) additional_member = seq({additional_key, colon(), value_rule});
+  }
+  bool empty_ok = clause.required.empty() && clause.min_properties == 0;
+  std::string body =
+      emit_members(members, additional_member, clause.min_properties, clause.max_properties, hint,
+                   depth, clause.properties_count_pointer);
+  if (body.empty() && !empty_ok) return "";
+  return add_rule(hint + "-object", wrap_container("\"{\"", "\"}\"", body, empty_ok, depth));
+}
+
+std::string Converter::emit_array(const Clause& clause, const std::string& hint, uint32_t depth) {
+  const std::string& count_pointer = clause.items_count_pointer;
+  std::optional<uint64_t> max_items = clause.max_items;
+  if (!max_items && options_.default_max_items > 0 && clause.contains.empty()) {
+    max_items = options_.default_max_items;
+    warn("arrays without maxItems limited to " + std::to_string(*max_items));
+  }
+  auto item_text = [&](const std::string& rule, bool first) {
+    return seq({first ? "" : "\",\"", inner(depth), rule, after()});
+  };
+  if (clause.unique && !(max_items && *max_items <= 1)) {
+    // Exact only over a small finite domain: every array is a sequence of
+    // distinct values, i.e. a walk over subsets.
+    if (!clause.prefix.empty())
+      refuse("uniqueItems", clause.unique_pointer, "combined with prefixItems");
+    std::vector<const Json*> domain;
+    bool finite = true;
+    static const Json kTrue(true), kFalse(false);
+    for (const Clause& item : normalize(clause.items)) {
+      if (item.type == JType::kNull && item.excluded.empty()) {
+        domain.push_back(&null_value());
+      } else if (item.type == JType::kBoolean && !item.has_values) {
+        for (const Json* b : {&kTrue, &kFalse})
+          if (clause_accepts(item, *b, false)) domain.push_back(b);
+      } else if (item.has_values) {
+        for (const Json* v : item.values)
+          if (clause_accepts(item, *v, false)) domain.push_back(v);
+      } else {
+        finite = false;
+      }
+    }
+    std::vector<const Json*> distinct;
+    for (const Json* v : domain) {
+      bool seen = false;
+      for (const Json* d : distinct)
+        if (json_equal(*d, *v)) seen = true;
+      if (!seen) distinct.push_back(v);
+    }
+    if (!finite || distinct.size() > 6)
+      refuse("uniqueItems", clause.unique_pointer,
+             "items are not drawn from a small finite set of values");
+    if (!clause.contains.empty())
+      refuse("contains", clause.contains[0].pointer, "combined with uniqueItems");
+    size_t n = distinct.size();
+    uint64_t all = (uint64_t{1} << n) - 1;
+    std::string base = unique_name(hint + "-set");
+    std::vector<std::string> values;
+    for (const Json* v : distinct) values.push_back(emit_value(*v, depth + 1));
+    auto popcount = [](uint64_t m) { return static_cast<uint64_t>(__builtin_popcountll(m)); };
+    uint64_t min_items = std::max<uint64_t>(clause.min_items, 1);
+    std::map<uint64_t, bool> productive;
+    for (int64_t mask = static_cast<int64_t>(all); mask >= 0; --mask) {
+      auto m = static_cast<uint64_t>(mask);
+      bool ok = popcount(m) >= min_items && (!max_items || popcount(m) <= *max_items);
+      if (max_items && popcount(m) > *max_items) {
+        productive[m] = false;
+        continue;
+      }
+      for (size_t j = 0; j < n && !ok; ++j)
+        if (!(m & (uint64_t{1} << j)) && productive[m | (uint64_t{1} << j)]) ok = true;
+      productive[m] = ok;
+    }
+    std::string body;
+    if (productive[0]) {
+      for (uint64_t m = 0; m <= all; ++m) {
+        if (!productive[m]) continue;
+        std::vector<std::string> options;
+        for (size_t j = 0; j < n; ++j) {
+          uint64_t bit = uint64_t{1} << j;
+          if (!(m & bit) && productive[m | bit])
+            options.push_back(
+                seq({item_text(values[j], m == 0), base + "-" + std::to_string(m | bit)}));
+        }
+        bool can_end = popcount(m) >= min_items;
+        std::string rule_body = alternatives(options);
+        if (can_end) rule_body = rule_body.empty() ? "\"\"" : "(" + rule_body + ")?";
+        names_.insert(base + "-" + std::to_string(m));
+        define_rule(base + "-" + std::to_string(m), rule_body);
+      }
+      body = base + "-0";
+    }
+    bool empty_ok = clause.min_items == 0;
+    if (body.empty() && !empty_ok) return "";
+    return add_rule(hint + "-array", wrap_container("\"[\"", "\"]\"", body, empty_ok, depth));
+  }
+  if (!clause.contains.empty()) {
+    if (clause.contains.size() > 1)
+      refuse("contains", clause.contains[1].pointer, "several contains constraints");
+    const Contains& contains = clause.contains[0];
+    if (!clause.prefix.empty()) refuse("contains", contains.pointer, "combined with prefixItems");
+    if (max_items || clause.min_items > contains.min)
+      refuse("contains", contains.pointer, "combined with minItems/maxItems");
+    Sub matching = conj(clause.items, contains.schema);
+    std::string match_rule = rule_for(matching, hint + "-match", depth + 1);
+    std::string other_rule;
+    if (contains.max) {
+      if (contains.schema.nodes.size() != 1 || !contains.schema.negated.empty())
+        refuse("contains", contains.pointer, "maxContains needs a negatable contains schema");
+      Sub negated;
+      negated.negated.push_back(contains.schema.nodes[0]);
+      Sub other = conj(clause.items, negated);
+      try {
+        other_rule = rule_for(other, hint + "-other", depth + 1);
+      } catch (Refusal&) {
+        refuse("contains", contains.pointer, "maxContains needs a negatable contains schema");
+      }
+      check_repeat(*contains.max, "maxContains", contains.pointer);
+    } else {
+      other_rule = rule_for(clause.items, hint + "-item", depth + 1);
+    }
+    check_repeat(contains.min, "minContains", contains.pointer);
+    // States (matches so far, capped; whether an item was written).
+    uint64_t cap = contains.max ? *contains.max : contains.min;
+    std::string base = unique_name(hint + "-contains");
+    auto name = [&](uint64_t k, bool started) {
+      std::string n = base + "-" + std::to_string(k) + (started ? "s" : "");
+      names_.insert(n);
+      return n;
+    };
+    std::vector<std::pair<std::string, std::string>> pending;
+    for (uint64_t k = 0; k <= cap; ++k) {
+      for (bool started : {false, true}) {
+        std::vector<std::string> options;
+        if (!other_rule.empty())
+          options.push_back(seq({item_text(other_rule, !started), name(k, true)}));
+        if (!match_rule.empty()) {
+          if (k < cap)
+            options.push_back(seq({item_text(match_rule, !started), name(k + 1, true)}));
+          else if (!contains.max)
+            options.push_back(seq({item_text(match_rule, !started), name(k, true)}));
+        }
+        bool can_end = k >= contains.min && started;
+        std::string body = alternatives(options);
+        if (can_end) body = body.empty() ? "\"\"" : "(" + body + ")?";
+        if (body.empty()) body = base_rule("never");
+        pending.emplace_back(name(k, started), body);
+      }
+    }
+    for (auto& [n, b] : pending) define_rule(n, b);
+    bool empty_ok = contains.min == 0;
+    return add_rule(hint + "-array",
+                    wrap_container("\"[\"", "\"]\"", name(0, false), empty_ok, depth));
+  }
+  // Positions: prefix items, then the rest with a counted repeat.
+  uint64_t min_items = clause.min_items;
+  size_t usable = clause.prefix.size();
+  std::vector<std::string> prefix_rules;
+  for (size_t i = 0; i < clause.prefix.size(); ++i) {
+    if (max_items && i >= *max_items) {
+      usable = i;
+      break;
+    }
+    std::string rule = rule_for(clause.prefix[i], hint + "-" + std::to_string(i), depth + 1);
+    if (rule.empty()) {
+      usable = i;
+      break;
+    }
+    prefix_rules.push_back(rule);
+  }
+  if (min_items > usable && usable < clause.prefix.size()) return "";
+  std::string rest_rule;
+  bool rest_possible = usable == clause.prefix.size() && (!max_items || *max_items > usable);
+  if (rest_possible) {
+    rest_rule = rule_for(clause.items, hint + "-item", depth + 1);
+    if (rest_rule.empty()) rest_possible = false;
+  }
+  if (!rest_possible && min_items > usable) return "";
+  uint64_t rest_min = min_items > usable ? min_items - usable : 0;
+  std::optional<uint64_t> rest_max;
+  if (max_items) rest_max = *max_items - std::min<uint64_t>(*max_items, usable);
+  check_repeat(min_items, "minItems", count_pointer);
+  if (rest_max) check_repeat(*rest_max, "maxItems", count_pointer);
+  auto count_suffix = [](uint64_t lo, std::optional<uint64_t> hi) {
+    if (!hi) return lo == 0 ? std::string("*") : "{" + std::to_string(lo) + ",}";
+    return "{" + std::to_string(lo) + "," + std::to_string(*hi) + "}";
+  };
+  // Items from position i on (i >= 1); none at all is allowed once
+  // min_items items were written.
+  std::function<std::string(size_t)> tail_from = [&](size_t i) -> std::string {
+    if (i == usable) {
+      if (!rest_possible || (rest_max && *rest_max == 0)) return "";
+      return group(item_text(rest_rule, false)) + count_suffix(rest_min, rest_max);
+    }
+    std::string here = seq({item_text(prefix_rules[i], false), tail_from(i + 1)});
+    return i >= min_items ? group(here) + "?" : here;
+  };
+  // A non-empty body (the empty array is its own alternative).
+  std::string body;
+  if (usable > 0) {
+    body = seq({item_text(prefix_rules[0], true), tail_from(1)});
+  } else if (rest_possible && !(rest_max && *rest_max == 0)) {
+    uint64_t more_min = rest_min > 0 ? rest_min - 1 : 0;
+    std::optional<uint64_t> more_max;
+    if (rest_max) more_max = *rest_max - 1;
+    if (!more_max || more_min <= *more_max) {
+      body = item_text(rest_rule, true);
+      if (!more_max || *more_max > 0)
+        body = seq({body, group(item_text(rest_rule, false)) + count_suffix(more_min, more_max)});
+    }
+  }
+  bool empty_ok = min_items == 0;
+  if (body.empty() && !empty_ok) return "";
+  return add_rule(hint + "-array", wrap_container("\"[\"", "\"]\"", body, empty_ok, depth));
+}
+
+std::string Converter::convert() {
+  Sub root = Sub::of(&doc_.root());
+  if (doc_.root().is_boolean() && !doc_.root().get<bool>())
+    fail(ErrorCode::kInvalidArgument, "the schema is `false`: it accepts no value");
+  std::string start = rule_for(root, "schema", 0);
+  if (start.empty()) fail(ErrorCode::kInvalidArgument, "the schema accepts no value");
+  std::string text = "root ::= " + start + "\n";
+  for (const auto& [name, body] : rules_) text += name + " ::= " + body + "\n";
+  return text;
+}
+
+// Rejects documents nested deeper than the limit before nlohmann builds them.
+bool nesting_within(std::string_view text, uint32_t limit) {
+  uint32_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return false;
+    } else if (c == '}' || c == ']') {
+      if (depth > 0) --depth;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
+                                        const JsonSchemaOptions& options,
+                                        std::vector<std::string>* warnings) {
+  if (!nesting_within(schema_json, options.max_schema_depth * 2 + 2))
+    return Status(ErrorCode::kLimitExceeded,
+                  "schema nesting deeper than " + std::to_string(options.max_schema_depth));
+  Json parsed;
+  try {
+    parsed = Json::parse(schema_json.begin(), schema_json.end());
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kSyntax, std::string("schema is not valid JSON: ") + e.what());
+  }
+  if (!parsed.is_object() && !parsed.is_boolean())
+    return Status(ErrorCode::kSyntax, "a schema must be a JSON object or a boolean");
+  try {
+    Document document(std::move(parsed), options);
+    document.index();
+    Converter converter(document, options, warnings);
+    return converter.convert();
+  } catch (Refusal& refusal) {
+    return refusal.status;
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kLimitExceeded, "out of memory while converting the schema");
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kUnsupported,
+                  std::string("internal error while converting: ") + e.what());
+  }
+}
+
+Result<Grammar> json_schema_to_grammar(std::string_view schema_json,
+                                       const JsonSchemaOptions& options,
+                                       std::vector<std::string>* warnings) {
+  Result<std::string> text = json_schema_to_gbnf(schema_json, options, warnings);
+  if (!text.ok()) return text.status();
+  return parse_gbnf(*text);
+}
+
+}  // namespace grammask

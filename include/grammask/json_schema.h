@@ -1,0 +1,88 @@
+// JSON Schema -> GBNF: exact or refused.
+//
+// The converter accepts a JSON Schema (draft 2020-12; draft-07 and 2019-09
+// spellings too) and writes a GBNF grammar whose language is exactly the
+// JSON texts (in the chosen whitespace and key-order style) that the schema
+// validates. A keyword it cannot enforce exactly makes conversion fail with
+// kUnsupported and a message naming the keyword and its JSON pointer, e.g.
+//   unsupported keyword "uniqueItems" at /properties/tags: ...
+// unless `lenient` is set, in which case the keyword is dropped and a
+// warning is recorded instead. The grammar may reject some valid but unusual
+// encodings (\u escapes of printable characters, numbers in exponent form
+// where a range applies, keys out of the chosen order); it never accepts a
+// text whose value the schema rejects.
+#ifndef GRAMMASK_JSON_SCHEMA_H_
+#define GRAMMASK_JSON_SCHEMA_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grammask/grammar.h"
+#include "grammask/status.h"
+
+namespace grammask {
+
+struct JsonSchemaOptions {
+  enum class Whitespace : uint8_t {
+    kCompact,   // no whitespace at all: {"a":1,"b":[1,2]}
+    kFlexible,  // between tokens: nothing, a run of spaces, or a newline plus indentation,
+                // each bounded by max_whitespace_run so generation cannot loop on blanks
+    kIndented,  // one fixed layout: newline + `indent` spaces per nesting level, ": ", ","
+  };
+  Whitespace whitespace = Whitespace::kFlexible;
+  uint32_t max_whitespace_run = 20;  // kFlexible: longest run of spaces/tabs
+  uint32_t indent = 2;               // kIndented: spaces per level
+
+  enum class PropertyOrder : uint8_t {
+    kSchema,  // declared properties in schema order, others interleaved anywhere
+    kAny,     // any order for objects with at most any_order_max_properties declared ones
+  };
+  PropertyOrder property_order = PropertyOrder::kSchema;
+  uint32_t any_order_max_properties = 6;
+
+  // The value of a missing `additionalProperties`: the spec says true; false
+  // is the strict style of llama.cpp and XGrammar.
+  bool additional_properties_default = true;
+
+  // When non-zero, strings without maxLength and arrays without maxItems get
+  // this bound (a deliberate narrowing, reported as a warning).
+  uint32_t default_max_length = 0;
+  uint32_t default_max_items = 0;
+
+  // `format` asserts (the useful default) or is only an annotation (the
+  // 2020-12 default without the format-assertion vocabulary).
+  bool assert_formats = true;
+
+  // Which spelling rules apply when the schema has no `$schema`.
+  enum class Draft : uint8_t { kDraft2020_12, kDraft2019_09, kDraft7 };
+  Draft default_draft = Draft::kDraft2020_12;
+
+  // Drop keywords that cannot be enforced exactly (one warning each)
+  // instead of failing. The grammar then accepts more than the schema.
+  bool lenient = false;
+
+  // Resource bounds: every limit fails conversion with kLimitExceeded.
+  uint32_t max_schema_depth = 256;       // nesting of the schema document
+  uint32_t max_rules = 200000;           // rules in the emitted grammar
+  size_t max_grammar_bytes = 16u << 20;  // size of the emitted text
+  uint32_t max_repeat = 10000;           // counted repeats (lengths, items, regex {m,n})
+};
+
+// Converts a schema to GBNF text with start rule "root". `warnings`, when
+// given, receives one line per dropped keyword (lenient mode) or narrowing.
+// Never throws; malformed JSON fails with kSyntax, a schema that accepts
+// nothing (`false`) with kInvalidArgument.
+Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
+                                        const JsonSchemaOptions& options = {},
+                                        std::vector<std::string>* warnings = nullptr);
+
+// Converts and parses: the grammar IR, ready for Recognizer::create.
+Result<Grammar> json_schema_to_grammar(std::string_view schema_json,
+                                       const JsonSchemaOptions& options = {},
+                                       std::vector<std::string>* warnings = nullptr);
+
+}  // namespace grammask
+
+#endif  // GRAMMASK_JSON_SCHEMA_H_

@@ -1,0 +1,219 @@
+// `format` values as anchored ECMA-262 patterns, written from the RFCs the
+// JSON Schema validation spec cites. Each pattern accepts only valid values;
+// where the exact language is not cheaply regular (leap seconds at non-whole
+// hour offsets, overall hostname length, Punycode labels) it accepts a
+// subset rather than a superset.
+#include "json_schema_formats.h"
+
+#include <cstdio>
+#include <string>
+
+namespace grammask::internal {
+namespace {
+
+const char* const kDate =
+    "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|"
+    "30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|"
+    "[13579][26])00)-02-29";
+
+std::string two_digits(int value) {
+  char buffer[8];
+  std::snprintf(buffer, sizeof buffer, "%02d", value);
+  return buffer;
+}
+
+// RFC 3339 full-time. A leap second (:60) is valid only at 23:59:60 UTC; we
+// accept it for offsets in whole hours (other offsets would need the local
+// minutes to be tied to the offset minutes).
+std::string time_pattern() {
+  std::string fraction = "(?:\\.[0-9]+)?";
+  std::string regular = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]" + fraction +
+                        "(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
+  std::string leap = "23:59:60" + fraction + "(?:[Zz]|[+-]00:00)";
+  for (int hours = 1; hours <= 23; ++hours) {
+    leap += "|" + two_digits((23 + hours) % 24) + ":59:60" + fraction + "\\+" + two_digits(hours) +
+            ":00";
+    leap += "|" + two_digits(23 - hours) + ":59:60" + fraction + "-" + two_digits(hours) + ":00";
+  }
+  return "(?:" + regular + "|" + leap + ")";
+}
+
+const char* const kDecOctet = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
+
+std::string ipv4_pattern() {
+  std::string octet = kDecOctet;
+  return "(?:" + octet + "\\.){3}" + octet;
+}
+
+std::string ipv6_pattern() {
+  std::string h16 = "[0-9A-Fa-f]{1,4}";
+  std::string ls32 = "(?:" + h16 + ":" + h16 + "|" + ipv4_pattern() + ")";
+  auto head = [&](int max_groups) {
+    // [ *max_groups( h16 ":" ) h16 ]
+    if (max_groups < 0) return std::string();
+    return "(?:(?:" + h16 + ":){0," + std::to_string(max_groups) + "}" + h16 + ")?";
+  };
+  std::string alternatives[] = {
+      "(?:" + h16 + ":){6}" + ls32,
+      "::(?:" + h16 + ":){5}" + ls32,
+      "(?:" + h16 + ")?::(?:" + h16 + ":){4}" + ls32,
+      head(1) + "::(?:" + h16 + ":){3}" + ls32,
+      head(2) + "::(?:" + h16 + ":){2}" + ls32,
+      head(3) + "::" + h16 + ":" + ls32,
+      head(4) + "::" + ls32,
+      head(5) + "::" + h16,
+      head(6) + "::",
+  };
+  std::string out = "(?:";
+  for (size_t i = 0; i < sizeof alternatives / sizeof alternatives[0]; ++i)
+    out += (i ? "|" : "") + alternatives[i];
+  return out + ")";
+}
+
+// A DNS label of 1..max_length letters, digits and hyphens, not starting or
+// ending with a hyphen, and without "--" in positions 3-4 (reserved for
+// IDNA; Punycode labels are not validated, so they are refused).
+std::string label_pattern(int max_length) {
+  const std::string alnum = "[A-Za-z0-9]";
+  const std::string middle = "[A-Za-z0-9-]";
+  std::string out = "(?:" + alnum;
+  if (max_length >= 2) out += "|" + alnum + alnum;
+  if (max_length >= 3) out += "|" + alnum + middle + alnum;
+  if (max_length >= 4) out += "|" + alnum + middle + middle + alnum;
+  if (max_length >= 5) {
+    out += "|" + alnum + middle + "(?:" + alnum + middle + "|-" + alnum + ")" + middle + "{0," +
+           std::to_string(max_length - 5) + "}" + alnum;
+  }
+  return out + ")";
+}
+
+// RFC 1123 host names: labels of at most 63 characters, at most 253 in
+// all. The overall bound is enforced by a family of shapes: k labels each
+// of at most floor(254 / k) - 1 characters always fit.
+std::string hostname_pattern() {
+  std::string out = "(?:";
+  int k = 1;
+  bool first = true;
+  while (k <= 127) {
+    int max_label = std::min(63, 254 / k - 1);
+    int last_k = k;
+    while (last_k + 1 <= 127 && std::min(63, 254 / (last_k + 1) - 1) == max_label) ++last_k;
+    std::string label = label_pattern(max_label);
+    out += (first ? "" : "|") + label + "(?:\\." + label + "){" + std::to_string(k - 1) + "," +
+           std::to_string(last_k - 1) + "}";
+    first = false;
+    k = last_k + 1;
+  }
+  return out + ")";
+}
+
+// RFC 5321 mailbox: dot-atom or quoted local part; host name or address
+// literal domain.
+std::string email_pattern() {
+  std::string atext = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]";
+  std::string dot_atom = atext + "+(?:\\." + atext + "+)*";
+  std::string quoted = "\"(?:[ !#-\\[\\]-~]|\\\\[ -~])*\"";
+  std::string domain =
+      hostname_pattern() + "|\\[" + ipv4_pattern() + "\\]|\\[IPv6:" + ipv6_pattern() + "\\]";
+  return "(?:" + dot_atom + "|" + quoted + ")@(?:" + domain + ")";
+}
+
+// RFC 3986 pieces.
+const char* const kUnreserved = "A-Za-z0-9\\-._~";
+const char* const kSubDelims = "!$&'()*+,;=";
+
+std::string pchar() {
+  return std::string("(?:[") + kUnreserved + kSubDelims + ":@]|%[0-9A-Fa-f]{2})";
+}
+
+std::string authority() {
+  std::string userinfo = std::string("(?:[") + kUnreserved + kSubDelims + ":]|%[0-9A-Fa-f]{2})*";
+  std::string reg_name = std::string("(?:[") + kUnreserved + kSubDelims + "]|%[0-9A-Fa-f]{2})*";
+  std::string ip_future = std::string("v[0-9A-Fa-f]+\\.[") + kUnreserved + kSubDelims + ":]+";
+  std::string host = "(?:\\[(?:" + ipv6_pattern() + "|" + ip_future + ")\\]|" + ipv4_pattern() +
+                     "|" + reg_name + ")";
+  return "(?:" + userinfo + "@)?" + host + "(?::[0-9]*)?";
+}
+
+std::string uri_tail() {
+  std::string query = "(?:" + pchar() + "|[/?])*";
+  return "(?:\\?" + query + ")?(?:#" + query + ")?";
+}
+
+std::string uri_pattern() {
+  std::string segment = pchar() + "*";
+  std::string segment_nz = pchar() + "+";
+  std::string hier = "(?://" + authority() + "(?:/" + segment + ")*|/(?:" + segment_nz + "(?:/" +
+                     segment + ")*)?|" + segment_nz + "(?:/" + segment + ")*|)";
+  return "[A-Za-z][A-Za-z0-9+\\-.]*:" + hier + uri_tail();
+}
+
+std::string relative_ref_pattern() {
+  std::string segment = pchar() + "*";
+  std::string segment_nz = pchar() + "+";
+  std::string segment_nz_nc =
+      std::string("(?:[") + kUnreserved + kSubDelims + "@]|%[0-9A-Fa-f]{2})+";
+  std::string part = "(?://" + authority() + "(?:/" + segment + ")*|/(?:" + segment_nz + "(?:/" +
+                     segment + ")*)?|" + segment_nz_nc + "(?:/" + segment + ")*|)";
+  return part + uri_tail();
+}
+
+// RFC 3339 Appendix A durations.
+std::string duration_pattern() {
+  std::string second = "[0-9]+S";
+  std::string minute = "[0-9]+M(?:" + second + ")?";
+  std::string hour = "[0-9]+H(?:" + minute + ")?";
+  std::string time = "T(?:" + hour + "|" + minute + "|" + second + ")";
+  std::string day = "[0-9]+D";
+  std::string month = "[0-9]+M(?:" + day + ")?";
+  std::string year = "[0-9]+Y(?:" + month + ")?";
+  std::string date = "(?:" + day + "|" + month + "|" + year + ")(?:" + time + ")?";
+  return "P(?:" + date + "|" + time + "|[0-9]+W)";
+}
+
+std::string anchored(const std::string& pattern) {
+  return "^(?:" + pattern + ")$";
+}
+
+}  // namespace
+
+FormatLookup format_pattern(std::string_view format) {
+  FormatLookup result;
+  result.known = true;
+  if (format == "date") {
+    result.pattern = anchored(kDate);
+  } else if (format == "time") {
+    result.pattern = anchored(time_pattern());
+  } else if (format == "date-time") {
+    result.pattern = anchored(std::string("(?:") + kDate + ")[Tt]" + time_pattern());
+  } else if (format == "duration") {
+    result.pattern = anchored(duration_pattern());
+  } else if (format == "uuid") {
+    result.pattern =
+        anchored("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
+  } else if (format == "ipv4") {
+    result.pattern = anchored(ipv4_pattern());
+  } else if (format == "ipv6") {
+    result.pattern = anchored(ipv6_pattern());
+  } else if (format == "hostname") {
+    result.pattern = anchored(hostname_pattern());
+  } else if (format == "email") {
+    result.pattern = anchored(email_pattern());
+  } else if (format == "uri") {
+    result.pattern = anchored(uri_pattern());
+  } else if (format == "uri-reference") {
+    result.pattern = anchored("(?:" + uri_pattern() + ")|(?:" + relative_ref_pattern() + ")");
+  } else if (format == "json-pointer") {
+    result.pattern = anchored("(?:/(?:[^~/]|~[01])*)*");
+  } else if (format == "relative-json-pointer") {
+    result.pattern = anchored("(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^~/]|~[01])*)*)");
+  } else if (format == "idn-email" || format == "idn-hostname" || format == "iri" ||
+             format == "iri-reference" || format == "uri-template" || format == "regex") {
+    result.supported = false;
+  } else {
+    result.known = false;
+  }
+  return result;
+}
+
+}  // namespace grammask::internal

@@ -1,0 +1,20 @@
+// JSON Schema `format` values as anchored ECMA-262 patterns.
+#ifndef GRAMMASK_SRC_JSON_SCHEMA_FORMATS_H_
+#define GRAMMASK_SRC_JSON_SCHEMA_FORMATS_H_
+
+#include <string>
+#include <string_view>
+
+namespace grammask::internal {
+
+struct FormatLookup {
+  bool known = false;     // a format the spec defines
+  bool supported = true;  // known and enforceable (pattern is set)
+  std::string pattern;    // anchored ECMA-262 pattern accepting only valid values
+};
+
+FormatLookup format_pattern(std::string_view format);
+
+}  // namespace grammask::internal
+
+#endif  // GRAMMASK_SRC_JSON_SCHEMA_FORMATS_H_

@@ -1,0 +1,513 @@
+// Decimal arithmetic on digit strings and the digit-by-digit grammars for
+// numeric ranges and divisibility.
+#include "json_schema_numbers.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <vector>
+
+namespace grammask::internal {
+namespace {
+
+std::string strip_leading_zeros(std::string digits) {
+  size_t i = 0;
+  while (i < digits.size() && digits[i] == '0') ++i;
+  return digits.substr(i);
+}
+
+std::string strip_trailing_zeros(std::string digits) {
+  while (!digits.empty() && digits.back() == '0') digits.pop_back();
+  return digits;
+}
+
+Decimal canonical(Decimal value) {
+  value.int_digits = strip_leading_zeros(value.int_digits);
+  value.frac_digits = strip_trailing_zeros(value.frac_digits);
+  if (value.is_zero()) value.negative = false;
+  return value;
+}
+
+// Compares non-negative digit strings without leading zeros.
+int compare_unsigned_int(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
+  return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1);
+}
+
+int compare_magnitude(const Decimal& a, const Decimal& b) {
+  int c = compare_unsigned_int(a.int_digits, b.int_digits);
+  if (c != 0) return c;
+  int f = a.frac_digits.compare(b.frac_digits);
+  return f < 0 ? -1 : (f == 0 ? 0 : 1);
+}
+
+// Adds 1 to a non-negative integer digit string ("" is zero).
+std::string increment(const std::string& digits) {
+  std::string result = digits.empty() ? "0" : digits;
+  int i = static_cast<int>(result.size()) - 1;
+  while (i >= 0 && result[static_cast<size_t>(i)] == '9') result[static_cast<size_t>(i--)] = '0';
+  if (i < 0)
+    result.insert(result.begin(), '1');
+  else
+    ++result[static_cast<size_t>(i)];
+  return strip_leading_zeros(result);
+}
+
+// Subtracts 1 from a positive integer digit string.
+std::string decrement(const std::string& digits) {
+  std::string result = digits;
+  int i = static_cast<int>(result.size()) - 1;
+  while (i >= 0 && result[static_cast<size_t>(i)] == '0') result[static_cast<size_t>(i--)] = '9';
+  if (i >= 0) --result[static_cast<size_t>(i)];
+  return strip_leading_zeros(result);
+}
+
+std::string as_digits(const std::string& int_digits) {
+  return int_digits.empty() ? "0" : int_digits;
+}
+
+std::string literal(const std::string& text) {
+  return "\"" + text + "\"";
+}
+
+std::string digit_class(char first, char last) {
+  if (first == last) return literal(std::string(1, first));
+  if (first == '0' && last == '9') return "[0-9]";
+  return std::string("[") + first + "-" + last + "]";
+}
+
+std::string any_digits(size_t count) {
+  if (count == 0) return "";
+  if (count == 1) return "[0-9]";
+  return "[0-9]{" + std::to_string(count) + "}";
+}
+
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (part.empty()) continue;
+    if (!out.empty()) out += separator;
+    out += part;
+  }
+  return out;
+}
+
+std::string group(const std::vector<std::string>& options) {
+  std::vector<std::string> nonempty;
+  for (const std::string& option : options)
+    if (!option.empty()) nonempty.push_back(option);
+  if (nonempty.size() == 1) return nonempty[0];
+  return "(" + join(nonempty, " | ") + ")";
+}
+
+// Digit strings of equal length n >= 1 in [a, b] (inner positions: leading
+// zeros allowed).
+std::string same_length_range(const std::string& a, const std::string& b) {
+  size_t n = a.size();
+  if (a == b) return literal(a);
+  if (n == 1) return digit_class(a[0], b[0]);
+  if (a[0] == b[0])
+    return literal(std::string(1, a[0])) + " " + same_length_range(a.substr(1), b.substr(1));
+  std::string rest_a = a.substr(1), rest_b = b.substr(1);
+  bool a_rest_zero = rest_a.find_first_not_of('0') == std::string::npos;
+  bool b_rest_nines = rest_b.find_first_not_of('9') == std::string::npos;
+  std::vector<std::string> options;
+  char middle_first = a_rest_zero ? a[0] : static_cast<char>(a[0] + 1);
+  char middle_last = b_rest_nines ? b[0] : static_cast<char>(b[0] - 1);
+  if (!a_rest_zero)
+    options.push_back(literal(std::string(1, a[0])) + " " +
+                      same_length_range(rest_a, std::string(n - 1, '9')));
+  if (middle_first <= middle_last)
+    options.push_back(digit_class(middle_first, middle_last) + " " + any_digits(n - 1));
+  if (!b_rest_nines)
+    options.push_back(literal(std::string(1, b[0])) + " " +
+                      same_length_range(std::string(n - 1, '0'), rest_b));
+  return group(options);
+}
+
+// Canonical non-negative integers in [a, b] (b = nullopt: unbounded);
+// a, b without leading zeros ("" is zero).
+std::string unsigned_range(const std::string& lo, const std::optional<std::string>& hi) {
+  std::string a = as_digits(lo);
+  std::vector<std::string> options;
+  if (!hi) {
+    options.push_back(same_length_range(a, std::string(a.size(), '9')));
+    options.push_back("[1-9] [0-9]{" + std::to_string(a.size()) + ",}");
+    return group(options);
+  }
+  std::string b = as_digits(*hi);
+  if (a.size() == b.size()) return same_length_range(a, b);
+  options.push_back(same_length_range(a, std::string(a.size(), '9')));
+  size_t shortest = a.size() + 1, longest = b.size() - 1;
+  if (shortest <= longest) {
+    if (shortest == longest)
+      options.push_back("[1-9] " + any_digits(shortest - 1));
+    else
+      options.push_back("[1-9] [0-9]{" + std::to_string(shortest - 1) + "," +
+                        std::to_string(longest - 1) + "}");
+  }
+  options.push_back(same_length_range("1" + std::string(b.size() - 1, '0'), b));
+  return group(options);
+}
+
+// A language of fraction digit strings: whether the empty string is in it,
+// and an expression for its non-empty members ("" = none).
+struct FractionLanguage {
+  bool has_empty = false;
+  std::string nonempty;
+  bool is_empty() const { return !has_empty && nonempty.empty(); }
+};
+
+// Digit strings d with lo <(=) 0.d <(=) hi; digits without trailing zeros,
+// "" meaning zero, nullopt meaning unbounded.
+FractionLanguage fraction_range(const std::optional<std::string>& lo, bool lo_strict,
+                                const std::optional<std::string>& hi, bool hi_strict) {
+  bool lo_free = !lo || (lo->empty() && !lo_strict);
+  if (lo_free && !hi) return {true, "[0-9]+"};
+  if (hi && hi->empty()) {
+    if (hi_strict || !lo_free) return {};
+    return {true, "\"0\"+"};
+  }
+  if (lo && lo->empty() && lo_strict && !hi) return {false, "\"0\"* [1-9] [0-9]*"};
+  FractionLanguage result;
+  result.has_empty = lo_free;  // 0.<empty> = 0 <= hi (hi > 0 here)
+  std::vector<std::string> options;
+  int digit = 0;
+  while (digit <= 9) {
+    // What remains to check after choosing this first digit.
+    auto next_state = [&](int c, std::optional<std::string>* next_lo, bool* lo_ok,
+                          std::optional<std::string>* next_hi, bool* hi_ok) {
+      *lo_ok = true, *hi_ok = true;
+      if (!lo_free) {
+        int l0 = lo->empty() ? 0 : (*lo)[0] - '0';
+        if (c > l0)
+          next_lo->reset();
+        else if (c == l0)
+          *next_lo = lo->empty() ? std::string() : lo->substr(1);
+        else
+          *lo_ok = false;
+      } else {
+        next_lo->reset();
+      }
+      if (hi) {
+        int h0 = (*hi)[0] - '0';
+        if (c < h0)
+          next_hi->reset();
+        else if (c == h0)
+          *next_hi = hi->substr(1);
+        else
+          *hi_ok = false;
+      } else {
+        next_hi->reset();
+      }
+    };
+    std::optional<std::string> first_lo, first_hi;
+    bool lo_ok, hi_ok;
+    next_state(digit, &first_lo, &lo_ok, &first_hi, &hi_ok);
+    int last = digit;
+    while (last + 1 <= 9) {
+      std::optional<std::string> l2, h2;
+      bool lo_ok2, hi_ok2;
+      next_state(last + 1, &l2, &lo_ok2, &h2, &hi_ok2);
+      if (l2 != first_lo || h2 != first_hi || lo_ok2 != lo_ok || hi_ok2 != hi_ok) break;
+      ++last;
+    }
+    if (lo_ok && hi_ok) {
+      FractionLanguage rest = fraction_range(first_lo, lo_strict, first_hi, hi_strict);
+      if (!rest.is_empty()) {
+        std::string head =
+            digit_class(static_cast<char>('0' + digit), static_cast<char>('0' + last));
+        if (rest.nonempty.empty())
+          options.push_back(head);
+        else if (rest.has_empty)
+          options.push_back(head + " (" + rest.nonempty + ")?");
+        else
+          options.push_back(head + " " +
+                            (rest.nonempty.find(' ') == std::string::npos
+                                 ? rest.nonempty
+                                 : "(" + rest.nonempty + ")"));
+      }
+    }
+    digit = last + 1;
+  }
+  result.nonempty = join(options, " | ");
+  return result;
+}
+
+// Text `("." digits)?` for a fraction language; nullopt if it is empty.
+std::optional<std::string> fraction_text(const FractionLanguage& language) {
+  if (language.is_empty()) return std::nullopt;
+  if (language.nonempty.empty()) return std::string();
+  std::string dotted = "\".\" (" + language.nonempty + ")";
+  return language.has_empty ? "(" + dotted + ")?" : dotted;
+}
+
+std::string concat(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + " " + b;
+}
+
+// Non-negative decimals m with lo <(=) m <(=) hi (lo >= 0).
+std::optional<std::string> magnitude_range(const Bound& lo, const std::optional<Bound>& hi) {
+  const std::string a_int = lo.value.int_digits;
+  std::vector<std::string> options;
+  auto frac_from = [&](bool from_lo, bool to_hi) {
+    std::optional<std::string> f_lo, f_hi;
+    bool lo_strict = false, hi_strict = false;
+    if (from_lo) f_lo = lo.value.frac_digits, lo_strict = lo.exclusive;
+    if (to_hi) f_hi = hi->value.frac_digits, hi_strict = hi->exclusive;
+    return fraction_text(fraction_range(f_lo, lo_strict, f_hi, hi_strict));
+  };
+  if (!hi) {
+    if (auto frac = frac_from(true, false))
+      options.push_back(concat(literal(as_digits(a_int)), *frac));
+    options.push_back(
+        concat(unsigned_range(increment(a_int), std::nullopt), *fraction_text({true, "[0-9]+"})));
+    return group(options);
+  }
+  const std::string b_int = hi->value.int_digits;
+  int c = compare_unsigned_int(a_int, b_int);
+  if (c > 0) return std::nullopt;
+  if (c == 0) {
+    auto frac = frac_from(true, true);
+    if (!frac) return std::nullopt;
+    return concat(literal(as_digits(a_int)), *frac);
+  }
+  if (auto frac = frac_from(true, false))
+    options.push_back(concat(literal(as_digits(a_int)), *frac));
+  std::string next = increment(a_int);
+  if (compare_unsigned_int(next, b_int) < 0)
+    options.push_back(
+        concat(unsigned_range(next, decrement(b_int)), *fraction_text({true, "[0-9]+"})));
+  if (auto frac = frac_from(false, true))
+    options.push_back(concat(literal(as_digits(b_int)), *frac));
+  if (options.empty()) return std::nullopt;
+  return group(options);
+}
+
+}  // namespace
+
+std::string Decimal::to_string() const {
+  std::string out = negative ? "-" : "";
+  out += as_digits(int_digits);
+  if (!frac_digits.empty()) out += "." + frac_digits;
+  return out;
+}
+
+std::optional<Decimal> parse_decimal(std::string_view text, size_t max_digits) {
+  size_t i = 0;
+  Decimal value;
+  if (i < text.size() && text[i] == '-') value.negative = true, ++i;
+  std::string mantissa_int, mantissa_frac;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') mantissa_int += text[i++];
+  if (mantissa_int.empty()) return std::nullopt;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') mantissa_frac += text[i++];
+    if (mantissa_frac.empty()) return std::nullopt;
+  }
+  long long exponent = 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool exp_negative = false;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) exp_negative = text[i++] == '-';
+    if (i >= text.size()) return std::nullopt;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      exponent = std::min<long long>(exponent * 10 + (text[i++] - '0'), 1000000);
+    }
+    if (exp_negative) exponent = -exponent;
+  }
+  if (i != text.size()) return std::nullopt;
+  std::string digits = mantissa_int + mantissa_frac;
+  long long point = static_cast<long long>(mantissa_int.size()) + exponent;  // position of '.'
+  if (point > static_cast<long long>(max_digits) || -point > static_cast<long long>(max_digits))
+    return std::nullopt;
+  if (point <= 0) {
+    value.frac_digits = std::string(static_cast<size_t>(-point), '0') + digits;
+  } else if (point >= static_cast<long long>(digits.size())) {
+    value.int_digits = digits + std::string(static_cast<size_t>(point) - digits.size(), '0');
+  } else {
+    value.int_digits = digits.substr(0, static_cast<size_t>(point));
+    value.frac_digits = digits.substr(static_cast<size_t>(point));
+  }
+  return canonical(value);
+}
+
+int compare(const Decimal& a, const Decimal& b) {
+  if (a.negative != b.negative) return a.negative ? -1 : 1;
+  int c = compare_magnitude(a, b);
+  return a.negative ? -c : c;
+}
+
+Decimal negate(Decimal value) {
+  if (!value.is_zero()) value.negative = !value.negative;
+  return value;
+}
+
+Decimal floor_decimal(const Decimal& value) {
+  if (value.is_integer()) return value;
+  Decimal result;
+  result.negative = value.negative;
+  result.int_digits = value.negative ? increment(value.int_digits) : value.int_digits;
+  return canonical(result);
+}
+
+Decimal ceil_decimal(const Decimal& value) {
+  if (value.is_integer()) return value;
+  Decimal result;
+  result.negative = value.negative;
+  result.int_digits = value.negative ? value.int_digits : increment(value.int_digits);
+  return canonical(result);
+}
+
+Decimal add_integer(const Decimal& integer, int delta) {
+  // Works on the signed value: v + delta for delta in {-1, +1}.
+  Decimal result = integer;
+  bool up = (delta > 0) != integer.negative;  // magnitude grows?
+  if (integer.is_zero()) {
+    result.int_digits = "1";
+    result.negative = delta < 0;
+    return result;
+  }
+  result.int_digits = up ? increment(integer.int_digits) : decrement(integer.int_digits);
+  return canonical(result);
+}
+
+std::optional<bool> is_multiple_of(const Decimal& value, const Decimal& divisor) {
+  size_t scale = std::max(value.frac_digits.size(), divisor.frac_digits.size());
+  auto scaled = [&](const Decimal& d) {
+    return strip_leading_zeros(d.int_digits + d.frac_digits +
+                               std::string(scale - d.frac_digits.size(), '0'));
+  };
+  std::string v = scaled(value), m = scaled(divisor);
+  if (m.empty()) return std::nullopt;
+  if (m.size() > 17) return std::nullopt;
+  uint64_t modulus = std::stoull(m);
+  uint64_t remainder = 0;
+  for (char c : v) remainder = (remainder * 10 + static_cast<uint64_t>(c - '0')) % modulus;
+  return remainder == 0;
+}
+
+std::optional<std::string> integer_range_gbnf(const std::optional<Decimal>& lo,
+                                              const std::optional<Decimal>& hi) {
+  if (lo && hi && compare(*lo, *hi) > 0) return std::nullopt;
+  std::vector<std::string> options;
+  // Negative part: magnitudes in [max(1, -hi), -lo].
+  if (!lo || lo->negative) {
+    std::string magnitude_lo = "1";
+    if (hi && hi->negative) magnitude_lo = hi->int_digits;
+    std::optional<std::string> magnitude_hi;
+    if (lo) magnitude_hi = lo->int_digits;
+    if (!magnitude_hi || compare_unsigned_int(magnitude_lo, *magnitude_hi) <= 0)
+      options.push_back("\"-\" " + unsigned_range(magnitude_lo, magnitude_hi));
+  }
+  // Non-negative part: [max(0, lo), hi].
+  if (!hi || !hi->negative) {
+    std::string start = (lo && !lo->negative) ? lo->int_digits : std::string();
+    std::optional<std::string> end;
+    if (hi) end = hi->int_digits;
+    options.push_back(unsigned_range(start, end));
+  }
+  if (options.empty()) return std::nullopt;
+  return group(options);
+}
+
+std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
+                                              const std::optional<Bound>& hi) {
+  if (lo && hi) {
+    int c = compare(lo->value, hi->value);
+    if (c > 0 || (c == 0 && (lo->exclusive || hi->exclusive))) return std::nullopt;
+  }
+  std::vector<std::string> options;
+  Decimal zero;
+  // Negative numbers: magnitude in (max(0, -hi), -lo), strictly positive.
+  if (!lo || lo->value.negative) {
+    Bound magnitude_lo{zero, true};
+    if (hi && hi->value.negative) magnitude_lo = Bound{negate(hi->value), hi->exclusive};
+    std::optional<Bound> magnitude_hi;
+    if (lo) magnitude_hi = Bound{negate(lo->value), lo->exclusive};
+    if (auto text = magnitude_range(magnitude_lo, magnitude_hi))
+      options.push_back("\"-\" " + *text);
+  }
+  // Non-negative numbers.
+  bool hi_allows_nonnegative = !hi || !hi->value.negative;
+  if (hi && hi->value.is_zero() && hi->exclusive) hi_allows_nonnegative = false;
+  if (hi_allows_nonnegative) {
+    Bound start{zero, false};
+    if (lo && !lo->value.negative) start = *lo;
+    if (auto text = magnitude_range(start, hi)) options.push_back(*text);
+  }
+  if (options.empty()) return std::nullopt;
+  return group(options);
+}
+
+std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer_only,
+                                            const std::string& prefix, size_t max_states,
+                                            std::string* rules) {
+  // divisor = modulus * 10^-scale; the automaton tracks
+  // (digits read so far, as an integer) mod modulus and how many fraction
+  // digits were read (digits past `scale` must be zeros).
+  size_t scale = divisor.frac_digits.size();
+  std::string modulus_digits = strip_leading_zeros(divisor.int_digits + divisor.frac_digits);
+  if (modulus_digits.empty() || modulus_digits.size() > 9) return std::nullopt;
+  uint64_t modulus = std::stoull(modulus_digits);
+  if (modulus * (scale + 2) > max_states) return std::nullopt;
+  std::vector<uint64_t> power(scale + 1, 1 % modulus);
+  for (size_t k = 1; k <= scale; ++k) power[k] = (power[k - 1] * 10) % modulus;
+  auto int_rule = [&](uint64_t r) { return prefix + "-i" + std::to_string(r); };
+  auto frac_rule = [&](uint64_t r, size_t k) {
+    return prefix + "-f" + std::to_string(r) + "-" + std::to_string(k);
+  };
+  // Once the digits end after k fraction digits, value * 10^scale is
+  // congruent to r * 10^(scale - k).
+  // Fraction states k = 0..last: k digits read, capped at last = max(scale,
+  // 1) (digits past `scale` must be zeros and change nothing).
+  size_t last = std::max<size_t>(scale, 1);
+  auto can_end = [&](uint64_t r, size_t k) {
+    return (r * power[scale - std::min(k, scale)]) % modulus == 0;
+  };
+  // Digit transitions from remainder r, grouping digits with one target.
+  auto transitions = [&](uint64_t r, int last_digit,
+                         const std::function<std::string(uint64_t)>& target) {
+    std::vector<std::string> options;
+    int d = 0;
+    while (d <= last_digit) {
+      uint64_t next = (r * 10 + static_cast<uint64_t>(d)) % modulus;
+      int e = d;
+      while (e + 1 <= last_digit && (r * 10 + static_cast<uint64_t>(e + 1)) % modulus == next) ++e;
+      options.push_back(digit_class(static_cast<char>('0' + d), static_cast<char>('0' + e)) + " " +
+                        target(next));
+      d = e + 1;
+    }
+    return options;
+  };
+  auto write_rule = [&](const std::string& name, std::vector<std::string> options, bool nullable) {
+    std::string body = join(options, " | ");
+    if (nullable) body = "(" + body + ")?";
+    *rules += name + " ::= " + body + "\n";
+  };
+  for (uint64_t r = 0; r < modulus; ++r) {
+    std::vector<std::string> options = transitions(r, 9, int_rule);
+    options.push_back("\".\" " + frac_rule(r, 0));
+    write_rule(int_rule(r), options, can_end(r, 0));
+    for (size_t k = 0; k <= last; ++k) {
+      std::vector<std::string> frac_options;
+      if (k < scale) {
+        frac_options = transitions(r, integer_only ? 0 : 9,
+                                   [&](uint64_t next) { return frac_rule(next, k + 1); });
+      } else {
+        frac_options.push_back("\"0\" " + frac_rule(r, std::min(k + 1, last)));
+      }
+      write_rule(frac_rule(r, k), frac_options, k > 0 && can_end(r, k));
+    }
+  }
+  std::vector<std::string> start;
+  start.push_back("\"0\" (\".\" " + frac_rule(0, 0) + ")?");
+  for (int d = 1; d <= 9; ++d)
+    start.push_back(literal(std::string(1, static_cast<char>('0' + d))) + " " +
+                    int_rule(static_cast<uint64_t>(d) % modulus));
+  return "\"-\"? (" + join(start, " | ") + ")";
+}
+
+}  // namespace grammask::internal

@@ -1,0 +1,66 @@
+// Exact decimal arithmetic and digit grammars for JSON Schema numeric
+// keywords: ranges (minimum, maximum, exclusive*) and multipleOf.
+#ifndef GRAMMASK_SRC_JSON_SCHEMA_NUMBERS_H_
+#define GRAMMASK_SRC_JSON_SCHEMA_NUMBERS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace grammask::internal {
+
+// A finite decimal: (negative ? -1 : 1) * int_digits.frac_digits.
+// Canonical: no leading zeros in int_digits ("" is zero), no trailing zeros
+// in frac_digits, and zero is never negative.
+struct Decimal {
+  bool negative = false;
+  std::string int_digits;
+  std::string frac_digits;
+
+  bool is_zero() const { return int_digits.empty() && frac_digits.empty(); }
+  bool is_integer() const { return frac_digits.empty(); }
+  std::string to_string() const;
+};
+
+// Parses JSON number text ("-12.5e3"). nullopt when malformed or when the
+// exponent would need more than `max_digits` digits.
+std::optional<Decimal> parse_decimal(std::string_view text, size_t max_digits = 400);
+
+int compare(const Decimal& a, const Decimal& b);
+Decimal negate(Decimal value);
+Decimal floor_decimal(const Decimal& value);
+Decimal ceil_decimal(const Decimal& value);
+Decimal add_integer(const Decimal& integer, int delta);  // integer +- 1
+
+// True/false if `value` is an integer multiple of `divisor` (> 0); nullopt
+// when the numbers are too large for the exact check.
+std::optional<bool> is_multiple_of(const Decimal& value, const Decimal& divisor);
+
+// A bound of a range; nullopt in the callers means unbounded.
+struct Bound {
+  Decimal value;
+  bool exclusive = false;
+};
+
+// GBNF for integers in [lo, hi] written canonically ("-12", "0"), both
+// bounds inclusive integers. nullopt when the range is empty.
+std::optional<std::string> integer_range_gbnf(const std::optional<Decimal>& lo,
+                                              const std::optional<Decimal>& hi);
+
+// GBNF for decimals (`-? int ("." digits)?`, no exponent) whose value lies
+// between the bounds. nullopt when the range is empty.
+std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
+                                              const std::optional<Bound>& hi);
+
+// Rules for numbers that are multiples of `divisor` (> 0): `-? int frac?`
+// without exponent; integers only (fraction all zeros) when `integer_only`.
+// Appends rule definitions named `prefix`-... to *rules and returns the
+// start expression; nullopt when the automaton would exceed max_states.
+std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer_only,
+                                            const std::string& prefix, size_t max_states,
+                                            std::string* rules);
+
+}  // namespace grammask::internal
+
+#endif  // GRAMMASK_SRC_JSON_SCHEMA_NUMBERS_H_

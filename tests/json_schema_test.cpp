@@ -1,0 +1,423 @@
+// JSON Schema -> GBNF: emitted text, acceptance through the recognizer, and
+// refusals with keyword + pointer.
+#include "grammask/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "grammask/gbnf.h"
+#include "grammask/recognizer.h"
+#include "json_schema_numbers.h"
+
+namespace grammask {
+namespace {
+
+JsonSchemaOptions compact() {
+  JsonSchemaOptions options;
+  options.whitespace = JsonSchemaOptions::Whitespace::kCompact;
+  return options;
+}
+
+// Converts, parses and builds a recognizer; fails the test on any error.
+class Checker {
+ public:
+  explicit Checker(const std::string& schema, const JsonSchemaOptions& options = compact()) {
+    Result<std::string> text = json_schema_to_gbnf(schema, options, &warnings);
+    if (!text.ok()) {
+      ADD_FAILURE() << "conversion failed: " << text.status().to_string() << "\nschema: " << schema;
+      return;
+    }
+    gbnf = *text;
+    Result<Grammar> grammar = parse_gbnf(gbnf);
+    if (!grammar.ok()) {
+      ADD_FAILURE() << "GBNF does not parse: " << grammar.status().to_string() << "\n" << gbnf;
+      return;
+    }
+    Result<Recognizer> recognizer = Recognizer::create(*grammar, "root");
+    if (!recognizer.ok()) {
+      ADD_FAILURE() << "recognizer: " << recognizer.status().to_string();
+      return;
+    }
+    recognizer_.emplace(std::move(*recognizer));
+  }
+  bool accepts(const std::string& input) {
+    if (!recognizer_) return false;
+    recognizer_->reset();
+    return recognizer_->push_bytes(input) == input.size() && recognizer_->is_accepting();
+  }
+  std::string gbnf;
+  std::vector<std::string> warnings;
+
+ private:
+  std::optional<Recognizer> recognizer_;
+};
+
+void expect_language(const std::string& schema, const std::vector<std::string>& valid,
+                     const std::vector<std::string>& invalid,
+                     const JsonSchemaOptions& options = compact()) {
+  Checker checker(schema, options);
+  for (const std::string& text : valid)
+    EXPECT_TRUE(checker.accepts(text)) << "should accept " << text << "\nschema " << schema << "\n"
+                                       << checker.gbnf;
+  for (const std::string& text : invalid)
+    EXPECT_FALSE(checker.accepts(text)) << "should reject " << text << "\nschema " << schema << "\n"
+                                        << checker.gbnf;
+}
+
+Status refusal(const std::string& schema, const JsonSchemaOptions& options = compact()) {
+  Result<std::string> text = json_schema_to_gbnf(schema, options);
+  if (text.ok()) return Status();
+  return text.status();
+}
+
+TEST(JsonSchemaTest, EmitsRootRuleAndParses) {
+  Result<std::string> text = json_schema_to_gbnf(R"({"type": "string"})", compact());
+  ASSERT_TRUE(text.ok()) << text.status().to_string();
+  EXPECT_EQ(text->rfind("root ::= ", 0), 0u) << *text;
+  Result<Grammar> grammar = json_schema_to_grammar(R"({"type": "integer"})");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  EXPECT_GE(grammar->find_rule("root"), 0);
+}
+
+TEST(JsonSchemaTest, JsonModeAcceptsAnyValue) {
+  for (const char* schema : {"{}", "true"}) {
+    expect_language(schema,
+                    {"1", "-2.5e3", "\"x\"", "null", "true", "[1,[2,{}]]", R"({"a":{"b":[]}})"},
+                    {"", "01", "[1,]", "{\"a\"}", "nul", "\"\\x\""});
+  }
+  Status status = refusal("false");
+  EXPECT_EQ(status.code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(JsonSchemaTest, BadInputNeverCrashes) {
+  EXPECT_EQ(refusal("{").code(), ErrorCode::kSyntax);
+  EXPECT_EQ(refusal("not json").code(), ErrorCode::kSyntax);
+  EXPECT_EQ(refusal("42").code(), ErrorCode::kSyntax);
+  EXPECT_EQ(refusal(R"({"type": 5})").code(), ErrorCode::kSyntax);
+  EXPECT_EQ(refusal(R"({"type": "strin"})").code(), ErrorCode::kSyntax);
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "{\"items\":";
+  deep += "{}";
+  for (int i = 0; i < 100000; ++i) deep += "}";
+  EXPECT_EQ(refusal(deep).code(), ErrorCode::kLimitExceeded);
+  EXPECT_EQ(refusal(R"({"type": "string", "minLength": 100000000})").code(),
+            ErrorCode::kLimitExceeded);
+  EXPECT_EQ(refusal(R"({"type": "string", "pattern": "a{1,99999999}"})").code(),
+            ErrorCode::kLimitExceeded);
+  EXPECT_EQ(refusal(R"({"$ref": "#"})").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(refusal(R"({"$ref": "#/nowhere"})").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(refusal(R"({"$ref": "http://example.com/remote.json"})").code(),
+            ErrorCode::kUnsupported);
+}
+
+TEST(JsonSchemaTest, ErrorsNameKeywordAndPointer) {
+  Status status = refusal(R"({"properties": {"tags": {"type": "array", "uniqueItems": true}}})");
+  EXPECT_EQ(status.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(status.message().find("unsupported keyword \"uniqueItems\" at /properties/tags"),
+            std::string::npos)
+      << status.message();
+  status = refusal(R"({"type": "string", "pattern": "(a)\\1"})");
+  EXPECT_NE(status.message().find("\"pattern\""), std::string::npos) << status.message();
+}
+
+TEST(JsonSchemaTest, LenientModeDropsWithWarnings) {
+  JsonSchemaOptions options = compact();
+  options.lenient = true;
+  Checker checker(R"({"type": "array", "items": {"type": "integer"}, "uniqueItems": true})",
+                  options);
+  ASSERT_EQ(checker.warnings.size(), 1u);
+  EXPECT_NE(checker.warnings[0].find("uniqueItems"), std::string::npos);
+  EXPECT_TRUE(checker.accepts("[1,1]"));  // dropped: accepted
+  EXPECT_FALSE(checker.accepts("[\"a\"]"));
+}
+
+TEST(JsonSchemaTest, Scalars) {
+  expect_language(R"({"type": "null"})", {"null"}, {"nul", "0", "\"null\""});
+  expect_language(R"({"type": "boolean"})", {"true", "false"}, {"1", "null"});
+  expect_language(R"({"type": "integer"})",
+                  {"0", "-7", "123456789012345678901234567890", "1.0", "-3.00"},
+                  {"1.5", "01", "-", "1.", "+1", "1e5x"});
+  expect_language(R"({"type": "number"})", {"0", "-0.5", "1e10", "2.5E-3", "12"},
+                  {".5", "1.", "--1", "0x1"});
+  expect_language(R"({"type": ["string", "null"]})", {"null", "\"a\""}, {"1", "true"});
+}
+
+TEST(JsonSchemaTest, StringsAndEscapes) {
+  expect_language(R"({"type": "string"})",
+                  {R"("")", R"("a b")", R"("\"\\\/\b\f\n\r\t")", R"("\u00e9")", R"("\ud83d\ude00")",
+                   "\"\xC3\xA9\"", "\"\xF0\x9F\x98\x80\""},
+                  {"\"", "\"a", "\"\n\"", R"("\x")", R"("\u12")", R"("\ud83d")", R"("\ude00")"});
+}
+
+TEST(JsonSchemaTest, LengthsCountCodePoints) {
+  expect_language(R"({"type": "string", "minLength": 2, "maxLength": 3})",
+                  {R"("ab")", R"("a\nb")", R"("\u00e9\u00e9")", "\"\xC3\xA9\xC3\xA9\"",
+                   R"("\ud83d\ude00\ud83d\ude00")", R"("abc")"},
+                  {R"("a")", R"("abcd")", R"("\n")", R"("\ud83d\ude00")", "\"\xF0\x9F\x98\x80\""});
+}
+
+TEST(JsonSchemaTest, TypelessSchemaIsUnionOfTypes) {
+  // `minimum` applies to numbers only; strings, objects... stay free.
+  expect_language(R"({"minimum": 5})", {"5", "7.5", "\"abc\"", "null", "[]", "{}"},
+                  {"4", "-1", "4.99"});
+  expect_language(R"({"maxLength": 2})", {"\"ab\"", "12345", "[1,2,3]"}, {"\"abc\""});
+  expect_language(R"({"required": ["a"]})", {"{\"a\":1}", "1", "\"x\""}, {"{}", "{\"b\":1}"});
+}
+
+TEST(JsonSchemaTest, ObjectsInSchemaOrder) {
+  const char* schema = R"({"type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+    "required": ["b"]})";
+  expect_language(schema,
+                  {R"({"b":"x"})", R"({"a":1,"b":"x"})", R"({"a":1,"b":"x","c":true})",
+                   R"({"b":"x","c":false})", R"({"b":"x","zz":[1]})", R"({"zz":1,"b":"x"})"},
+                  {"{}", R"({"a":1})", R"({"a":"1","b":"x"})", R"({"b":"x","a":1})",
+                   R"({"b":"x","c":1})", R"({"b":"x",})", R"({"b":"x","a":"not int"})"});
+}
+
+TEST(JsonSchemaTest, AdditionalPropertiesKeyNeverShadowsDeclared) {
+  // An undeclared key may not spell a declared one: "a" must be an integer.
+  expect_language(
+      R"({"properties": {"a": {"type": "integer"}, "ab": {"type": "string"}}})",
+      {R"({"a":1})", R"({"abc":"x"})", R"({"b":null})", R"({"":1})", R"({"a":1,"x":2})"},
+      {R"({"a":"s"})", R"({"ab":1})", R"({"x":1,"a":"s"})"});
+  expect_language(R"({"properties": {"a": {}}, "additionalProperties": false})",
+                  {R"({"a":[1]})", "{}"}, {R"({"b":1})", R"({"a":1,"b":1})"});
+  expect_language(R"({"additionalProperties": {"type": "number"}})", {R"({"x":1,"y":2.5})"},
+                  {R"({"x":"1"})"});
+}
+
+TEST(JsonSchemaTest, AdditionalPropertiesDefaultOption) {
+  JsonSchemaOptions options = compact();
+  options.additional_properties_default = false;
+  expect_language(R"({"properties": {"a": {"type": "integer"}}})", {R"({"a":1})", "{}"},
+                  {R"({"b":1})"}, options);
+}
+
+TEST(JsonSchemaTest, AnyOrderOption) {
+  JsonSchemaOptions options = compact();
+  options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
+  expect_language(
+      R"({"properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a", "b"],
+                     "additionalProperties": false})",
+      {R"({"a":1,"b":"x"})", R"({"b":"x","a":1})"},
+      {R"({"a":1})", R"({"a":1,"a":2,"b":"x"})", R"({"b":"x","a":1,"b":"y"})"}, options);
+}
+
+TEST(JsonSchemaTest, PropertyCounts) {
+  expect_language(R"({"type": "object", "minProperties": 1, "maxProperties": 2})",
+                  {R"({"a":1})", R"({"a":1,"b":2})"}, {"{}", R"({"a":1,"b":2,"c":3})"});
+  expect_language(R"({"properties": {"a": {}, "b": {}}, "maxProperties": 1})",
+                  {R"({"a":1})", R"({"b":1})", R"({"x":1})", "{}"},
+                  {R"({"a":1,"b":2})", R"({"a":1,"x":1})"});
+}
+
+TEST(JsonSchemaTest, EnumAndConst) {
+  expect_language(R"({"enum": [1, "a", null, [1, 2], {"k": true}]})",
+                  {"1", "1.0", "\"a\"", "null", "[1,2]", "[1.0,2]", R"({"k":true})"},
+                  {"2", "\"b\"", "[2,1]", R"({"k":false})", "true"});
+  expect_language(R"({"const": 0})", {"0", "-0", "0.0"}, {"1", "\"0\"", "false"});
+  expect_language(R"({"const": 2.5})", {"2.5", "2.50"}, {"2.4", "25"});
+  // A constraint next to enum filters it.
+  expect_language(R"({"enum": [1, 2, 3, "x"], "minimum": 2})", {"2", "3", "\"x\""}, {"1"});
+}
+
+TEST(JsonSchemaTest, IntegerRanges) {
+  expect_language(R"({"type": "integer", "minimum": -15, "exclusiveMaximum": 120})",
+                  {"-15", "-9", "-10", "0", "9", "10", "99", "100", "119"},
+                  {"-16", "-100", "120", "1000", "-0.5"});
+  expect_language(R"({"type": "integer", "minimum": 1.5, "maximum": 3.5})", {"2", "3"}, {"1", "4"});
+}
+
+TEST(JsonSchemaTest, IntegerRangesExhaustive) {
+  std::mt19937 random(7);
+  for (int round = 0; round < 40; ++round) {
+    int lo = static_cast<int>(random() % 2400) - 1200;
+    int hi = lo + static_cast<int>(random() % 1500);
+    bool has_lo = random() % 4 != 0, has_hi = random() % 4 != 0;
+    std::string schema = "{\"type\":\"integer\"";
+    if (has_lo) schema += ",\"minimum\":" + std::to_string(lo);
+    if (has_hi) schema += ",\"maximum\":" + std::to_string(hi);
+    schema += "}";
+    Checker checker(schema);
+    for (int v = -1300; v <= 2800; v += 1 + static_cast<int>(random() % 7)) {
+      bool in = (!has_lo || v >= lo) && (!has_hi || v <= hi);
+      ASSERT_EQ(checker.accepts(std::to_string(v)), in) << schema << " value " << v << "\n"
+                                                        << checker.gbnf;
+    }
+  }
+}
+
+TEST(JsonSchemaTest, DecimalRangesMatchComparison) {
+  std::mt19937 random(11);
+  auto random_decimal = [&]() {
+    int whole = static_cast<int>(random() % 30) - 15;
+    int frac = static_cast<int>(random() % 1000);
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%s%d.%03d", whole < 0 ? "-" : "", std::abs(whole), frac);
+    return std::string(buffer);
+  };
+  for (int round = 0; round < 30; ++round) {
+    std::string lo = random_decimal(), hi = random_decimal();
+    if (internal::compare(*internal::parse_decimal(lo), *internal::parse_decimal(hi)) > 0)
+      std::swap(lo, hi);
+    bool lo_exclusive = random() % 2, hi_exclusive = random() % 2;
+    std::string schema = std::string("{\"type\":\"number\",\"") +
+                         (lo_exclusive ? "exclusiveMinimum" : "minimum") + "\":" + lo + ",\"" +
+                         (hi_exclusive ? "exclusiveMaximum" : "maximum") + "\":" + hi + "}";
+    Result<std::string> text = json_schema_to_gbnf(schema, compact());
+    if (!text.ok() && lo == hi) continue;
+    ASSERT_TRUE(text.ok()) << schema << ": " << text.status().to_string();
+    Result<Grammar> grammar = parse_gbnf(*text);
+    ASSERT_TRUE(grammar.ok()) << *text;
+    auto recognizer = Recognizer::create(*grammar);
+    ASSERT_TRUE(recognizer.ok());
+    auto lo_value = *internal::parse_decimal(lo), hi_value = *internal::parse_decimal(hi);
+    for (int k = 0; k < 300; ++k) {
+      std::string candidate = random_decimal();
+      if (k % 3 == 0) candidate = candidate.substr(0, candidate.size() - 1 - random() % 3);
+      if (candidate.back() == '.') candidate.pop_back();
+      if (k % 7 == 0 && candidate.find('.') != std::string::npos) candidate += "0";
+      auto value = *internal::parse_decimal(candidate);
+      int c_lo = internal::compare(value, lo_value), c_hi = internal::compare(value, hi_value);
+      bool in = (lo_exclusive ? c_lo > 0 : c_lo >= 0) && (hi_exclusive ? c_hi < 0 : c_hi <= 0);
+      recognizer->reset();
+      bool accepted =
+          recognizer->push_bytes(candidate) == candidate.size() && recognizer->is_accepting();
+      ASSERT_EQ(accepted, in) << schema << " value " << candidate << "\n" << *text;
+    }
+  }
+}
+
+TEST(JsonSchemaTest, MultipleOf) {
+  expect_language(R"({"type": "integer", "multipleOf": 3})", {"0", "3", "-6", "999", "12.0"},
+                  {"1", "4", "1000", "1.5"});
+  expect_language(R"({"type": "number", "multipleOf": 0.25})", {"0.5", "1.25", "-3", "2.750"},
+                  {"0.3", "1.2", "0.125"});
+}
+
+TEST(JsonSchemaTest, Patterns) {
+  expect_language(R"({"type": "string", "pattern": "^[a-z]+\\d{2,3}$"})",
+                  {R"("ab12")", R"("x123")"},
+                  {R"("ab1")", R"("AB12")", R"("ab1234")", R"("-ab12")"});
+  // Unanchored: contains a match.
+  expect_language(R"({"type": "string", "pattern": "o+b"})", {R"("foobar")", R"("ob")"},
+                  {R"("fbar")", R"("")"});
+  // Escaped characters in the instance still match the pattern.
+  expect_language(R"({"type": "string", "pattern": "^a\"b\\\\c\n$"})", {R"("a\"b\\c\n")"},
+                  {R"("a\"b\\c")"});
+  // Alternation with per-branch anchors.
+  expect_language(R"({"type": "string", "pattern": "^ab|cd$"})", {R"("abx")", R"("xcd")"},
+                  {R"("xab")", R"("cdx")"});
+  // Length bounds implied by the pattern are fine; others are refused.
+  expect_language(R"({"type": "string", "pattern": "^[0-9]{4}$", "maxLength": 4})", {R"("2024")"},
+                  {R"("202")"});
+  EXPECT_EQ(refusal(R"({"type": "string", "pattern": "^[a-z]+$", "maxLength": 4})").code(),
+            ErrorCode::kUnsupported);
+}
+
+TEST(JsonSchemaTest, Formats) {
+  expect_language(R"({"format": "date"})", {R"("2024-02-29")", R"("2023-12-31")", "5"},
+                  {R"("2023-02-29")", R"("2024-13-01")", R"("2024-04-31")", R"("24-01-01")"});
+  expect_language(R"({"type": "string", "format": "uuid"})",
+                  {R"("123e4567-e89b-12d3-a456-426614174000")"},
+                  {R"("123e4567e89b12d3a456426614174000")"});
+  expect_language(R"({"type": "string", "format": "ipv4"})", {R"("192.168.0.1")"},
+                  {R"("256.1.1.1")", R"("01.1.1.1")"});
+  expect_language(R"({"type": "string", "format": "date-time"})",
+                  {R"("2024-01-01T12:00:00Z")", R"("2024-01-01T23:59:60+00:00")"},
+                  {R"("2024-01-01 12:00:00Z")", R"("2024-01-01T12:00:00")"});
+  JsonSchemaOptions annotation = compact();
+  annotation.assert_formats = false;
+  expect_language(R"({"type": "string", "format": "date"})", {R"("nope")"}, {}, annotation);
+  EXPECT_EQ(refusal(R"({"type": "string", "format": "iri"})").code(), ErrorCode::kUnsupported);
+}
+
+TEST(JsonSchemaTest, Arrays) {
+  expect_language(
+      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})",
+      {"[1]", "[1,2,3]"}, {"[]", "[1,2,3,4]", "[\"a\"]", "[1,]"});
+  expect_language(R"({"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false})",
+                  {"[]", "[\"a\"]", "[\"a\",1]"}, {"[1]", "[\"a\",1,2]"});
+  expect_language(
+      R"({"prefixItems": [{"type": "string"}], "items": {"type": "boolean"}, "minItems": 2})",
+      {"[\"a\",true]", "[\"a\",true,false]"}, {"[\"a\"]", "[\"a\",1]"});
+  JsonSchemaOptions draft7 = compact();
+  draft7.default_draft = JsonSchemaOptions::Draft::kDraft7;
+  expect_language(R"({"items": [{"type": "string"}], "additionalItems": {"type": "integer"}})",
+                  {"[\"a\",1,2]"}, {"[\"a\",\"b\"]"}, draft7);
+}
+
+TEST(JsonSchemaTest, ContainsAndUnique) {
+  expect_language(R"({"type": "array", "contains": {"const": 5}})", {"[5]", "[1,5,2]", "[5,5]"},
+                  {"[]", "[1,2]"});
+  expect_language(
+      R"({"type": "array", "contains": {"type": "string"}, "minContains": 2, "maxContains": 2})",
+      {"[\"a\",\"b\"]", "[1,\"a\",2,\"b\"]"}, {"[\"a\"]", "[\"a\",\"b\",\"c\"]"});
+  expect_language(R"({"type": "array", "items": {"enum": ["x", "y"]}, "uniqueItems": true})",
+                  {"[]", "[\"x\"]", "[\"y\",\"x\"]"}, {"[\"x\",\"x\"]", "[\"x\",\"y\",\"x\"]"});
+}
+
+TEST(JsonSchemaTest, Combinators) {
+  expect_language(R"({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]})",
+                  {"1", "\"a\""}, {"\"ab\"", "null"});
+  expect_language(R"({"allOf": [{"minimum": 2}, {"maximum": 4}], "type": "integer"})", {"2", "4"},
+                  {"1", "5"});
+  expect_language(R"({"oneOf": [{"minimum": 5}, {"maximum": 10}], "type": "number"})",
+                  {"4", "11", "10.5"}, {"5", "7", "10"});
+  expect_language(R"({"oneOf": [{"type": "integer"}, {"type": "string"}]})", {"1", "\"s\""},
+                  {"null"});
+  expect_language(R"({"not": {"type": "string"}})", {"1", "null"}, {"\"a\""});
+  expect_language(R"({"type": "string", "not": {"enum": ["a", "b"]}})", {"\"c\"", "\"ab\"", "\"\""},
+                  {"\"a\"", "\"b\""});
+  expect_language(
+      R"({"if": {"minimum": 10}, "then": {"maximum": 20}, "else": {"type": "string"}, "type": ["integer", "string"]})",
+      {"10", "12", "\"x\""}, {"21", "3"});
+  EXPECT_EQ(
+      refusal(
+          R"({"oneOf": [{"type": "string", "pattern": "a"}, {"type": "string", "pattern": "b"}]})")
+          .code(),
+      ErrorCode::kUnsupported);
+}
+
+TEST(JsonSchemaTest, RefsAndRecursion) {
+  const char* tree = R"({"$defs": {"node": {"type": "object", "properties": {
+      "value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+      "required": ["value"], "additionalProperties": false}}, "$ref": "#/$defs/node"})";
+  expect_language(tree, {R"({"value":1})", R"({"value":1,"children":[{"value":2,"children":[]}]})"},
+                  {R"({"value":1,"children":[{}]})", R"({"children":[]})"});
+  JsonSchemaOptions draft7 = compact();
+  draft7.default_draft = JsonSchemaOptions::Draft::kDraft7;
+  expect_language(
+      R"({"definitions": {"a": {"type": "integer"}}, "properties": {"x": {"$ref": "#/definitions/a"}}})",
+      {R"({"x":1})"}, {R"({"x":"1"})"}, draft7);
+  expect_language(
+      R"({"$id": "http://x.test/root.json", "$defs": {"a": {"$anchor": "thing", "type": "boolean"}},
+                     "items": {"$ref": "#thing"}})",
+      {"[true]"}, {"[1]"});
+}
+
+TEST(JsonSchemaTest, UnevaluatedProperties) {
+  expect_language(
+      R"({"allOf": [{"properties": {"a": {}}}], "properties": {"b": {}}, "unevaluatedProperties": false})",
+      {R"({"a":1,"b":2})", "{}"}, {R"({"c":1})"});
+}
+
+TEST(JsonSchemaTest, WhitespaceStyles) {
+  const char* schema =
+      R"({"properties": {"a": {"type": "array", "items": {"type": "integer"}}}, "required": ["a"]})";
+  JsonSchemaOptions flexible;  // default
+  expect_language(
+      schema, {"{\"a\":[1,2]}", "{ \"a\" : [ 1 , 2 ] }", "{\n  \"a\": [\n    1,\n    2\n  ]\n}"},
+      {"{\"a\":[1,2]} x", std::string("{") + std::string(30, ' ') + "\"a\":[]}"}, flexible);
+  JsonSchemaOptions indented;
+  indented.whitespace = JsonSchemaOptions::Whitespace::kIndented;
+  expect_language(schema, {"{\n  \"a\": [\n    1,\n    2\n  ]\n}", "{\n  \"a\": []\n}"},
+                  {"{\"a\":[1,2]}", "{ \"a\": [1, 2] }"}, indented);
+}
+
+}  // namespace
+}  // namespace grammask
