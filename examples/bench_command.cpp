@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -94,6 +95,9 @@ RunResult run_once(const grammask::Vocabulary& vocab, const std::string& gbnf,
     }
   }
   r.ok = true;
+  if (std::getenv("GRAMMASK_BENCH_VERBOSE"))
+    std::cerr << "mask cache: " << matcher.mask_cache_hits() << " hits, "
+              << matcher.mask_cache_misses() << " misses\n";
   return r;
 }
 

@@ -189,6 +189,8 @@ class MatcherState {
 
  private:
   static constexpr size_t kNotTerminated = SIZE_MAX;
+  // Sets with more items than this always go through the engine.
+  static constexpr ptrdiff_t kMaxFastItems = 16;
 
   bool push_all(std::string_view bytes) {
     const size_t base = engine_.size();
@@ -210,11 +212,11 @@ class MatcherState {
   // byte the current set cannot scan is skipped with its whole subtree, and
   // a leaf needs no new set at all (the scan bit already proves the token).
   //
-  // Fast path: while the parse is a single item sitting in states that
-  // neither end the rule nor call another one, the next set would again be
-  // that one item advanced, so the walk follows plain DFA transitions and
-  // builds no Earley sets. It falls back to the engine (replaying the path's
-  // bytes) only where a state needs completion or prediction.
+  // Fast path: while every item of the parse sits in a state that neither
+  // ends its rule nor calls another one, the next set is just those items
+  // advanced, so the walk follows plain DFA transitions on the (few) states
+  // and builds no Earley sets. It falls back to the engine, replaying the
+  // path's bytes, only where some state needs completion or prediction.
   void walk_trie(uint32_t* words) {
     const TokenTrie& trie = data_->vocabulary.trie();
     const ByteGrammar& grammar = *data_->grammar;
@@ -223,13 +225,29 @@ class MatcherState {
     const auto& ids = trie.token_ids();
     const size_t base = engine_.size();
     const size_t max_depth = trie.max_depth() + 1;
-    // Per depth: the DFA state when that depth is on the fast path, else
-    // kNoState (the engine holds that depth). path[d] is the byte at depth d.
-    dfa_at_.assign(max_depth + 1, kNoState);
+    // Per depth d: the DFA states pool_[fast_begin_[d], fast_end_[d]) when d
+    // is on the fast path; an empty range means the engine holds depth d.
+    fast_begin_.assign(max_depth + 1, 0);
+    fast_end_.assign(max_depth + 1, 0);
     path_.assign(max_depth + 1, 0);
+    pool_.clear();
     auto pure = [&](uint32_t state) {
       const AutomatonState& st = states[state];
       return !st.is_final && st.rule_edges_begin == st.rule_edges_end;
+    };
+    // Appends the successors of `from` on `byte` to pool_ (deduplicated);
+    // returns whether all are pure.
+    auto advance = [&](const uint32_t* from_begin, const uint32_t* from_end, uint8_t byte,
+                       size_t out_begin) {
+      bool all_pure = true;
+      for (const uint32_t* s = from_begin; s != from_end; ++s) {
+        const uint32_t next = grammar.next(*s, byte);
+        if (next == kNoState) continue;
+        if (std::find(pool_.begin() + out_begin, pool_.end(), next) != pool_.end()) continue;
+        pool_.push_back(next);
+        all_pure &= pure(next);
+      }
+      return all_pure;
     };
     const uint32_t n = static_cast<uint32_t>(nodes.size());
     for (uint32_t i = 1; i < n;) {
@@ -237,22 +255,25 @@ class MatcherState {
       const size_t depth = node.depth;
       const bool has_children = node.subtree_end != i + 1;
       if (engine_.size() > base + depth - 1) engine_.truncate(base + depth - 1);
-      const uint32_t parent_dfa = dfa_at_[depth - 1];
-      if (parent_dfa != kNoState) {
-        const uint32_t next = grammar.next(parent_dfa, node.byte);
-        if (next == kNoState) {
+      if (fast_end_[depth - 1] > fast_begin_[depth - 1]) {
+        // The parent is on the fast path.
+        pool_.resize(fast_end_[depth - 1]);
+        const size_t out = pool_.size();
+        const bool all_pure = advance(pool_.data() + fast_begin_[depth - 1],
+                                      pool_.data() + fast_end_[depth - 1], node.byte, out);
+        if (pool_.size() == out) {
           i = node.subtree_end;
           continue;
         }
         for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set_bit(words, ids[t]);
+        fast_begin_[depth] = fast_end_[depth] = static_cast<uint32_t>(out);
         if (has_children) {
           path_[depth] = node.byte;
-          if (pure(next)) {
-            dfa_at_[depth] = next;
+          if (all_pure) {
+            fast_end_[depth] = static_cast<uint32_t>(pool_.size());
           } else {
             // Materialize the fast-path bytes in the engine, then this byte.
             for (size_t d = engine_.size() - base + 1; d <= depth; ++d) engine_.push_byte(path_[d]);
-            dfa_at_[depth] = kNoState;
           }
         }
         ++i;
@@ -267,13 +288,18 @@ class MatcherState {
         path_[depth] = node.byte;
         const size_t top = engine_.size();
         const EarleyItem* first = engine_.set_begin(top);
-        uint32_t next = kNoState;
-        if (engine_.set_end(top) - first == 1) next = grammar.next(first->state, node.byte);
-        if (next != kNoState && pure(next)) {
-          dfa_at_[depth] = next;
+        const EarleyItem* last = engine_.set_end(top);
+        pool_.resize(fast_begin_[depth - 1]);
+        const size_t out = pool_.size();
+        fast_begin_[depth] = fast_end_[depth] = static_cast<uint32_t>(out);
+        bool all_pure = last - first <= kMaxFastItems;
+        for (const EarleyItem* it = first; it != last && all_pure; ++it)
+          all_pure &= advance(&it->state, &it->state + 1, node.byte, out);
+        if (all_pure && pool_.size() > out) {
+          fast_end_[depth] = static_cast<uint32_t>(pool_.size());
         } else {
+          pool_.resize(out);
           engine_.push_byte(node.byte);
-          dfa_at_[depth] = kNoState;
         }
       }
       ++i;
@@ -318,8 +344,9 @@ class MatcherState {
   std::vector<size_t> token_ends_;  // engine size after each accepted token
   size_t terminated_at_ = kNotTerminated;
   std::vector<uint32_t> structure_ids_;
-  std::vector<uint32_t> dfa_at_;  // walk scratch
-  std::vector<uint8_t> path_;     // walk scratch
+  // Walk scratch, kept to avoid reallocation.
+  std::vector<uint32_t> fast_begin_, fast_end_, pool_;
+  std::vector<uint8_t> path_;
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> mask_cache_;
   size_t hits_ = 0;
