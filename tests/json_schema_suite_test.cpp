@@ -412,6 +412,10 @@ TEST(JsonSchemaSuiteTest, Ratchet) {
             outcome = accepted == valid
                           ? Outcome::kPass
                           : (accepted ? Outcome::kFalseAccept : Outcome::kFalseReject);
+            const char* verbose = std::getenv("GRAMMASK_SUITE_VERBOSE");
+            if (outcome == Outcome::kFalseReject && verbose && std::string(verbose) == "1")
+              std::printf("FALSE REJECT %s  schema %s  instance %s\n", key.c_str(), schema.c_str(),
+                          instance.c_str());
             if (outcome == Outcome::kFalseAccept)
               false_accepts.push_back(key + "  schema " + schema + "  instance " + instance);
           }
