@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -189,6 +190,7 @@ struct Clause {
   std::string values_pointer;
   // numbers
   bool integer = false;
+  bool non_integer = false;  // from `not: {type: integer}`: a non-zero fraction
   std::optional<Decimal> lo, hi;
   bool lo_exclusive = false, hi_exclusive = false;
   std::string range_pointer;
@@ -224,13 +226,13 @@ struct Clause {
   bool properties_evaluated = false;
 
   bool unconstrained() const {
-    return !has_values && excluded.empty() && !integer && !lo && !hi && multiple_of.empty() &&
-           min_length == 0 && !max_length && patterns.empty() && formats.empty() &&
-           prefix.empty() && items.is_true() && min_items == 0 && !max_items && contains.empty() &&
-           !unique && properties.empty() && required.empty() && additional.is_true() &&
-           pattern_properties.empty() && property_names.is_true() && min_properties == 0 &&
-           !max_properties && evaluated.empty() && !properties_evaluated && evaluated_prefix == 0 &&
-           !items_evaluated;
+    return !has_values && excluded.empty() && !integer && !non_integer && !lo && !hi &&
+           multiple_of.empty() && min_length == 0 && !max_length && patterns.empty() &&
+           formats.empty() && prefix.empty() && items.is_true() && min_items == 0 && !max_items &&
+           contains.empty() && !unique && properties.empty() && required.empty() &&
+           additional.is_true() && pattern_properties.empty() && property_names.is_true() &&
+           min_properties == 0 && !max_properties && evaluated.empty() && !properties_evaluated &&
+           evaluated_prefix == 0 && !items_evaluated;
   }
 };
 using Disj = std::vector<Clause>;
@@ -1253,6 +1255,8 @@ std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause
       break;
     case JType::kNumber: {
       c.integer = a.integer || b.integer;
+      c.non_integer = a.non_integer || b.non_integer;
+      if (c.integer && c.non_integer) return std::nullopt;
       if (b.lo) {
         int cmp = c.lo ? internal::compare(*b.lo, *c.lo) : 1;
         if (cmp > 0 || (cmp == 0 && b.lo_exclusive)) c.lo = b.lo, c.lo_exclusive = b.lo_exclusive;
@@ -1375,6 +1379,18 @@ bool Converter::disjoint(const Disj& a, const Disj& b) {
   return true;
 }
 
+// not (S1 and S2 ...) as a list of alternatives: one per conjunct.
+std::vector<Sub> negate_sub(const Sub& sub) {
+  std::vector<Sub> alternatives;
+  for (const Json* node : sub.nodes) {
+    Sub s;
+    s.negated.push_back(node);
+    alternatives.push_back(s);
+  }
+  for (const Json* node : sub.negated) alternatives.push_back(Sub::of(node));
+  return alternatives;
+}
+
 // The complement of d among all JSON values, when each clause is simple
 // enough to complement exactly.
 std::optional<Disj> Converter::negate(const Disj& d) {
@@ -1411,7 +1427,18 @@ std::optional<Disj> Converter::negate(const Disj& d) {
         add(c);
       }
     } else if (clause.type == JType::kNumber) {
-      if (!clause.multiple_of.empty() || clause.integer) return std::nullopt;
+      if (!clause.multiple_of.empty()) return std::nullopt;
+      // not (integer and range) = non-integer, or outside the range.
+      if (clause.integer) {
+        Clause c = base;
+        c.non_integer = true;
+        add(c);
+      }
+      if (clause.non_integer) {
+        Clause c = base;
+        c.integer = true;
+        add(c);
+      }
       if (clause.lo) {
         Clause c = base;
         c.hi = clause.lo, c.hi_exclusive = !clause.lo_exclusive;
@@ -1436,9 +1463,10 @@ std::optional<Disj> Converter::negate(const Disj& d) {
       }
     } else if (clause.type == JType::kArray) {
       Clause probe = clause;
-      probe.min_items = 0, probe.max_items.reset(), probe.evaluated_prefix = 0,
-      probe.items_evaluated = false;
-      if (!probe.unconstrained()) return std::nullopt;
+      probe.min_items = 0, probe.max_items.reset(), probe.evaluated_prefix = 0;
+      probe.items_evaluated = false, probe.prefix.clear(), probe.items = Sub(),
+      probe.contains.clear();
+      if (!probe.unconstrained() || clause.contains.size() > 1) return std::nullopt;
       if (clause.min_items > 0) {
         Clause c = base;
         c.max_items = clause.min_items - 1;
@@ -1449,49 +1477,62 @@ std::optional<Disj> Converter::negate(const Disj& d) {
         c.min_items = *clause.max_items + 1;
         add(c);
       }
+      // Some prefix item violates its schema.
+      for (size_t i = 0; i < clause.prefix.size(); ++i) {
+        for (const Sub& violated : negate_sub(clause.prefix[i])) {
+          Clause c = base;
+          c.prefix.assign(i, Sub());
+          c.prefix.push_back(violated);
+          c.min_items = i + 1;
+          add(c);
+        }
+      }
+      // Some later item violates `items`.
+      if (!clause.items.is_true()) {
+        if (!clause.prefix.empty()) return std::nullopt;
+        for (const Sub& violated : negate_sub(clause.items)) {
+          Clause c = base;
+          c.contains.push_back(Contains{violated, 1, std::nullopt, ""});
+          add(c);
+        }
+      }
+      // No item matches `contains`.
+      if (!clause.contains.empty()) {
+        const Contains& contains = clause.contains[0];
+        std::vector<Sub> violated = negate_sub(contains.schema);
+        if (contains.min != 1 || contains.max || violated.size() != 1) return std::nullopt;
+        Clause c = base;
+        c.items = violated[0];
+        add(c);
+      }
     } else if (clause.type == JType::kObject) {
       Clause probe = clause;
       probe.min_properties = 0, probe.max_properties.reset(), probe.required.clear();
-      probe.evaluated.clear(), probe.properties_evaluated = false;
-      // Declared properties whose schema accepts everything do not constrain.
-      std::vector<std::pair<std::string, Sub>> constraining;
-      for (auto& entry : probe.properties)
-        if (!entry.second.is_true()) constraining.push_back(entry);
-      probe.properties = constraining;
-      if (!probe.unconstrained()) {
-        // A single property constraint: not {properties: {k: S}} means k is
-        // present and violates S.
-        if (constraining.size() == 1 && clause.required.empty() && clause.min_properties == 0 &&
-            !clause.max_properties) {
-          probe.properties.clear();
-          if (!probe.unconstrained()) return std::nullopt;
-          const auto& [name, sub] = constraining[0];
-          if (sub.nodes.size() != 1 || !sub.negated.empty()) return std::nullopt;
+      probe.evaluated.clear(), probe.properties_evaluated = false, probe.properties.clear();
+      if (!probe.unconstrained()) return std::nullopt;
+      for (const std::string& name : clause.required) {
+        Clause c = base;
+        c.properties.emplace_back(name, Sub::never());
+        add(c);
+      }
+      // A declared property is present and violates its schema.
+      for (const auto& [name, sub] : clause.properties) {
+        for (const Sub& violated : negate_sub(sub)) {
           Clause c = base;
-          Sub violated;
-          violated.negated.push_back(sub.nodes[0]);
           c.properties.emplace_back(name, violated);
           c.required.insert(name);
           add(c);
-        } else {
-          return std::nullopt;
         }
-      } else {
-        for (const std::string& name : clause.required) {
-          Clause c = base;
-          c.properties.emplace_back(name, Sub::never());
-          add(c);
-        }
-        if (clause.min_properties > 0) {
-          Clause c = base;
-          c.max_properties = clause.min_properties - 1;
-          add(c);
-        }
-        if (clause.max_properties) {
-          Clause c = base;
-          c.min_properties = *clause.max_properties + 1;
-          add(c);
-        }
+      }
+      if (clause.min_properties > 0) {
+        Clause c = base;
+        c.max_properties = clause.min_properties - 1;
+        add(c);
+      }
+      if (clause.max_properties) {
+        Clause c = base;
+        c.min_properties = *clause.max_properties + 1;
+        add(c);
       }
     } else {
       return std::nullopt;
@@ -1529,6 +1570,7 @@ bool Converter::clause_accepts(const Clause& c, const Json& value, bool check_va
       auto number = number_of(value);
       if (!number) refuse("enum", c.values_pointer, "number too large to compare");
       if (c.integer && !number->is_integer()) return false;
+      if (c.non_integer && number->is_integer()) return false;
       if (c.lo) {
         int cmp = internal::compare(*number, *c.lo);
         if (cmp < 0 || (cmp == 0 && c.lo_exclusive)) return false;
@@ -1690,6 +1732,14 @@ std::string alternatives(const std::vector<std::string>& options) {
 
 std::string group(const std::string& expr) {
   return "(" + expr + ")";
+}
+
+// A number written in any of its plain spellings: "-1", "-1.0", "2.50"...
+std::string decimal_literal(const Decimal& number) {
+  std::string digits = number.int_digits.empty() ? "0" : number.int_digits;
+  std::string sign = number.is_zero() ? "\"-\"? " : (number.negative ? "\"-\" " : "");
+  if (number.is_integer()) return group(sign + "\"" + digits + "\" (\".\" \"0\"+)?");
+  return group(sign + "\"" + digits + "." + number.frac_digits + "\" \"0\"*");
 }
 
 // Base rules, defined on first use. In the indented layout, generic values
@@ -1873,10 +1923,7 @@ std::string Converter::emit_value(const Json& value, uint32_t depth) {
     case JType::kNumber: {
       auto number = number_of(value);
       if (!number) fail(ErrorCode::kUnsupported, "number constant too large");
-      std::string digits = number->int_digits.empty() ? "0" : number->int_digits;
-      std::string sign = number->is_zero() ? "\"-\"? " : (number->negative ? "\"-\" " : "");
-      if (number->is_integer()) return group(sign + "\"" + digits + "\" (\".\" \"0\"+)?");
-      return group(sign + "\"" + digits + "." + number->frac_digits + "\" \"0\"*");
+      return decimal_literal(*number);
     }
     case JType::kString:
       return internal::gbnf_literal(internal::json_quote(value.get_ref<const std::string&>()));
@@ -1906,7 +1953,32 @@ std::string Converter::emit_value(const Json& value, uint32_t depth) {
   return "";
 }
 
+// value * 10^scale as an integer, when it fits comfortably in 63 bits.
+std::optional<int64_t> scaled_integer(const Decimal& value, size_t scale) {
+  if (value.frac_digits.size() > scale) return std::nullopt;
+  std::string digits =
+      value.int_digits + value.frac_digits + std::string(scale - value.frac_digits.size(), '0');
+  size_t start = digits.find_first_not_of('0');
+  digits = start == std::string::npos ? "0" : digits.substr(start);
+  if (digits.size() > 17) return std::nullopt;
+  int64_t magnitude = std::stoll(digits);
+  return value.negative ? -magnitude : magnitude;
+}
+
+Decimal from_scaled(int64_t value, size_t scale) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  if (digits.size() <= scale) digits = std::string(scale - digits.size() + 1, '0') + digits;
+  std::string text = (value < 0 ? "-" : "") + digits.substr(0, digits.size() - scale);
+  if (scale > 0) text += "." + digits.substr(digits.size() - scale);
+  return *internal::parse_decimal(text);
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
 std::string Converter::emit_number(const Clause& clause, const std::string& hint) {
+  if (clause.integer && clause.non_integer) return "";
   bool bounded = clause.lo || clause.hi;
   // Exclusions (from `not` of a constant) split the range into intervals.
   struct Interval {
@@ -1927,25 +1999,54 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
     bounded = true;
   }
   if (!clause.multiple_of.empty()) {
-    // Keep the strictest divisor when the others divide it.
-    Decimal divisor = clause.multiple_of[0].first;
-    std::string pointer = clause.multiple_of[0].second;
-    for (const auto& [other, where] : clause.multiple_of) {
-      auto a = internal::is_multiple_of(other, divisor),
-           b = internal::is_multiple_of(divisor, other);
-      if (a && *a)
-        divisor = other, pointer = where;
-      else if (!(b && *b))
-        refuse("multipleOf", where, "several divisors that do not divide each other");
+    // Multiples of several divisors are the multiples of their lcm.
+    const std::string& pointer = clause.multiple_of[0].second;
+    size_t scale = 0;
+    for (const auto& [divisor, where] : clause.multiple_of)
+      scale = std::max(scale, divisor.frac_digits.size());
+    int64_t lcm = 1;
+    for (const auto& [divisor, where] : clause.multiple_of) {
+      auto scaled = scaled_integer(divisor, scale);
+      if (!scaled || *scaled > 1000000000000LL) refuse("multipleOf", where, "divisor too large");
+      lcm = lcm / std::gcd(lcm, *scaled) * *scaled;
+      if (lcm > 1000000000000LL)
+        refuse("multipleOf", where, "divisors with too large a common multiple");
     }
-    if (bounded) refuse("multipleOf", pointer, "combined with a numeric range");
+    Decimal divisor = from_scaled(lcm, scale);
+    if (clause.non_integer) refuse("multipleOf", pointer, "combined with `not integer`");
+    if (!clause.excluded.empty()) refuse("multipleOf", pointer, "combined with excluded values");
+    bool lower_zero = clause.lo && clause.lo->is_zero() && !clause.lo_exclusive && !clause.hi;
+    bool upper_zero = clause.hi && clause.hi->is_zero() && !clause.hi_exclusive && !clause.lo;
+    if (bounded && !lower_zero && !upper_zero) {
+      // A finite range: list the multiples when there are few.
+      if (!clause.lo || !clause.hi)
+        refuse("multipleOf", pointer, "combined with a one-sided range");
+      size_t range_scale =
+          std::max({scale, clause.lo->frac_digits.size(), clause.hi->frac_digits.size()});
+      auto d = scaled_integer(divisor, range_scale), lo = scaled_integer(*clause.lo, range_scale),
+           hi = scaled_integer(*clause.hi, range_scale);
+      if (!d || !lo || !hi)
+        refuse("multipleOf", pointer, "numbers too large to list the multiples");
+      int64_t first = -floor_div(-*lo, *d), last = floor_div(*hi, *d);
+      if (clause.lo_exclusive && first * *d == *lo) ++first;
+      if (clause.hi_exclusive && last * *d == *hi) --last;
+      if (last - first > 1000)
+        refuse("multipleOf", pointer, "more than 1000 multiples in the range");
+      std::vector<std::string> options;
+      for (int64_t k = first; k <= last; ++k) {
+        Decimal value = from_scaled(k * *d, range_scale);
+        if (clause.integer && !value.is_integer()) continue;
+        options.push_back(decimal_literal(value));
+      }
+      if (options.empty()) return "";
+      return add_rule(hint + "-num", alternatives(options));
+    }
     bool integer_only = clause.integer && !divisor.is_integer();
     std::string rules;
     std::string name = unique_name(hint + "-mult");
     auto start = internal::multiple_of_gbnf(divisor, integer_only, name, 4096, &rules);
     if (!start)
-      refuse("multipleOf", pointer, "divisor " + divisor.to_string() + " needs too many states",
-             ErrorCode::kUnsupported);
+      refuse("multipleOf", pointer, "divisor " + divisor.to_string() + " needs too many states");
     // Register the generated rules (their names share the unique prefix).
     size_t line_start = 0;
     while (line_start < rules.size()) {
@@ -1956,9 +2057,17 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
       define_rule(line.substr(0, sep), line.substr(sep + 5));
       line_start = end + 1;
     }
-    define_rule(name, *start);
+    std::string unsigned_part = *start;
+    if (lower_zero)
+      define_rule(name, unsigned_part);
+    else if (upper_zero)
+      define_rule(name, "\"-\" " + unsigned_part + " | \"0\" (\".\" \"0\"+)?");
+    else
+      define_rule(name, "\"-\"? " + unsigned_part);
     return name;
   }
+  if (!bounded && clause.non_integer)
+    return add_rule(hint + "-num", "\"-\"? (\"0\" | [1-9] [0-9]*) \".\" [0-9]* [1-9] [0-9]*");
   if (!bounded) return base_rule(clause.integer ? "integer" : "number");
   std::vector<std::string> options;
   for (const Interval& interval : intervals) {
@@ -1977,7 +2086,7 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
       if (auto text = internal::integer_range_gbnf(lo, hi))
         options.push_back(group(*text) + " (\".\" \"0\"+)?");
     } else {
-      if (auto text = internal::decimal_range_gbnf(interval.lo, interval.hi))
+      if (auto text = internal::decimal_range_gbnf(interval.lo, interval.hi, clause.non_integer))
         options.push_back(*text);
     }
   }
@@ -1991,6 +2100,9 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
     internal::FormatLookup lookup = internal::format_pattern(format.text);
     if (!lookup.supported)
       refuse("format", format.pointer, "format \"" + format.text + "\" cannot be enforced exactly");
+    if (!lookup.narrowed.empty())
+      warn("format \"" + format.text + "\" at " + display_pointer(format.pointer) +
+           " accepts only " + lookup.narrowed);
     regexes.push_back({lookup.pattern, format.pointer});
   }
   std::optional<uint64_t> max_length = clause.max_length;

@@ -171,6 +171,23 @@ std::string duration_pattern() {
   return "P(?:" + date + "|" + time + "|[0-9]+W)";
 }
 
+// RFC 6570 URI templates (all levels).
+std::string uri_template_pattern() {
+  std::string pct = "%[0-9A-Fa-f]{2}";
+  std::string ucschar =
+      "\\u00A0-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFEF\\u{10000}-\\u{1FFFD}\\u{20000}-\\u{2FFFD}"
+      "\\u{30000}-\\u{3FFFD}\\u{40000}-\\u{4FFFD}\\u{50000}-\\u{5FFFD}\\u{60000}-\\u{6FFFD}"
+      "\\u{70000}-\\u{7FFFD}\\u{80000}-\\u{8FFFD}\\u{90000}-\\u{9FFFD}\\u{A0000}-\\u{AFFFD}"
+      "\\u{B0000}-\\u{BFFFD}\\u{C0000}-\\u{CFFFD}\\u{D0000}-\\u{DFFFD}\\u{E1000}-\\u{EFFFD}";
+  std::string iprivate = "\\uE000-\\uF8FF\\u{F0000}-\\u{FFFFD}\\u{100000}-\\u{10FFFD}";
+  std::string literal = "(?:[!#$&(-;=?-\\[\\]_a-z~" + ucschar + iprivate + "]|" + pct + ")";
+  std::string varchar = "(?:[A-Za-z0-9_]|" + pct + ")";
+  std::string varname = varchar + "(?:\\.?" + varchar + ")*";
+  std::string varspec = varname + "(?::[1-9][0-9]{0,3}|\\*)?";
+  std::string expression = "\\{[+#./;?&=,!@|]?" + varspec + "(?:," + varspec + ")*\\}";
+  return "(?:" + literal + "|" + expression + ")*";
+}
+
 std::string anchored(const std::string& pattern) {
   return "^(?:" + pattern + ")$";
 }
@@ -207,8 +224,21 @@ FormatLookup format_pattern(std::string_view format) {
     result.pattern = anchored("(?:/(?:[^~/]|~[01])*)*");
   } else if (format == "relative-json-pointer") {
     result.pattern = anchored("(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^~/]|~[01])*)*)");
-  } else if (format == "idn-email" || format == "idn-hostname" || format == "iri" ||
-             format == "iri-reference" || format == "uri-template" || format == "regex") {
+  } else if (format == "uri-template") {
+    result.pattern = anchored(uri_template_pattern());
+  } else if (format == "idn-hostname") {
+    result.pattern = anchored(hostname_pattern());
+    result.narrowed = "ASCII host names";
+  } else if (format == "idn-email") {
+    result.pattern = anchored(email_pattern());
+    result.narrowed = "ASCII addresses";
+  } else if (format == "iri") {
+    result.pattern = anchored(uri_pattern());
+    result.narrowed = "ASCII IRIs (URIs)";
+  } else if (format == "iri-reference") {
+    result.pattern = anchored("(?:" + uri_pattern() + ")|(?:" + relative_ref_pattern() + ")");
+    result.narrowed = "ASCII IRI references (URI references)";
+  } else if (format == "regex") {
     result.supported = false;
   } else {
     result.known = false;

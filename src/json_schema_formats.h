@@ -11,6 +11,10 @@ struct FormatLookup {
   bool known = false;     // a format the spec defines
   bool supported = true;  // known and enforceable (pattern is set)
   std::string pattern;    // anchored ECMA-262 pattern accepting only valid values
+  // Set when `pattern` is an exact subset of the format (e.g. the ASCII
+  // part of idn-hostname): never accepts an invalid value, rejects some
+  // valid ones. The note says which subset.
+  std::string narrowed;
 };
 
 FormatLookup format_pattern(std::string_view format);

@@ -249,21 +249,26 @@ std::string concat(const std::string& a, const std::string& b) {
 }
 
 // Non-negative decimals m with lo <(=) m <(=) hi (lo >= 0).
-std::optional<std::string> magnitude_range(const Bound& lo, const std::optional<Bound>& hi) {
+std::optional<std::string> magnitude_range(const Bound& lo, const std::optional<Bound>& hi,
+                                           bool fraction_required) {
   const std::string a_int = lo.value.int_digits;
+  const std::string any_fraction =
+      *fraction_text(fraction_required ? fraction_range(std::string(), true, std::nullopt, false)
+                                       : FractionLanguage{true, "[0-9]+"});
   std::vector<std::string> options;
   auto frac_from = [&](bool from_lo, bool to_hi) {
     std::optional<std::string> f_lo, f_hi;
     bool lo_strict = false, hi_strict = false;
     if (from_lo) f_lo = lo.value.frac_digits, lo_strict = lo.exclusive;
     if (to_hi) f_hi = hi->value.frac_digits, hi_strict = hi->exclusive;
+    // A non-zero fraction: above .0 (a lower bound with digits already is).
+    if (fraction_required && (!f_lo || f_lo->empty())) f_lo = std::string(), lo_strict = true;
     return fraction_text(fraction_range(f_lo, lo_strict, f_hi, hi_strict));
   };
   if (!hi) {
     if (auto frac = frac_from(true, false))
       options.push_back(concat(literal(as_digits(a_int)), *frac));
-    options.push_back(
-        concat(unsigned_range(increment(a_int), std::nullopt), *fraction_text({true, "[0-9]+"})));
+    options.push_back(concat(unsigned_range(increment(a_int), std::nullopt), any_fraction));
     return group(options);
   }
   const std::string b_int = hi->value.int_digits;
@@ -278,8 +283,7 @@ std::optional<std::string> magnitude_range(const Bound& lo, const std::optional<
     options.push_back(concat(literal(as_digits(a_int)), *frac));
   std::string next = increment(a_int);
   if (compare_unsigned_int(next, b_int) < 0)
-    options.push_back(
-        concat(unsigned_range(next, decrement(b_int)), *fraction_text({true, "[0-9]+"})));
+    options.push_back(concat(unsigned_range(next, decrement(b_int)), any_fraction));
   if (auto frac = frac_from(false, true))
     options.push_back(concat(literal(as_digits(b_int)), *frac));
   if (options.empty()) return std::nullopt;
@@ -414,7 +418,8 @@ std::optional<std::string> integer_range_gbnf(const std::optional<Decimal>& lo,
 }
 
 std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
-                                              const std::optional<Bound>& hi) {
+                                              const std::optional<Bound>& hi,
+                                              bool fraction_required) {
   if (lo && hi) {
     int c = compare(lo->value, hi->value);
     if (c > 0 || (c == 0 && (lo->exclusive || hi->exclusive))) return std::nullopt;
@@ -427,7 +432,7 @@ std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
     if (hi && hi->value.negative) magnitude_lo = Bound{negate(hi->value), hi->exclusive};
     std::optional<Bound> magnitude_hi;
     if (lo) magnitude_hi = Bound{negate(lo->value), lo->exclusive};
-    if (auto text = magnitude_range(magnitude_lo, magnitude_hi))
+    if (auto text = magnitude_range(magnitude_lo, magnitude_hi, fraction_required))
       options.push_back("\"-\" " + *text);
   }
   // Non-negative numbers.
@@ -436,7 +441,7 @@ std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
   if (hi_allows_nonnegative) {
     Bound start{zero, false};
     if (lo && !lo->value.negative) start = *lo;
-    if (auto text = magnitude_range(start, hi)) options.push_back(*text);
+    if (auto text = magnitude_range(start, hi, fraction_required)) options.push_back(*text);
   }
   if (options.empty()) return std::nullopt;
   return group(options);
@@ -507,7 +512,7 @@ std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer
   for (int d = 1; d <= 9; ++d)
     start.push_back(literal(std::string(1, static_cast<char>('0' + d))) + " " +
                     int_rule(static_cast<uint64_t>(d) % modulus));
-  return "\"-\"? (" + join(start, " | ") + ")";
+  return "(" + join(start, " | ") + ")";
 }
 
 }  // namespace grammask::internal

@@ -49,14 +49,17 @@ std::optional<std::string> integer_range_gbnf(const std::optional<Decimal>& lo,
                                               const std::optional<Decimal>& hi);
 
 // GBNF for decimals (`-? int ("." digits)?`, no exponent) whose value lies
-// between the bounds. nullopt when the range is empty.
+// between the bounds; only non-integers (a non-zero fraction digit) when
+// `fraction_required`. nullopt when the range is empty.
 std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
-                                              const std::optional<Bound>& hi);
+                                              const std::optional<Bound>& hi,
+                                              bool fraction_required = false);
 
-// Rules for numbers that are multiples of `divisor` (> 0): `-? int frac?`
-// without exponent; integers only (fraction all zeros) when `integer_only`.
-// Appends rule definitions named `prefix`-... to *rules and returns the
-// start expression; nullopt when the automaton would exceed max_states.
+// Rules for non-negative numbers that are multiples of `divisor` (> 0):
+// `int frac?` without sign or exponent (a multiple's negation is one too);
+// integers only (fraction all zeros) when `integer_only`. Appends rule
+// definitions named `prefix`-... to *rules and returns the start
+// expression; nullopt when the automaton would exceed max_states.
 std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer_only,
                                             const std::string& prefix, size_t max_states,
                                             std::string* rules);

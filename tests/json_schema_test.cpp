@@ -333,7 +333,12 @@ TEST(JsonSchemaTest, Formats) {
   JsonSchemaOptions annotation = compact();
   annotation.assert_formats = false;
   expect_language(R"({"type": "string", "format": "date"})", {R"("nope")"}, {}, annotation);
-  EXPECT_EQ(refusal(R"({"type": "string", "format": "iri"})").code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(refusal(R"({"type": "string", "format": "regex"})").code(), ErrorCode::kUnsupported);
+  // Narrowed formats warn.
+  Checker iri(R"({"type": "string", "format": "iri"})");
+  EXPECT_EQ(iri.warnings.size(), 1u);
+  EXPECT_TRUE(iri.accepts(R"("http://example.com/a?b#c")"));
+  EXPECT_FALSE(iri.accepts(R"("not an iri")"));
 }
 
 TEST(JsonSchemaTest, Arrays) {
@@ -376,6 +381,16 @@ TEST(JsonSchemaTest, Combinators) {
   expect_language(
       R"({"if": {"minimum": 10}, "then": {"maximum": 20}, "else": {"type": "string"}, "type": ["integer", "string"]})",
       {"10", "12", "\"x\""}, {"21", "3"});
+  expect_language(R"({"not": {"type": "integer"}})", {"1.5", "\"a\"", "-0.01"}, {"1", "-3", "2.0"});
+  expect_language(R"({"oneOf": [{"required": ["a"]}, {"required": ["b"]}], "type": "object"})",
+                  {R"({"a":1})", R"({"b":1})"}, {R"({"a":1,"b":2})", "{}"});
+  expect_language(R"({"not": {"items": {"type": "integer"}}, "type": "array"})", {"[1,\"x\"]"},
+                  {"[]", "[1,2]"});
+  expect_language(R"({"type": "integer", "multipleOf": 4, "minimum": 0})", {"0", "8"}, {"-4", "2"});
+  expect_language(
+      R"({"type": "integer", "allOf": [{"multipleOf": 2}, {"multipleOf": 3}], "minimum": -7,
+                     "maximum": 13})",
+      {"-6", "0", "6", "12"}, {"-12", "3", "18", "4"});
   EXPECT_EQ(
       refusal(
           R"({"oneOf": [{"type": "string", "pattern": "a"}, {"type": "string", "pattern": "b"}]})")
