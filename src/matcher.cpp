@@ -1,7 +1,10 @@
 #include "grammask/matcher.h"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 
@@ -435,23 +438,91 @@ size_t Matcher::mask_cache_misses() const noexcept {
   return state_->misses();
 }
 
+struct ThreadPool::Impl {
+  std::mutex batch_mutex;  // one batch at a time
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  std::vector<std::thread> workers;
+  const std::function<void(size_t)>* task = nullptr;
+  size_t n = 0;
+  std::atomic<size_t> next{0};
+  size_t generation = 0;
+  size_t busy = 0;
+  bool stopping = false;
+
+  void run_items() {
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) (*task)(i);
+  }
+
+  void worker_loop() {
+    size_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      wake.wait(lock, [&] { return stopping || generation != seen; });
+      if (stopping) return;
+      seen = generation;
+      ++busy;
+      lock.unlock();
+      run_items();
+      lock.lock();
+      if (--busy == 0) done.notify_all();
+    }
+  }
+};
+
+ThreadPool::ThreadPool(size_t threads) : impl_(std::make_unique<Impl>()) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t t = 1; t < threads; ++t)
+    impl_->workers.emplace_back([this] { impl_->worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_all();
+  for (std::thread& t : impl_->workers) t.join();
+}
+
+size_t ThreadPool::size() const noexcept {
+  return impl_->workers.size() + 1;
+}
+
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task) {
+  std::lock_guard<std::mutex> batch(impl_->batch_mutex);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->task = &task;
+    impl_->n = n;
+    impl_->next.store(0);
+    ++impl_->generation;
+  }
+  impl_->wake.notify_all();
+  impl_->run_items();
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  // Every item is claimed; wait for the workers still finishing theirs.
+  impl_->done.wait(lock, [&] { return impl_->busy == 0; });
+  impl_->task = nullptr;
+}
+
+Status fill_masks(Matcher* const* matchers, size_t n_matchers, uint32_t* words, size_t row_words,
+                  ThreadPool& pool) {
+  std::vector<Status> results(n_matchers);
+  pool.parallel_for(n_matchers, [&](size_t i) {
+    results[i] = matchers[i]->fill_mask(words + i * row_words, row_words);
+  });
+  for (const Status& s : results)
+    if (!s.ok()) return s;
+  return Status();
+}
+
 Status fill_masks(Matcher* const* matchers, size_t n_matchers, uint32_t* words, size_t row_words,
                   size_t threads) {
   if (n_matchers == 0) return Status();
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, n_matchers);
-  std::vector<Status> results(n_matchers);
-  auto work = [&](size_t first) {
-    for (size_t i = first; i < n_matchers; i += threads)
-      results[i] = matchers[i]->fill_mask(words + i * row_words, row_words);
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (std::thread& t : pool) t.join();
-  for (const Status& s : results)
-    if (!s.ok()) return s;
-  return Status();
+  ThreadPool pool(std::min(threads, n_matchers));
+  return fill_masks(matchers, n_matchers, words, row_words, pool);
 }
 
 }  // namespace grammask

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -204,6 +205,17 @@ TEST(Matcher, BatchFillEqualsSingle) {
     std::vector<uint32_t> single(row);
     ASSERT_TRUE(copy.fill_mask(single.data(), row).ok());
     EXPECT_TRUE(std::equal(single.begin(), single.end(), batch.begin() + i * row)) << i;
+  }
+}
+
+TEST(Matcher, ThreadPoolRunsEveryItemOnceAcrossBatches) {
+  ThreadPool pool(3);
+  EXPECT_EQ(pool.size(), 3u);
+  for (size_t n : {0u, 1u, 7u, 1000u}) {
+    std::vector<std::atomic<int>> counts(n);
+    for (int batch = 0; batch < 20; ++batch)
+      pool.parallel_for(n, [&](size_t i) { counts[i].fetch_add(1); });
+    for (auto& c : counts) EXPECT_EQ(c.load(), 20);
   }
 }
 
