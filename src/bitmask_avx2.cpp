@@ -70,35 +70,73 @@ void avx2_apply_u16(uint16_t* logits, size_t n, const uint32_t* words,
   }
 }
 
+// Eight candidates are 24 ints in three registers A, B, C: candidate k has
+// its id at int 3k and its logit at int 3k + 1. Ids are pulled out with
+// permutes (no gather); only the mask words need a gather.
 size_t avx2_apply_candidates(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
                              size_t n_tokens) noexcept {
-  static_assert(sizeof(TokenCandidate) == 12, "ids are gathered with a stride of 3 ints");
+  static_assert(sizeof(TokenCandidate) == 12, "a candidate is three 32-bit fields");
   size_t allowed_count = 0;
   size_t i = 0;
   // Signed 32-bit compares below need the width to fit in an int32.
   if (n_tokens <= static_cast<size_t>(INT32_MAX)) {
-    const __m256i id_offsets = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+    // Ids: k = 0-2 in A lanes 0,3,6; k = 3-5 in B lanes 1,4,7; k = 6-7 in C lanes 2,5.
+    const __m256i ids_from_a = _mm256_setr_epi32(0, 3, 6, 0, 0, 0, 0, 0);
+    const __m256i ids_from_b = _mm256_setr_epi32(0, 0, 0, 1, 4, 7, 0, 0);
+    const __m256i ids_from_c = _mm256_setr_epi32(0, 0, 0, 0, 0, 0, 2, 5);
+    // Logits: k = 0-2 in A lanes 1,4,7; k = 3-4 in B lanes 2,5; k = 5-7 in C lanes 0,3,6.
+    const __m256i to_a = _mm256_setr_epi32(0, 0, 0, 0, 1, 0, 0, 2);
+    const __m256i to_b = _mm256_setr_epi32(0, 0, 3, 0, 0, 4, 0, 0);
+    const __m256i to_c = _mm256_setr_epi32(5, 0, 0, 6, 0, 0, 7, 0);
+    const __m256i logit_lanes_a = _mm256_setr_epi32(0, -1, 0, 0, -1, 0, 0, -1);
+    const __m256i logit_lanes_b = _mm256_setr_epi32(0, 0, -1, 0, 0, -1, 0, 0);
+    const __m256i logit_lanes_c = _mm256_setr_epi32(-1, 0, 0, -1, 0, 0, -1, 0);
+    const __m256 blocked_value = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
     const __m256i width = _mm256_set1_epi32(static_cast<int>(n_tokens));
     const __m256i minus_one = _mm256_set1_epi32(-1);
     const __m256i low_five = _mm256_set1_epi32(31);
     const __m256i one = _mm256_set1_epi32(1);
+    const __m256i lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     for (; i + 8 <= n_candidates; i += 8) {
-      const int* base = reinterpret_cast<const int*>(candidates + i);
-      const __m256i ids = _mm256_i32gather_epi32(base, id_offsets, 4);
-      const __m256i in_range =
-          _mm256_and_si256(_mm256_cmpgt_epi32(ids, minus_one), _mm256_cmpgt_epi32(width, ids));
-      const __m256i mask_words =
-          _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(words),
-                                      _mm256_srli_epi32(ids, 5), in_range, 4);
-      const __m256i bit =
-          _mm256_and_si256(_mm256_srlv_epi32(mask_words, _mm256_and_si256(ids, low_five)), one);
-      const __m256i allowed = _mm256_and_si256(in_range, _mm256_cmpeq_epi32(bit, one));
-      const unsigned allowed_lanes =
-          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(allowed)));
-      allowed_count += static_cast<size_t>(__builtin_popcount(allowed_lanes));
-      for (unsigned blocked = ~allowed_lanes & 0xFFu; blocked != 0; blocked &= blocked - 1) {
-        candidates[i + lowest_set_bit(blocked)].logit = -std::numeric_limits<float>::infinity();
+      float* base = reinterpret_cast<float*>(candidates + i);
+      const __m256 a = _mm256_loadu_ps(base);
+      const __m256 b = _mm256_loadu_ps(base + 8);
+      const __m256 c = _mm256_loadu_ps(base + 16);
+      const __m256i ids = _mm256_blend_epi32(
+          _mm256_blend_epi32(_mm256_permutevar8x32_epi32(_mm256_castps_si256(a), ids_from_a),
+                             _mm256_permutevar8x32_epi32(_mm256_castps_si256(b), ids_from_b), 0x38),
+          _mm256_permutevar8x32_epi32(_mm256_castps_si256(c), ids_from_c), 0xC0);
+      __m256i allowed;
+      const int32_t first = candidates[i].id;
+      if (first >= 0 && static_cast<size_t>(first) + 8 <= n_tokens &&
+          _mm256_movemask_epi8(_mm256_cmpeq_epi32(
+              ids, _mm256_add_epi32(_mm256_set1_epi32(first), lane_index))) == -1) {
+        // Consecutive ids (an array still in vocabulary order, the usual
+        // case): their bits sit side by side in at most two mask words.
+        const uint64_t pair = words[first >> 5] | uint64_t{words[(first + 7) >> 5]} << 32;
+        const int bits = static_cast<int>((pair >> (first & 31)) & 0xFF);
+        allowed = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(bits), lane_bit), lane_bit);
+      } else {
+        const __m256i in_range =
+            _mm256_and_si256(_mm256_cmpgt_epi32(ids, minus_one), _mm256_cmpgt_epi32(width, ids));
+        const __m256i mask_words =
+            _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int*>(words),
+                                        _mm256_srli_epi32(ids, 5), in_range, 4);
+        const __m256i bit =
+            _mm256_and_si256(_mm256_srlv_epi32(mask_words, _mm256_and_si256(ids, low_five)), one);
+        allowed = _mm256_and_si256(in_range, _mm256_cmpeq_epi32(bit, one));
       }
+      allowed_count += static_cast<size_t>(__builtin_popcount(
+          static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(allowed)))));
+      const __m256i blocked = _mm256_xor_si256(allowed, minus_one);
+      const auto place = [&](__m256i to, __m256i lanes) {
+        return _mm256_castsi256_ps(
+            _mm256_and_si256(_mm256_permutevar8x32_epi32(blocked, to), lanes));
+      };
+      _mm256_storeu_ps(base, _mm256_blendv_ps(a, blocked_value, place(to_a, logit_lanes_a)));
+      _mm256_storeu_ps(base + 8, _mm256_blendv_ps(b, blocked_value, place(to_b, logit_lanes_b)));
+      _mm256_storeu_ps(base + 16, _mm256_blendv_ps(c, blocked_value, place(to_c, logit_lanes_c)));
     }
   }
   return allowed_count +

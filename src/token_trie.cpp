@@ -1,6 +1,8 @@
 #include "token_trie.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <string>
 
 namespace grammask {
@@ -29,10 +31,24 @@ struct SortKey {
   }
 };
 
-uint64_t pack_big_endian(std::string_view bytes, size_t from) {
+// Up to 8 bytes from p (length of them count) as a big-endian integer,
+// zero-padded. Reads a whole word when the buffer allows it.
+uint64_t pack_big_endian(const char* p, size_t length, const char* readable_end) {
+  if (length > 8) length = 8;
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (readable_end - p >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    word = __builtin_bswap64(word);
+    return length == 0 ? 0 : word & (~uint64_t{0} << (8 * (8 - length)));
+  }
+#else
+  (void)readable_end;
+#endif
   uint64_t value = 0;
-  for (size_t i = from; i < from + 8 && i < bytes.size(); ++i) {
-    value |= uint64_t{static_cast<uint8_t>(bytes[i])} << (56 - 8 * (i - from));
+  for (size_t i = 0; i < length; ++i) {
+    value |= uint64_t{static_cast<uint8_t>(p[i])} << (56 - 8 * i);
   }
   return value;
 }
@@ -56,6 +72,57 @@ size_t common_prefix(const SortKey& a, const SortKey& b) {
     return 8 + leading_zero_bits(difference) / 8;
   }
   return SortKey::kPrefixBytes;
+}
+
+// Sorts [begin, end), whose keys share their first `depth` bytes: while the
+// range is large, partitions it in place on byte `depth` (American flag
+// sort) and recurses; small ranges and ties past the prefix go to `less`.
+template <typename Less>
+void refine(SortKey* begin, SortKey* end, size_t depth, const Less& less) {
+  constexpr ptrdiff_t kSmallRange = 48;
+  if (end - begin <= kSmallRange || depth >= SortKey::kPrefixBytes) {
+    std::sort(begin, end, less);
+    return;
+  }
+  // Bin 0: tokens no longer than `depth` (they spell the shared prefix);
+  // bins 1-256: the byte at `depth`.
+  constexpr size_t kBins = 257;
+  const auto bin_of = [depth](const SortKey& key) -> size_t {
+    return key.length <= depth ? 0 : 1 + size_t{key.byte(depth)};
+  };
+  size_t count[kBins] = {};
+  for (const SortKey* key = begin; key != end; ++key) ++count[bin_of(*key)];
+  SortKey* head[kBins];
+  SortKey* tail[kBins];
+  SortKey* at = begin;
+  for (size_t b = 0; b < kBins; ++b) {
+    head[b] = at;
+    at += count[b];
+    tail[b] = at;
+  }
+  for (size_t b = 0; b < kBins; ++b) {
+    while (head[b] != tail[b]) {
+      SortKey moving = *head[b];
+      for (size_t target = bin_of(moving); target != b; target = bin_of(moving)) {
+        std::swap(moving, *head[target]++);
+      }
+      *head[b]++ = moving;
+    }
+  }
+  SortKey* bin_begin = begin;
+  for (size_t b = 0; b < kBins; ++b) {
+    SortKey* const bin_end = bin_begin + count[b];
+    if (count[b] > 1) {
+      // Bin 0 holds equal tokens (the permutation lost their id order) or,
+      // at depth 2, "X" and "X\0": `less` settles both.
+      if (b == 0) {
+        std::sort(bin_begin, bin_end, less);
+      } else {
+        refine(bin_begin, bin_end, depth + 1, less);
+      }
+    }
+    bin_begin = bin_end;
+  }
 }
 
 }  // namespace
@@ -86,13 +153,20 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
   std::vector<uint32_t> bucket_start(kBuckets + 1, 0);
   for (uint32_t id : ids) ++bucket_start[bucket_of(id) + 1];
   for (size_t b = 0; b < kBuckets; ++b) bucket_start[b + 1] += bucket_start[b];
+  // Whole-word reads may run past a token, but not past the last one.
+  uint32_t readable = 0;
+  for (uint32_t id : ids) readable = std::max(readable, offsets[id + 1]);
+  const char* const readable_end = bytes + readable;
   std::vector<SortKey> keys(ids.size());
   {
     std::vector<uint32_t> next(bucket_start.begin(), bucket_start.end() - 1);
     for (uint32_t id : ids) {
-      const std::string_view b = token(id);
-      keys[next[bucket_of(id)]++] = SortKey{pack_big_endian(b, 0), pack_big_endian(b, 8), id,
-                                            static_cast<uint32_t>(b.size())};
+      const char* start = bytes + offsets[id];
+      const size_t length = offsets[id + 1] - offsets[id];
+      keys[next[bucket_of(id)]++] =
+          SortKey{pack_big_endian(start, length, readable_end),
+                  length > 8 ? pack_big_endian(start + 8, length - 8, readable_end) : 0, id,
+                  static_cast<uint32_t>(length)};
     }
   }
   ids = {};
@@ -109,7 +183,7 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
   };
   for (size_t b = 0; b < kBuckets; ++b) {
     if (bucket_start[b + 1] - bucket_start[b] > 1) {
-      std::sort(keys.begin() + bucket_start[b], keys.begin() + bucket_start[b + 1], less);
+      refine(keys.data() + bucket_start[b], keys.data() + bucket_start[b + 1], 2, less);
     }
   }
 

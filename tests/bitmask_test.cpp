@@ -268,6 +268,34 @@ TEST_P(EveryIsa, CandidatesMatchScalar) {
   }
 }
 
+// Arrays in vocabulary order take a gather-free path in the SIMD kernels:
+// cover runs starting anywhere in a word, runs crossing the mask's end, and
+// runs broken by a stray id.
+TEST_P(EveryIsa, CandidatesInVocabularyOrderMatchScalar) {
+  std::mt19937 rng(8);
+  for (size_t n : kLengths) {
+    const std::vector<uint32_t> words = random_mask(n, Density::kRandom, rng);
+    for (int32_t start : {0, 1, 5, 17, 31, 33}) {
+      for (size_t count : {size_t{0}, size_t{9}, size_t{16}, size_t{40}, n + 20}) {
+        std::vector<TokenCandidate> original(count);
+        for (size_t i = 0; i < count; ++i) {
+          original[i] = {start + static_cast<int32_t>(i), static_cast<float>(i), 0.5f};
+        }
+        if (count > 20) original[count / 2].id = static_cast<int32_t>(rng() % (n + 1));
+        std::vector<TokenCandidate> expected = original, actual = original;
+        const size_t expected_allowed =
+            apply_mask(Isa::kScalar, expected.data(), expected.size(), words.data(), n);
+        const size_t actual_allowed =
+            apply_mask(GetParam(), actual.data(), actual.size(), words.data(), n);
+        ASSERT_EQ(expected_allowed, actual_allowed) << "n=" << n << " start=" << start;
+        ASSERT_TRUE(
+            same_bits(expected.data(), actual.data(), expected.size() * sizeof(TokenCandidate)))
+            << "n=" << n << " start=" << start << " count=" << count;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, EveryIsa, ::testing::ValuesIn(kAllIsas),
                          [](const ::testing::TestParamInfo<Isa>& info) {
                            return std::string(to_string(info.param));
