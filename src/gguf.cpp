@@ -243,6 +243,12 @@ class GgufParser {
       if (!reader_.read_scalar(type)) return truncated("the type of " + key);
       if (Status status = read_entry(key, type, metadata); !status.ok()) return status;
     }
+    // Tensor infos follow (not read). Each takes at least 24 bytes: a name
+    // length, a dimension count, a type and an offset.
+    if (tensor_count > reader_.remaining() / 24) {
+      return Status(ErrorCode::kSyntax,
+                    "tensor count " + std::to_string(tensor_count) + " does not fit in the file");
+    }
     return Status();
   }
 

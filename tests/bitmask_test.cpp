@@ -72,7 +72,7 @@ std::vector<uint16_t> random_halves(size_t n, std::mt19937& rng) {
 }
 
 bool same_bits(const void* a, const void* b, size_t bytes) {
-  return std::memcmp(a, b, bytes) == 0;
+  return bytes == 0 || std::memcmp(a, b, bytes) == 0;  // empty vectors may have null data
 }
 
 // --- word helpers ---------------------------------------------------------------

@@ -133,7 +133,7 @@ Result<Vocabulary> load_gguf_bytes(const std::string& bytes) {
 // loader must skip (a float, a string array, a nested array, a bool).
 std::string small_llama_gguf() {
   GgufWriter w;
-  w.counts(2, 9);
+  w.counts(0, 9);
   w.string_value("general.architecture", "llama");
   w.key("general.some_float", 6).u32(0x3F800000);
   w.key("general.flag", 7).raw(std::string(1, '\1'));
@@ -418,6 +418,10 @@ TEST(Gguf, HostileHeadersAreErrors) {
   EXPECT_EQ(code_of(GgufWriter(0x03000000).counts(0, 0).bytes()), ErrorCode::kUnsupported);
   // Claims more entries than the file could hold.
   EXPECT_EQ(code_of(GgufWriter().counts(0, uint64_t{1} << 60).bytes()), ErrorCode::kSyntax);
+  // Claims more tensors than could follow the metadata.
+  std::string many_tensors = small_llama_gguf();
+  many_tensors[8] = '\x7F';
+  EXPECT_EQ(code_of(many_tensors), ErrorCode::kSyntax);
   // No tokenizer at all.
   EXPECT_EQ(code_of(GgufWriter().counts(0, 0).bytes()), ErrorCode::kSyntax);
   EXPECT_EQ(Vocabulary::from_gguf_file(temp_path("does-not-exist.gguf")).status().code(),
