@@ -103,6 +103,8 @@ struct TokenCandidate {
 // -infinity. Length and order are kept (llama.cpp's grammar sampler does the
 // same); note that an array sorted by logit may then no longer be sorted.
 // Returns the number of allowed candidates. `words` holds mask_words(n_tokens).
+// Cost: one pass; runs of consecutive ids (an array still in vocabulary
+// order) skip the per-id mask lookup on AVX2/AVX-512.
 size_t apply_mask(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
                   size_t n_tokens) noexcept;
 // Compacting alternative: removes disallowed candidates, keeping the others
