@@ -190,7 +190,8 @@ struct Clause {
   std::string values_pointer;
   // numbers
   bool integer = false;
-  bool non_integer = false;  // from `not: {type: integer}`: a non-zero fraction
+  bool non_integer = false;     // from `not: {type: integer}`: a non-zero fraction
+  bool strict_integer = false;  // draft-04: integers written without a fraction
   std::optional<Decimal> lo, hi;
   bool lo_exclusive = false, hi_exclusive = false;
   std::string range_pointer;
@@ -226,8 +227,8 @@ struct Clause {
   bool properties_evaluated = false;
 
   bool unconstrained() const {
-    return !has_values && excluded.empty() && !integer && !non_integer && !lo && !hi &&
-           multiple_of.empty() && min_length == 0 && !max_length && patterns.empty() &&
+    return !has_values && excluded.empty() && !integer && !non_integer && !strict_integer && !lo &&
+           !hi && multiple_of.empty() && min_length == 0 && !max_length && patterns.empty() &&
            formats.empty() && prefix.empty() && items.is_true() && min_items == 0 && !max_items &&
            contains.empty() && !unique && properties.empty() && required.empty() &&
            additional.is_true() && pattern_properties.empty() && property_names.is_true() &&
@@ -443,9 +444,15 @@ const std::set<std::string>& schema_keywords() {
   return names;
 }
 
+// draft-07 and older: $ref replaces its siblings, "#name" ids are anchors.
+bool legacy(Draft draft) {
+  return draft == Draft::kDraft7 || draft == Draft::kDraft4;
+}
+
 Draft draft_from_uri(const std::string& uri, Draft fallback) {
-  if (uri.find("draft-07") != std::string::npos || uri.find("draft-06") != std::string::npos ||
-      uri.find("draft-04") != std::string::npos)
+  if (uri.find("draft-04") != std::string::npos || uri.find("draft-03") != std::string::npos)
+    return Draft::kDraft4;
+  if (uri.find("draft-07") != std::string::npos || uri.find("draft-06") != std::string::npos)
     return Draft::kDraft7;
   if (uri.find("2019-09") != std::string::npos) return Draft::kDraft2019_09;
   if (uri.find("2020-12") != std::string::npos) return Draft::kDraft2020_12;
@@ -556,11 +563,11 @@ class Document {
     auto schema = node.find("$schema");
     if (schema != node.end() && schema->is_string())
       draft = draft_from_uri(schema->get<std::string>(), draft);
-    bool ref_hides_siblings = draft == Draft::kDraft7 && node.contains("$ref");
-    auto id = node.find(draft == Draft::kDraft7 ? "$id" : "$id");
+    bool ref_hides_siblings = legacy(draft) && node.contains("$ref");
+    auto id = node.find(draft == Draft::kDraft4 ? "id" : "$id");
     if (id != node.end() && id->is_string() && !ref_hides_siblings) {
       std::string text = id->get<std::string>();
-      if (draft == Draft::kDraft7 && !text.empty() && text[0] == '#') {
+      if (legacy(draft) && !text.empty() && text[0] == '#') {
         resources_[base.substr(0, base.find('#')) + text] = &node;
       } else {
         base = resolve_uri(base, text);
@@ -761,7 +768,7 @@ uint64_t non_negative_integer(const Json& value, const std::string& keyword,
 Disj Converter::normalize_object(const Json* node) {
   const NodeInfo& where = doc_.info(node);
   // draft-07: $ref replaces the whole schema.
-  if (where.draft == Draft::kDraft7 && node->contains("$ref")) {
+  if (legacy(where.draft) && node->contains("$ref")) {
     const Json& ref = node->at("$ref");
     if (!ref.is_string()) refuse("$ref", where.pointer, "must be a string", ErrorCode::kSyntax);
     const Json* target = doc_.resolve(node, "$ref", ref.get<std::string>());
@@ -841,8 +848,7 @@ Disj Converter::normalize_object(const Json* node) {
       auto prefix = node->find("prefixItems");
       auto items = node->find("items");
       bool legacy_items_array = items != node->end() && items->is_array();
-      if (prefix != node->end() && where.draft != Draft::kDraft7 &&
-          where.draft != Draft::kDraft2019_09) {
+      if (prefix != node->end() && !legacy(where.draft) && where.draft != Draft::kDraft2019_09) {
         if (!prefix->is_array())
           refuse("prefixItems", where.pointer, "must be an array", ErrorCode::kSyntax);
         for (const Json& item : *prefix) clause.prefix.push_back(Sub::of(&item));
@@ -1075,7 +1081,10 @@ void Converter::apply_keyword(Disj& d, const Json* node, const std::string& key,
       for (const std::string& name : names)
         if (kTypes.at(name) == clause.type) keep = true;
       if (!keep) continue;
-      if (clause.type == JType::kNumber && !names.count("number")) clause.integer = true;
+      if (clause.type == JType::kNumber && !names.count("number")) {
+        clause.integer = true;
+        if (where.draft == Draft::kDraft4) clause.strict_integer = true;
+      }
       kept.push_back(std::move(clause));
     }
     d = std::move(kept);
@@ -1110,9 +1119,13 @@ void Converter::apply_keyword(Disj& d, const Json* node, const std::string& key,
     }
     d = std::move(kept);
   } else if (key == "minimum" || key == "exclusiveMinimum") {
-    if (value.is_boolean()) return;  // draft-04 spelling: not supported as a modifier
+    if (value.is_boolean()) return;  // draft-04 modifier: read next to "minimum"
     Decimal bound = number_bound(value);
     bool exclusive = key == "exclusiveMinimum";
+    auto modifier = node->find("exclusiveMinimum");
+    if (key == "minimum" && modifier != node->end() && modifier->is_boolean() &&
+        modifier->get<bool>())
+      exclusive = true;
     each(JType::kNumber, [&](Clause& c) {
       int cmp = c.lo ? internal::compare(bound, *c.lo) : 1;
       if (cmp > 0 || (cmp == 0 && exclusive)) c.lo = bound, c.lo_exclusive = exclusive;
@@ -1122,6 +1135,10 @@ void Converter::apply_keyword(Disj& d, const Json* node, const std::string& key,
     if (value.is_boolean()) return;
     Decimal bound = number_bound(value);
     bool exclusive = key == "exclusiveMaximum";
+    auto modifier = node->find("exclusiveMaximum");
+    if (key == "maximum" && modifier != node->end() && modifier->is_boolean() &&
+        modifier->get<bool>())
+      exclusive = true;
     each(JType::kNumber, [&](Clause& c) {
       int cmp = c.hi ? internal::compare(bound, *c.hi) : -1;
       if (cmp < 0 || (cmp == 0 && exclusive)) c.hi = bound, c.hi_exclusive = exclusive;
@@ -1172,7 +1189,7 @@ void Converter::apply_keyword(Disj& d, const Json* node, const std::string& key,
     Contains contains;
     contains.schema = Sub::of(&value);
     contains.pointer = pointer;
-    if (where.draft != Draft::kDraft7) {
+    if (!legacy(where.draft)) {
       if (node->contains("minContains"))
         contains.min = non_negative_integer(node->at("minContains"), "minContains", pointer);
       if (node->contains("maxContains"))
@@ -1256,6 +1273,7 @@ std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause
     case JType::kNumber: {
       c.integer = a.integer || b.integer;
       c.non_integer = a.non_integer || b.non_integer;
+      c.strict_integer = a.strict_integer || b.strict_integer;
       if (c.integer && c.non_integer) return std::nullopt;
       if (b.lo) {
         int cmp = c.lo ? internal::compare(*b.lo, *c.lo) : 1;
@@ -1427,7 +1445,8 @@ std::optional<Disj> Converter::negate(const Disj& d) {
         add(c);
       }
     } else if (clause.type == JType::kNumber) {
-      if (!clause.multiple_of.empty()) return std::nullopt;
+      // Draft-04 integers exclude "1.0": their complement is not a clause.
+      if (!clause.multiple_of.empty() || clause.strict_integer) return std::nullopt;
       // not (integer and range) = non-integer, or outside the range.
       if (clause.integer) {
         Clause c = base;
@@ -1571,6 +1590,8 @@ bool Converter::clause_accepts(const Clause& c, const Json& value, bool check_va
       if (!number) refuse("enum", c.values_pointer, "number too large to compare");
       if (c.integer && !number->is_integer()) return false;
       if (c.non_integer && number->is_integer()) return false;
+      if (c.strict_integer && !value.is_number_integer() && !value.is_number_unsigned())
+        return false;
       if (c.lo) {
         int cmp = internal::compare(*number, *c.lo);
         if (cmp < 0 || (cmp == 0 && c.lo_exclusive)) return false;
@@ -1654,9 +1675,9 @@ std::string sanitize(const std::string& hint) {
 
 std::string Converter::unique_name(const std::string& hint) {
   std::string base = sanitize(hint);
-  static const std::set<std::string> reserved = {"root",   "value",   "object", "array", "string",
-                                                 "number", "integer", "char",   "ws",    "boolean",
-                                                 "null",   "hex",     "never",  "key",   "cchar"};
+  static const std::set<std::string> reserved = {
+      "root", "value",   "object", "array", "string", "number", "integer", "char",
+      "ws",   "boolean", "null",   "hex",   "never",  "key",    "cchar",   "integer-strict"};
   std::string name = base;
   int suffix = 1;
   while (names_.count(name) || reserved.count(name)) name = base + "-" + std::to_string(++suffix);
@@ -1735,10 +1756,11 @@ std::string group(const std::string& expr) {
 }
 
 // A number written in any of its plain spellings: "-1", "-1.0", "2.50"...
-std::string decimal_literal(const Decimal& number) {
+std::string decimal_literal(const Decimal& number, bool integer_fraction = true) {
   std::string digits = number.int_digits.empty() ? "0" : number.int_digits;
   std::string sign = number.is_zero() ? "\"-\"? " : (number.negative ? "\"-\" " : "");
-  if (number.is_integer()) return group(sign + "\"" + digits + "\" (\".\" \"0\"+)?");
+  if (number.is_integer())
+    return group(sign + "\"" + digits + "\"" + (integer_fraction ? " (\".\" \"0\"+)?" : ""));
   return group(sign + "\"" + digits + "." + number.frac_digits + "\" \"0\"*");
 }
 
@@ -1788,6 +1810,8 @@ std::string Converter::base_rule(const std::string& name) {
     body = "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?";
   } else if (name == "integer") {
     body = "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" \"0\"+)?";
+  } else if (name == "integer-strict") {
+    body = "\"-\"? (\"0\" | [1-9] [0-9]*)";
   } else if (name == "never") {
     body = "[^\\x00-\\U0010FFFF]";
   }
@@ -1888,6 +1912,12 @@ std::string Converter::emit_clause_once(const Clause& clause, const std::string&
         if (json_equal(*s, *v)) duplicate = true;
       if (duplicate || !clause_accepts(clause, *v, false)) continue;
       seen.push_back(v);
+      if (clause.strict_integer && v->is_number()) {
+        auto number = number_of(*v);
+        if (!number) fail(ErrorCode::kUnsupported, "number constant too large");
+        options.push_back(decimal_literal(*number, false));
+        continue;
+      }
       options.push_back(emit_value(*v, depth));
     }
     return alternatives(options);
@@ -2036,7 +2066,7 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
       for (int64_t k = first; k <= last; ++k) {
         Decimal value = from_scaled(k * *d, range_scale);
         if (clause.integer && !value.is_integer()) continue;
-        options.push_back(decimal_literal(value));
+        options.push_back(decimal_literal(value, !clause.strict_integer));
       }
       if (options.empty()) return "";
       return add_rule(hint + "-num", alternatives(options));
@@ -2044,7 +2074,8 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
     bool integer_only = clause.integer && !divisor.is_integer();
     std::string rules;
     std::string name = unique_name(hint + "-mult");
-    auto start = internal::multiple_of_gbnf(divisor, integer_only, name, 4096, &rules);
+    auto start = internal::multiple_of_gbnf(divisor, integer_only, !clause.strict_integer, name,
+                                            4096, &rules);
     if (!start)
       refuse("multipleOf", pointer, "divisor " + divisor.to_string() + " needs too many states");
     // Register the generated rules (their names share the unique prefix).
@@ -2061,14 +2092,17 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
     if (lower_zero)
       define_rule(name, unsigned_part);
     else if (upper_zero)
-      define_rule(name, "\"-\" " + unsigned_part + " | \"0\" (\".\" \"0\"+)?");
+      define_rule(name, "\"-\" " + unsigned_part + " | \"0\"" +
+                            (clause.strict_integer ? "" : " (\".\" \"0\"+)?"));
     else
       define_rule(name, "\"-\"? " + unsigned_part);
     return name;
   }
   if (!bounded && clause.non_integer)
     return add_rule(hint + "-num", "\"-\"? (\"0\" | [1-9] [0-9]*) \".\" [0-9]* [1-9] [0-9]*");
-  if (!bounded) return base_rule(clause.integer ? "integer" : "number");
+  if (!bounded)
+    return base_rule(clause.strict_integer ? "integer-strict"
+                                           : (clause.integer ? "integer" : "number"));
   std::vector<std::string> options;
   for (const Interval& interval : intervals) {
     if (clause.integer) {
@@ -2084,7 +2118,7 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
           hi = internal::add_integer(*hi, -1);
       }
       if (auto text = internal::integer_range_gbnf(lo, hi))
-        options.push_back(group(*text) + " (\".\" \"0\"+)?");
+        options.push_back(group(*text) + (clause.strict_integer ? "" : " (\".\" \"0\"+)?"));
     } else {
       if (auto text = internal::decimal_range_gbnf(interval.lo, interval.hi, clause.non_integer))
         options.push_back(*text);

@@ -448,8 +448,8 @@ std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
 }
 
 std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer_only,
-                                            const std::string& prefix, size_t max_states,
-                                            std::string* rules) {
+                                            bool allow_fraction, const std::string& prefix,
+                                            size_t max_states, std::string* rules) {
   // divisor = modulus * 10^-scale; the automaton tracks
   // (digits read so far, as an integer) mod modulus and how many fraction
   // digits were read (digits past `scale` must be zeros).
@@ -494,7 +494,7 @@ std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer
   };
   for (uint64_t r = 0; r < modulus; ++r) {
     std::vector<std::string> options = transitions(r, 9, int_rule);
-    options.push_back("\".\" " + frac_rule(r, 0));
+    if (allow_fraction) options.push_back("\".\" " + frac_rule(r, 0));
     write_rule(int_rule(r), options, can_end(r, 0));
     for (size_t k = 0; k <= last; ++k) {
       std::vector<std::string> frac_options;
@@ -508,7 +508,7 @@ std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer
     }
   }
   std::vector<std::string> start;
-  start.push_back("\"0\" (\".\" " + frac_rule(0, 0) + ")?");
+  start.push_back(allow_fraction ? "\"0\" (\".\" " + frac_rule(0, 0) + ")?" : "\"0\"");
   for (int d = 1; d <= 9; ++d)
     start.push_back(literal(std::string(1, static_cast<char>('0' + d))) + " " +
                     int_rule(static_cast<uint64_t>(d) % modulus));

@@ -57,12 +57,13 @@ std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
 
 // Rules for non-negative numbers that are multiples of `divisor` (> 0):
 // `int frac?` without sign or exponent (a multiple's negation is one too);
-// integers only (fraction all zeros) when `integer_only`. Appends rule
+// integers only (fraction all zeros) when `integer_only`; no fraction at all
+// unless `allow_fraction`. Appends rule
 // definitions named `prefix`-... to *rules and returns the start
 // expression; nullopt when the automaton would exceed max_states.
 std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer_only,
-                                            const std::string& prefix, size_t max_states,
-                                            std::string* rules);
+                                            bool allow_fraction, const std::string& prefix,
+                                            size_t max_states, std::string* rules);
 
 }  // namespace grammask::internal
 

@@ -225,6 +225,14 @@ TEST(JsonSchemaTest, EnumAndConst) {
   expect_language(R"({"enum": [1, 2, 3, "x"], "minimum": 2})", {"2", "3", "\"x\""}, {"1"});
 }
 
+TEST(JsonSchemaTest, Draft4Integers) {
+  const char* schema = R"({"$schema": "http://json-schema.org/draft-04/schema#",
+    "properties": {"id": {"type": "integer", "minimum": 5, "exclusiveMinimum": true}}})";
+  expect_language(schema, {R"({"id":6})", R"({"id":12345})"}, {R"({"id":5})", R"({"id":12345.0})"});
+  expect_language(R"({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"})",
+                  {"1"}, {"1.0"});
+}
+
 TEST(JsonSchemaTest, IntegerRanges) {
   expect_language(R"({"type": "integer", "minimum": -15, "exclusiveMaximum": 120})",
                   {"-15", "-9", "-10", "0", "9", "10", "99", "100", "119"},
