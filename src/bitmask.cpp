@@ -111,8 +111,14 @@ const MaskKernels& scalar_kernels() noexcept {
   return kScalarKernels;
 }
 
+// One store per blocked lane: cheap for the common near-full words. Words
+// that block everything (closed vocabularies) are a plain fill.
 void apply_word_f32(float* logits, size_t count, uint32_t word) noexcept {
   uint32_t blocked = ~word & valid_lanes(count);
+  if (blocked == valid_lanes(count)) {
+    for (size_t lane = 0; lane < count; ++lane) logits[lane] = kNegativeInfinity;
+    return;
+  }
   while (blocked != 0) {
     const unsigned lane = lowest_set_bit(blocked);
     logits[lane] = kNegativeInfinity;
@@ -123,6 +129,10 @@ void apply_word_f32(float* logits, size_t count, uint32_t word) noexcept {
 void apply_word_u16(uint16_t* logits, size_t count, uint32_t word,
                     uint16_t blocked_value) noexcept {
   uint32_t blocked = ~word & valid_lanes(count);
+  if (blocked == valid_lanes(count)) {
+    for (size_t lane = 0; lane < count; ++lane) logits[lane] = blocked_value;
+    return;
+  }
   while (blocked != 0) {
     const unsigned lane = lowest_set_bit(blocked);
     logits[lane] = blocked_value;
