@@ -2162,16 +2162,23 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
   if (regexes.size() == 1) {
     internal::RegexLimits limits;
     limits.max_repeat = options_.max_repeat;
-    auto translated = internal::ecma_regex_to_gbnf(regexes[0].text, base_rule("char"), limits);
     bool is_pattern = !clause.patterns.empty();
+    auto translated = internal::ecma_regex_to_gbnf(regexes[0].text, base_rule("char"), limits);
     if (!translated.ok())
       refuse(is_pattern ? "pattern" : "format", regexes[0].pointer, translated.status().message(),
              translated.status().code());
     bool min_ok = clause.min_length <= translated->min_length;
     bool max_ok = !max_length || (translated->max_length && *translated->max_length <= *max_length);
-    if (!min_ok || !max_ok)
-      refuse(min_ok ? "maxLength" : "minLength", clause.length_pointer,
-             "length bounds together with a pattern or format whose lengths vary beyond them");
+    if (!min_ok || !max_ok) {
+      // Intersect the lengths with the pattern where its shape allows.
+      translated = internal::ecma_regex_to_gbnf(regexes[0].text, base_rule("char"), limits,
+                                                clause.min_length, max_length);
+      if (!translated.ok()) {
+        if (translated.status().message() == "pattern matches no string") return "";
+        refuse(min_ok ? "maxLength" : "minLength", clause.length_pointer,
+               translated.status().message());
+      }
+    }
     std::string body = translated->gbnf;
     return add_rule(hint + "-str", seq({"\"\\\"\"", body.empty() ? "" : group(body), "\"\\\"\""}));
   }

@@ -1021,7 +1021,65 @@ Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& 
   return parsed;
 }
 
-Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_view any_char_rule) {
+namespace {
+
+// Narrows a fully anchored branch to decoded lengths in [min, max]: exact
+// when the branch is fixed-length parts plus one repeated single character
+// (`[a-z]+`, `\d{2,}`), the usual shape next to minLength/maxLength.
+// Returns false when the branch cannot be narrowed exactly; sets *empty
+// when no string of the branch fits.
+bool narrow_branch(std::vector<RegexNode>* items, uint64_t min_length,
+                   std::optional<uint64_t> max_length, bool* empty) {
+  *empty = false;
+  RegexNode body;
+  body.kind = RegexNode::Kind::kConcat;
+  body.children = *items;
+  Lengths lengths = node_lengths(body);
+  if (lengths.min >= min_length && (!max_length || (lengths.max && *lengths.max <= *max_length)))
+    return true;
+  if ((max_length && lengths.min > *max_length) || (lengths.max && *lengths.max < min_length)) {
+    *empty = true;
+    return true;
+  }
+  size_t variable = items->size();
+  uint64_t fixed = 0;
+  for (size_t i = 0; i < items->size(); ++i) {
+    Lengths part = node_lengths((*items)[i]);
+    if (part.max && *part.max == part.min) {
+      fixed += part.min;
+      continue;
+    }
+    if (variable != items->size()) return false;  // two variable parts
+    variable = i;
+  }
+  if (variable == items->size()) return false;
+  RegexNode& repeat = (*items)[variable];
+  if (repeat.kind != RegexNode::Kind::kRepeat || repeat.children[0].kind != RegexNode::Kind::kChars)
+    return false;
+  uint64_t lo = repeat.min;
+  uint64_t hi = repeat.max == kUnbounded ? UINT64_MAX : repeat.max;
+  if (min_length > fixed) lo = std::max(lo, min_length - fixed);
+  if (max_length) {
+    if (*max_length < fixed) {
+      *empty = true;
+      return true;
+    }
+    hi = std::min(hi, *max_length - fixed);
+  }
+  if (lo > hi) {
+    *empty = true;
+    return true;
+  }
+  if (hi != UINT64_MAX && hi > 100000) return false;
+  repeat.min = static_cast<uint32_t>(lo);
+  repeat.max = hi == UINT64_MAX ? kUnbounded : static_cast<uint32_t>(hi);
+  return true;
+}
+
+}  // namespace
+
+Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_view any_char_rule,
+                                       uint64_t min_length, std::optional<uint64_t> max_length) {
   std::vector<Branch> branches;
   std::vector<RegexNode> top = pattern.kind == RegexNode::Kind::kAlternation
                                    ? pattern.children
@@ -1030,12 +1088,30 @@ Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_vie
     Status status = split_branches(as_items(option), false, false, &branches);
     if (!status.ok()) return status;
   }
+  bool bounded = min_length > 0 || max_length.has_value();
   RegexTranslation result;
   result.min_length = UINT64_MAX;
   result.max_length = 0;
   std::vector<std::string> options;
   std::string any = std::string(any_char_rule) + "*";
-  for (const Branch& branch : branches) {
+  for (Branch& branch : branches) {
+    if (bounded) {
+      bool anchored = branch.anchored_start && branch.anchored_end;
+      if (!anchored) {
+        RegexNode body;
+        body.kind = RegexNode::Kind::kConcat;
+        body.children = branch.items;
+        if (max_length || node_lengths(body).min < min_length)
+          return Status(ErrorCode::kUnsupported,
+                        "length bounds on a pattern that is not anchored at both ends");
+      } else {
+        bool empty = false;
+        if (!narrow_branch(&branch.items, min_length, max_length, &empty))
+          return Status(ErrorCode::kUnsupported,
+                        "length bounds on a pattern with more than one variable-length part");
+        if (empty) continue;
+      }
+    }
     RegexNode body;
     body.kind = RegexNode::Kind::kConcat;
     body.children = branch.items;
@@ -1062,10 +1138,11 @@ Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_vie
 
 Result<RegexTranslation> ecma_regex_to_gbnf(std::string_view pattern,
                                             std::string_view any_char_rule,
-                                            const RegexLimits& limits) {
+                                            const RegexLimits& limits, uint64_t min_length,
+                                            std::optional<uint64_t> max_length) {
   Result<RegexNode> parsed = parse_ecma_regex(pattern, limits);
   if (!parsed.ok()) return parsed.status();
-  return regex_to_gbnf(*parsed, any_char_rule);
+  return regex_to_gbnf(*parsed, any_char_rule, min_length, max_length);
 }
 
 std::string regex_to_re2(const RegexNode& pattern) {

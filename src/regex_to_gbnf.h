@@ -86,13 +86,19 @@ struct RegexTranslation {
 // Translates a parsed pattern into a GBNF expression for string bodies that
 // contain a match (or fully match, where anchored). `any_char_rule` names a
 // rule matching one encoded code point of any kind, used for the unanchored
-// ends.
-Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_view any_char_rule);
+// ends. With length bounds (code points of the decoded string) the result
+// is the intersection, computed exactly for anchored patterns made of
+// fixed-length parts and one repeated character class; other combinations
+// fail with kUnsupported.
+Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_view any_char_rule,
+                                       uint64_t min_length = 0,
+                                       std::optional<uint64_t> max_length = std::nullopt);
 
 // Convenience: parse then translate.
 Result<RegexTranslation> ecma_regex_to_gbnf(std::string_view pattern,
                                             std::string_view any_char_rule,
-                                            const RegexLimits& limits = {});
+                                            const RegexLimits& limits = {}, uint64_t min_length = 0,
+                                            std::optional<uint64_t> max_length = std::nullopt);
 
 // The same language in RE2 syntax (UTF-8 mode), used to validate patterns
 // and to test concrete strings. Anchors are kept as written.

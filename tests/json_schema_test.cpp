@@ -323,7 +323,15 @@ TEST(JsonSchemaTest, Patterns) {
   // Length bounds implied by the pattern are fine; others are refused.
   expect_language(R"({"type": "string", "pattern": "^[0-9]{4}$", "maxLength": 4})", {R"("2024")"},
                   {R"("202")"});
-  EXPECT_EQ(refusal(R"({"type": "string", "pattern": "^[a-z]+$", "maxLength": 4})").code(),
+  // Fixed parts plus one repeated class: the lengths narrow the repeat.
+  expect_language(R"({"type": "string", "pattern": "^[a-z]+$", "maxLength": 4})",
+                  {R"("ab")", R"("abcd")"}, {R"("")", R"("abcde")", R"("aB")"});
+  expect_language(
+      R"({"type": "string", "pattern": "^[A-Z]-\\d*$", "minLength": 4, "maxLength": 5})",
+      {R"("A-12")", R"("B-123")"}, {R"("A-1")", R"("A-1234")"});
+  EXPECT_EQ(refusal(R"({"type": "string", "pattern": "[a-z]+", "maxLength": 4})").code(),
+            ErrorCode::kUnsupported);
+  EXPECT_EQ(refusal(R"({"type": "string", "pattern": "^a+b+$", "maxLength": 4})").code(),
             ErrorCode::kUnsupported);
 }
 
