@@ -319,25 +319,30 @@ int hex_digit(char c) {
 
 void append_byte_level_bytes(std::string_view token_text, std::string& bytes) {
   static const ByteLevelTable table;
+  // Every character decodes to at most its own length: write in place, then trim.
+  const size_t start = bytes.size();
+  bytes.resize(start + token_text.size());
+  char* out = &bytes[start];
   for (size_t i = 0; i < token_text.size();) {
     const uint8_t first = static_cast<uint8_t>(token_text[i]);
     if (first >= 0x21 && first <= 0x7E) {  // printable ASCII stands for itself
-      bytes += static_cast<char>(first);
+      *out++ = static_cast<char>(first);
       ++i;
       continue;
     }
     uint32_t code_point = 0;
     const size_t length = decode_utf8(token_text, i, code_point);
     if (length == 0) {  // not UTF-8: keep the byte
-      bytes += token_text[i++];
+      *out++ = token_text[i++];
     } else if (code_point < table.byte_of.size() && table.byte_of[code_point] >= 0) {
-      bytes += static_cast<char>(table.byte_of[code_point]);
+      *out++ = static_cast<char>(table.byte_of[code_point]);
       i += length;
     } else {  // outside the byte alphabet: keep the character as written
-      bytes.append(token_text, i, length);
+      for (size_t k = 0; k < length; ++k) *out++ = token_text[i + k];
       i += length;
     }
   }
+  bytes.resize(static_cast<size_t>(out - bytes.data()));
 }
 
 void append_sentencepiece_bytes(std::string_view token_text, std::string& bytes) {
