@@ -437,6 +437,14 @@ TEST(JsonSchemaTest, UnevaluatedProperties) {
       {R"({"a":1,"b":2})", "{}"}, {R"({"c":1})"});
 }
 
+TEST(JsonSchemaTest, FlexibleWhitespaceDefinesWs) {
+  // No generic value is emitted here, yet members are separated by `ws`.
+  JsonSchemaOptions flexible;
+  expect_language(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false})",
+      {"{\"a\": 1}", "{}"}, {"{\"b\":1}"}, flexible);
+}
+
 TEST(JsonSchemaTest, WhitespaceStyles) {
   const char* schema =
       R"({"properties": {"a": {"type": "array", "items": {"type": "integer"}}}, "required": ["a"]})";
