@@ -640,7 +640,9 @@ class Converter {
   std::optional<Clause> intersect_clauses(const Clause& a, const Clause& b);
   std::optional<Disj> negate(const Disj& d);
   Sub property_schema(const Clause& clause, const std::string& name);
-  bool disjoint(const Disj& a, const Disj& b);
+  static constexpr int kMaxDisjointDepth = 8;
+  bool disjoint(const Disj& a, const Disj& b, int depth = 0);
+  bool objects_disjoint_by_required(const Clause& x, const Clause& y, int depth);
   void with_lenience(const std::string& keyword, const std::function<void()>& action);
   void warn(const std::string& message) {
     if (warnings_) warnings_->push_back(message);
@@ -1388,13 +1390,37 @@ Disj Converter::intersect(const Disj& a, const Disj& b, const std::string& point
   return result;
 }
 
-bool Converter::disjoint(const Disj& a, const Disj& b) {
+bool Converter::disjoint(const Disj& a, const Disj& b, int depth) {
   for (const Clause& x : a)
     for (const Clause& y : b) {
       if (x.type != y.type) continue;
+      if (x.type == JType::kObject && depth < kMaxDisjointDepth &&
+          objects_disjoint_by_required(x, y, depth))
+        continue;
       if (intersect_clauses(x, y)) return false;
     }
   return true;
+}
+
+// Two object clauses are disjoint when both require a property whose
+// schemas are disjoint (the tagged-union pattern: {"kind": {"const": "a"}}
+// against {"kind": {"const": "b"}}).
+bool Converter::objects_disjoint_by_required(const Clause& x, const Clause& y, int depth) {
+  auto declared = [](const Clause& c, const std::string& name) -> const Sub* {
+    for (const auto& [key, sub] : c.properties)
+      if (key == name) return &sub;
+    return nullptr;
+  };
+  for (const std::string& name : x.required) {
+    if (!y.required.count(name)) continue;
+    const Sub* px = declared(x, name);
+    const Sub* py = declared(y, name);
+    if (px == nullptr || py == nullptr) continue;
+    const Disj dx = normalize(*px);
+    const Disj dy = normalize(*py);
+    if (disjoint(dx, dy, depth + 1)) return true;
+  }
+  return false;
 }
 
 // not (S1 and S2 ...) as a list of alternatives: one per conjunct.

@@ -414,6 +414,25 @@ TEST(JsonSchemaTest, Combinators) {
       ErrorCode::kUnsupported);
 }
 
+TEST(JsonSchemaTest, OneOfTaggedUnionIsDisjoint) {
+  // Branches that both require "kind" with different constants cannot
+  // overlap, even with patterns elsewhere that could not be negated.
+  const char* schema = R"({"oneOf": [
+      {"type": "object", "properties": {"kind": {"const": "file"}, "name": {"pattern": "a"}},
+       "required": ["kind", "name"], "additionalProperties": false},
+      {"type": "object", "properties": {"kind": {"const": "dir"}, "name": {"pattern": "b"}},
+       "required": ["kind", "name"], "additionalProperties": false}]})";
+  expect_language(
+      schema, {R"({"kind":"file","name":"xa"})", R"({"kind":"dir","name":"b"})"},
+      {R"({"kind":"file","name":"b"})", R"({"kind":"dir"})", R"({"kind":"x","name":"a"})"});
+  // Without a shared required tag the same branches still overlap: refused.
+  EXPECT_EQ(refusal(R"({"oneOf": [
+      {"type": "object", "properties": {"kind": {"const": "file"}, "name": {"pattern": "a"}}},
+      {"type": "object", "properties": {"kind": {"const": "dir"}, "name": {"pattern": "b"}}}]})")
+                .code(),
+            ErrorCode::kUnsupported);
+}
+
 TEST(JsonSchemaTest, RefsAndRecursion) {
   const char* tree = R"({"$defs": {"node": {"type": "object", "properties": {
       "value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
