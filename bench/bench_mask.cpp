@@ -10,21 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_shared.h"
 #include "grammask/matcher.h"
 
 namespace {
 
-std::string shared_dir() {
-  const char* env = std::getenv("GRAMMASK_SHARED_DIR");
-  return env && *env ? env : GRAMMASK_SHARED_DIR;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using grammask_bench::read_file;
+using grammask_bench::shared_dir;
 
 const grammask::Vocabulary* deepseek() {
   static const auto vocab =
@@ -34,13 +26,13 @@ const grammask::Vocabulary* deepseek() {
 
 void replay_case(benchmark::State& state, const char* name, bool warm) {
   const grammask::Vocabulary* vocab = deepseek();
-  const std::string gbnf = read(shared_dir() + "/bench/cases/" + name + "/grammar.gbnf");
+  const std::string gbnf = read_file(shared_dir() + "/bench/cases/" + name + "/grammar.gbnf");
   if (!vocab || gbnf.empty()) {
     state.SkipWithError("shared workload not found");
     return;
   }
   std::vector<uint32_t> trace;
-  std::istringstream ids(read(shared_dir() + "/bench/traces/deepseek-llm/" + name + ".ids"));
+  std::istringstream ids(read_file(shared_dir() + "/bench/traces/deepseek-llm/" + name + ".ids"));
   for (uint32_t id; ids >> id;) trace.push_back(id);
   auto compiled = grammask::CompiledGrammar::from_gbnf(gbnf, *vocab);
   if (!compiled.ok()) {

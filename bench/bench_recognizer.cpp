@@ -9,23 +9,15 @@
 #include <sstream>
 #include <string>
 
+#include "bench_shared.h"
 #include "grammask/gbnf.h"
 #include "grammask/json_schema.h"
 #include "grammask/recognizer.h"
 
 namespace {
 
-std::string shared_dir() {
-  const char* env = std::getenv("GRAMMASK_SHARED_DIR");
-  return env && *env ? env : GRAMMASK_SHARED_DIR;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using grammask_bench::read_file;
+using grammask_bench::shared_dir;
 
 void run(benchmark::State& state, const std::string& gbnf, const std::string& text) {
   auto grammar = grammask::parse_gbnf(gbnf);
@@ -50,16 +42,16 @@ void run(benchmark::State& state, const std::string& gbnf, const std::string& te
 
 void shared_case(benchmark::State& state, const char* name) {
   const std::string dir = shared_dir() + "/bench/cases/" + name;
-  std::string gbnf = read(dir + "/grammar.gbnf");
+  std::string gbnf = read_file(dir + "/grammar.gbnf");
   if (gbnf.empty()) {
-    auto converted = grammask::json_schema_to_gbnf(read(dir + "/schema.json"));
+    auto converted = grammask::json_schema_to_gbnf(read_file(dir + "/schema.json"));
     if (!converted.ok()) {
       state.SkipWithError("case not found or schema not converted");
       return;
     }
     gbnf = *converted;
   }
-  run(state, gbnf, read(dir + "/text.txt"));
+  run(state, gbnf, read_file(dir + "/text.txt"));
 }
 
 void BM_AmbiguousStars(benchmark::State& state) {

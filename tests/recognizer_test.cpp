@@ -88,17 +88,21 @@ num ::= [0-9]+
   check_table({g, {{"1", A}, {"1+2*3+4", A}, {"1+", P}, {"+1", R}, {"1++2", R}, {"12*34", A}}});
 }
 
+size_t largest_earley_set(const Recognizer& r) {
+  const auto& engine = r.engine();
+  size_t largest = 0;
+  for (size_t k = 0; k <= engine.size(); ++k)
+    largest = std::max<size_t>(largest, engine.set_end(k) - engine.set_begin(k));
+  return largest;
+}
+
 TEST(Recognizer, RightRecursionStaysSmall) {
   Recognizer r = make("root ::= \"a\" root | \"\"");
   const std::string input(20000, 'a');
   ASSERT_EQ(r.push_bytes(input), input.size());
   EXPECT_TRUE(r.is_accepting());
   // Leo's optimization keeps every Earley set constant-size.
-  const auto& engine = r.engine();
-  size_t largest = 0;
-  for (size_t k = 0; k <= engine.size(); ++k)
-    largest = std::max<size_t>(largest, engine.set_end(k) - engine.set_begin(k));
-  EXPECT_LE(largest, 8u);
+  EXPECT_LE(largest_earley_set(r), 8u);
 }
 
 TEST(Recognizer, MutualRightRecursionStaysSmall) {
@@ -108,11 +112,7 @@ TEST(Recognizer, MutualRightRecursionStaysSmall) {
   input += "x";
   ASSERT_EQ(r.push_bytes(input), input.size());
   EXPECT_TRUE(r.is_accepting());
-  const auto& engine = r.engine();
-  size_t largest = 0;
-  for (size_t k = 0; k <= engine.size(); ++k)
-    largest = std::max<size_t>(largest, engine.set_end(k) - engine.set_begin(k));
-  EXPECT_LE(largest, 8u);
+  EXPECT_LE(largest_earley_set(r), 8u);
 }
 
 TEST(Recognizer, AmbiguousGrammars) {

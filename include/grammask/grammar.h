@@ -41,14 +41,14 @@ struct Expr {
   };
 
   Kind kind = Kind::kSequence;
-  bool negated = false;                 // kCharClass
-  uint32_t rule = 0;                    // kRuleRef: index into Grammar::rules()
-  uint32_t min = 0;                     // kRepeat
-  uint32_t max = 0;                     // kRepeat
-  std::u32string literal;               // kLiteral
-  std::vector<CodePointRange> ranges;   // kCharClass, as written (may overlap)
-  std::vector<Expr> children;           // kSequence, kAlternation, kRepeat
-  SourceLocation where;                 // where it was written, if parsed
+  bool negated = false;                // kCharClass
+  uint32_t rule = 0;                   // kRuleRef: index into Grammar::rules()
+  uint32_t min = 0;                    // kRepeat
+  uint32_t max = 0;                    // kRepeat
+  std::u32string literal;              // kLiteral
+  std::vector<CodePointRange> ranges;  // kCharClass, as written (may overlap)
+  std::vector<Expr> children;          // kSequence, kAlternation, kRepeat
+  SourceLocation where;                // where it was written, if parsed
 
   static Expr sequence(std::vector<Expr> items);
   static Expr alternation(std::vector<Expr> options);
@@ -62,7 +62,9 @@ struct Expr {
 // Structural equality: same kinds and the fields that matter for each kind,
 // recursively. `where` is ignored.
 bool operator==(const Expr& a, const Expr& b);
-inline bool operator!=(const Expr& a, const Expr& b) { return !(a == b); }
+inline bool operator!=(const Expr& a, const Expr& b) {
+  return !(a == b);
+}
 
 // True when `name` is a GBNF rule name: one or more ASCII letters, digits or
 // '-'. to_gbnf() output parses back only when every rule name is one.
@@ -109,7 +111,9 @@ class Grammar {
 // Equal when both have the same rules (names and bodies) in the same order;
 // source locations are ignored.
 bool operator==(const Grammar& a, const Grammar& b);
-inline bool operator!=(const Grammar& a, const Grammar& b) { return !(a == b); }
+inline bool operator!=(const Grammar& a, const Grammar& b) {
+  return !(a == b);
+}
 
 // Writes one expression as GBNF, as it would appear as a rule body (rule
 // references by name from `grammar`).
