@@ -243,23 +243,14 @@ class Lowering {
       charge(1);
       return target;
     };
+    auto part = [&](const Expr& c, uint32_t at) {
+      return is_terminal(c) ? build(c, at, nfa, depth + 1) : reference(c, at);
+    };
     switch (e.kind) {
-      case Expr::Kind::kSequence: {
-        uint32_t cur = from;
-        for (const Expr& c : e.children)
-          cur = is_terminal(c) ? build(c, cur, nfa, depth + 1) : reference(c, cur);
-        return cur;
-      }
-      case Expr::Kind::kAlternation: {
-        uint32_t end = nfa.add();
-        for (const Expr& c : e.children) {
-          uint32_t start = nfa.add();
-          nfa.states[from].epsilon.push_back(start);
-          uint32_t stop = is_terminal(c) ? build(c, start, nfa, depth + 1) : reference(c, start);
-          nfa.states[stop].epsilon.push_back(end);
-        }
-        return end;
-      }
+      case Expr::Kind::kSequence:
+        return build_sequence(e, from, part);
+      case Expr::Kind::kAlternation:
+        return build_alternation(e, from, nfa, part);
       case Expr::Kind::kRepeat: {
         const Expr& child = e.children[0];
         if (is_terminal(child)) return build(e, from, nfa, depth + 1);
@@ -449,25 +440,40 @@ class Lowering {
         charge(1);
         return target;
       }
-      case Expr::Kind::kSequence: {
-        uint32_t cur = from;
-        for (const Expr& c : e.children) cur = build(c, cur, nfa, depth + 1);
-        return cur;
-      }
+      case Expr::Kind::kSequence:
       case Expr::Kind::kAlternation: {
-        uint32_t end = nfa.add();
-        for (const Expr& c : e.children) {
-          uint32_t start = nfa.add();
-          nfa.states[from].epsilon.push_back(start);
-          nfa.states[build(c, start, nfa, depth + 1)].epsilon.push_back(end);
-        }
-        charge(e.children.size() + 1);
-        return end;
+        auto part = [&](const Expr& c, uint32_t at) { return build(c, at, nfa, depth + 1); };
+        return e.kind == Expr::Kind::kSequence ? build_sequence(e, from, part)
+                                               : build_alternation(e, from, nfa, part);
       }
       case Expr::Kind::kRepeat:
         return build_repeat(e, from, nfa, depth);
     }
     return from;
+  }
+
+  // The children of a sequence one after another; `part(child, at)` adds one
+  // child starting at `at` and returns where it ends.
+  template <typename Part>
+  uint32_t build_sequence(const Expr& e, uint32_t from, Part part) {
+    uint32_t cur = from;
+    for (const Expr& c : e.children) cur = part(c, cur);
+    return cur;
+  }
+
+  // Each alternative from a fresh start state (so a loop back to it cannot
+  // leak into a sibling), all joined at one end state.
+  template <typename Part>
+  uint32_t build_alternation(const Expr& e, uint32_t from, Nfa& nfa, Part part) {
+    uint32_t end = nfa.add();
+    for (const Expr& c : e.children) {
+      uint32_t start = nfa.add();
+      nfa.states[from].epsilon.push_back(start);
+      uint32_t stop = part(c, start);
+      nfa.states[stop].epsilon.push_back(end);
+    }
+    charge(e.children.size() + 1);
+    return end;
   }
 
   uint32_t build_repeat(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
