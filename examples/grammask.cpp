@@ -176,7 +176,9 @@ int run_check(int argc, char** argv) {
   return kExitOk;
 }
 
-enum class Verdict { kAccept, kPrefix, kReject };
+// kWorkLimit: a byte was refused for exceeding the per-byte work bound
+// (RecognizerOptions::max_work_per_byte), so the input was not decided.
+enum class Verdict { kAccept, kPrefix, kReject, kWorkLimit };
 
 struct MatchOutcome {
   Verdict verdict;
@@ -186,7 +188,8 @@ struct MatchOutcome {
 MatchOutcome match_one(grammask::Recognizer& recognizer, std::string_view input) {
   recognizer.reset();
   const size_t consumed = recognizer.push_bytes(input);
-  if (consumed < input.size()) return {Verdict::kReject, consumed};
+  if (consumed < input.size())
+    return {recognizer.work_limit_hit() ? Verdict::kWorkLimit : Verdict::kReject, consumed};
   return {recognizer.is_accepting() ? Verdict::kAccept : Verdict::kPrefix, consumed};
 }
 
@@ -212,6 +215,15 @@ std::string describe_byte(unsigned char c) {
     std::snprintf(buf, sizeof buf, "byte 0x%02X", c);
   }
   return buf;
+}
+
+int report_work_limit(const std::string& input_name, std::string_view input, size_t offset) {
+  auto [line, column] = line_column(input, offset);
+  std::cerr << "grammask: error: " << input_name << ":" << line << ":" << column << ": byte offset "
+            << offset
+            << ": undecided, the grammar exceeded the per-byte work limit "
+               "(RecognizerOptions::max_work_per_byte; the grammar is highly ambiguous)\n";
+  return kExitUsage;
 }
 
 int run_match(int argc, char** argv) {
@@ -248,6 +260,8 @@ int run_match(int argc, char** argv) {
       size_t end = input.find('\n', start);
       if (end == std::string::npos) end = input.size();
       MatchOutcome m = match_one(*recognizer, std::string_view(input).substr(start, end - start));
+      if (m.verdict == Verdict::kWorkLimit)
+        return report_work_limit(input_name, input, start + m.consumed);
       std::cout << (m.verdict == Verdict::kAccept   ? "accept"
                     : m.verdict == Verdict::kPrefix ? "prefix"
                                                     : "reject")
@@ -274,6 +288,8 @@ int run_match(int argc, char** argv) {
                 << " is not allowed here\n";
       return kExitRejected;
     }
+    case Verdict::kWorkLimit:
+      return report_work_limit(input_name, input, m.consumed);
   }
   return kExitRejected;
 }

@@ -205,6 +205,7 @@ class Lowering {
     pending_rule_edges_.clear();
     total_nfa_states_ = 0;
     out_->root_rule_ = lowered_rule_for_source(root_index);
+    out_->max_work_per_byte_ = options_.max_work_per_byte;
     for (size_t i = 0; i < pending_.size(); ++i) {
       building_rule_ = static_cast<uint32_t>(i);
       Nfa nfa;

@@ -60,6 +60,9 @@ class ByteGrammar {
   const std::vector<RuleEdge>& rule_edges() const noexcept { return rule_edges_; }
   uint32_t num_classes() const noexcept { return num_classes_; }
   uint8_t byte_class(uint8_t b) const noexcept { return byte_class_[b]; }
+  // RecognizerOptions::max_work_per_byte, kept with the grammar so that every
+  // engine built on it enforces the same bound.
+  uint64_t max_work_per_byte() const noexcept { return max_work_per_byte_; }
 
   // Target of `state` on `byte`, or kNoState. O(1).
   uint32_t next(uint32_t state, uint8_t byte) const noexcept {
@@ -69,6 +72,7 @@ class ByteGrammar {
  private:
   friend class Lowering;
   uint32_t root_rule_ = 0;
+  uint64_t max_work_per_byte_ = 0;
   uint32_t num_classes_ = 1;
   uint8_t byte_class_[256] = {};
   std::vector<uint32_t> byte_next_;  // states x classes

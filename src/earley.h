@@ -125,8 +125,18 @@ class EarleyEngine {
  public:
   explicit EarleyEngine(std::shared_ptr<const ByteGrammar> grammar);
 
-  // Pushes one byte if some item can scan it; O(size of the new set).
+  // Pushes one byte if some item can scan it and the closure stays within the
+  // work bounds; O(size of the new set). On false nothing changed, and
+  // work_limit_hit() tells whether a bound (not the byte) was the reason.
   bool push_byte(uint8_t byte);
+  bool work_limit_hit() const noexcept { return work_limit_hit_; }
+
+  // Work units spent so far (items added plus waiters examined), for callers
+  // that bound a whole computation, such as a mask's trie walk: pushes fail
+  // once work() would pass the deadline. charge() adds the caller's own work.
+  uint64_t work() const noexcept { return work_; }
+  void charge(uint64_t units) noexcept { work_ += units; }
+  void set_work_deadline(uint64_t deadline) noexcept { work_deadline_ = deadline; }
   // Pops the newest set. Precondition: size() > 0.
   void pop() noexcept;
   void truncate(size_t length) noexcept;
@@ -153,7 +163,7 @@ class EarleyEngine {
   };
 
   void add(uint32_t state, uint32_t origin);
-  void close_top_set();
+  bool close_top_set(uint64_t work_bound);
   void complete(uint32_t rule, uint32_t origin);
   EarleyItem leo_item(uint32_t set, uint32_t rule);
   EarleyItem unique_tail_waiter(uint32_t set, uint32_t rule, bool* found) const;
@@ -164,6 +174,9 @@ class EarleyEngine {
   StampedKeySet seen_;
   LeoMemo leo_memo_;
   uint64_t next_generation_ = 0;
+  uint64_t work_ = 0;
+  uint64_t work_deadline_ = UINT64_MAX;
+  bool work_limit_hit_ = false;
 };
 
 }  // namespace grammask::internal

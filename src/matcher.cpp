@@ -20,6 +20,7 @@ namespace internal {
 struct CompiledGrammarData {
   std::shared_ptr<const ByteGrammar> grammar;
   Vocabulary vocabulary;
+  uint64_t max_mask_work = 0;  // CompileOptions::max_mask_work
 };
 
 namespace {
@@ -76,7 +77,12 @@ class MatcherState {
       return Status();
     }
     ++misses_;
-    walk_trie(words);
+    if (!walk_trie(words)) {
+      std::memset(words, 0, n_words * sizeof(uint32_t));
+      return Status(ErrorCode::kLimitExceeded,
+                    "mask computation exceeded the work limit (CompileOptions::max_mask_work = " +
+                        std::to_string(data_->max_mask_work) + ")");
+    }
     if (engine_.is_accepting())
       for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
     if ((mask_cache_.size() + 1) * needed * sizeof(uint32_t) > kMaskCacheBytes) mask_cache_.clear();
@@ -125,6 +131,7 @@ class MatcherState {
     }
     const std::string_view bytes = vocab.token_bytes(token);
     if (bytes.empty() || !push_all(bytes)) {
+      if (engine_.work_limit_hit()) return work_limit_status("token " + std::to_string(token));
       return Status(ErrorCode::kInvalidArgument,
                     "token " + std::to_string(token) + " is not allowed here");
     }
@@ -136,7 +143,10 @@ class MatcherState {
     if (terminated()) {
       return Status(ErrorCode::kInvalidState, "bytes refused: the matcher has terminated");
     }
-    if (!push_all(bytes)) return Status(ErrorCode::kInvalidArgument, "bytes not allowed here");
+    if (!push_all(bytes)) {
+      if (engine_.work_limit_hit()) return work_limit_status("bytes");
+      return Status(ErrorCode::kInvalidArgument, "bytes not allowed here");
+    }
     token_ends_.push_back(engine_.size());
     return Status();
   }
@@ -179,8 +189,7 @@ class MatcherState {
         }
         only = b;
       }
-      if (only < 0) break;
-      engine_.push_byte(static_cast<uint8_t>(only));
+      if (only < 0 || !engine_.push_byte(static_cast<uint8_t>(only))) break;
       out.push_back(static_cast<char>(only));
     }
     truncate(base);
@@ -194,6 +203,14 @@ class MatcherState {
   static constexpr size_t kNotTerminated = SIZE_MAX;
   // Sets with more items than this always go through the engine.
   static constexpr ptrdiff_t kMaxFastItems = 16;
+
+  Status work_limit_status(const std::string& what) const {
+    return Status(ErrorCode::kLimitExceeded,
+                  what +
+                      " refused: one byte exceeded the work limit "
+                      "(RecognizerOptions::max_work_per_byte = " +
+                      std::to_string(data_->grammar->max_work_per_byte()) + ")");
+  }
 
   bool push_all(std::string_view bytes) {
     const size_t base = engine_.size();
@@ -220,7 +237,10 @@ class MatcherState {
   // advanced, so the walk follows plain DFA transitions on the (few) states
   // and builds no Earley sets. It falls back to the engine, replaying the
   // path's bytes, only where some state needs completion or prediction.
-  void walk_trie(uint32_t* words) {
+  //
+  // Returns false when the walk would exceed CompileOptions::max_mask_work
+  // (trie nodes visited plus Earley work); the mask is then incomplete.
+  bool walk_trie(uint32_t* words) {
     const TokenTrie& trie = data_->vocabulary.trie();
     const ByteGrammar& grammar = *data_->grammar;
     const auto& states = grammar.states();
@@ -252,8 +272,18 @@ class MatcherState {
       }
       return all_pure;
     };
+    const uint64_t deadline = engine_.work() + data_->max_mask_work < engine_.work()
+                                  ? UINT64_MAX
+                                  : engine_.work() + data_->max_mask_work;
+    engine_.set_work_deadline(deadline);
+    bool within_limit = true;
     const uint32_t n = static_cast<uint32_t>(nodes.size());
     for (uint32_t i = 1; i < n;) {
+      engine_.charge(1);
+      if (engine_.work() > deadline) {
+        within_limit = false;
+        break;
+      }
       const TokenTrie::Node& node = nodes[i];
       const size_t depth = node.depth;
       const bool has_children = node.subtree_end != i + 1;
@@ -276,7 +306,9 @@ class MatcherState {
             fast_end_[depth] = static_cast<uint32_t>(pool_.size());
           } else {
             // Materialize the fast-path bytes in the engine, then this byte.
-            for (size_t d = engine_.size() - base + 1; d <= depth; ++d) engine_.push_byte(path_[d]);
+            for (size_t d = engine_.size() - base + 1; d <= depth && within_limit; ++d)
+              within_limit = engine_.push_byte(path_[d]);
+            if (!within_limit) break;
           }
         }
         ++i;
@@ -302,12 +334,17 @@ class MatcherState {
           fast_end_[depth] = static_cast<uint32_t>(pool_.size());
         } else {
           pool_.resize(out);
-          engine_.push_byte(node.byte);
+          if (!engine_.push_byte(node.byte)) {
+            within_limit = false;  // the scan bit proved the byte: only a bound refuses it
+            break;
+          }
         }
       }
       ++i;
     }
+    engine_.set_work_deadline(UINT64_MAX);
     engine_.truncate(base);
+    return within_limit;
   }
 
   // Structural id of Earley set k: its items with each origin replaced by the
@@ -366,7 +403,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   auto lowered = internal::ByteGrammar::lower(grammar, options.root, options.recognizer);
   if (!lowered.ok()) return lowered.status();
   auto data = std::make_shared<internal::CompiledGrammarData>(
-      internal::CompiledGrammarData{std::move(lowered).value(), vocabulary});
+      internal::CompiledGrammarData{std::move(lowered).value(), vocabulary, options.max_mask_work});
   return CompiledGrammar(std::move(data));
 }
 

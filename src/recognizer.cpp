@@ -1,5 +1,7 @@
 #include "grammask/recognizer.h"
 
+#include <algorithm>
+
 #include "automaton.h"
 #include "earley.h"
 
@@ -25,16 +27,22 @@ EarleyEngine::EarleyEngine(std::shared_ptr<const ByteGrammar> grammar)
   sets_.push_back(SetInfo{0, next_generation_++, false, {}});
   seen_.clear();
   add(grammar_->rules()[grammar_->root_rule()].start, 0);
-  close_top_set();
+  // The first set depends on the grammar alone, which lowering bounds.
+  close_top_set(UINT64_MAX);
 }
 
 void EarleyEngine::add(uint32_t state, uint32_t origin) {
+  ++work_;
   if (seen_.insert((uint64_t{state} << 32) | origin)) items_.push_back({state, origin});
 }
 
 bool EarleyEngine::push_byte(uint8_t byte) {
   const SetInfo& top = sets_.back();
+  work_limit_hit_ = false;
   if (!top.scan.test(byte)) return false;
+  const uint64_t per_byte = grammar_->max_work_per_byte();
+  const uint64_t bound =
+      work_ + per_byte < work_ ? work_deadline_ : std::min(work_ + per_byte, work_deadline_);
   const size_t from = top.begin;
   const size_t to = items_.size();
   seen_.clear();
@@ -43,11 +51,17 @@ bool EarleyEngine::push_byte(uint8_t byte) {
     const uint32_t target = grammar_->next(items_[i].state, byte);
     if (target != kNoState) add(target, items_[i].origin);
   }
-  close_top_set();
+  if (!close_top_set(bound)) {
+    pop();
+    work_limit_hit_ = true;
+    return false;
+  }
   return true;
 }
 
-void EarleyEngine::close_top_set() {
+// Closes the newest set; false if the work passed `work_bound` first (the set
+// is then incomplete and must be popped).
+bool EarleyEngine::close_top_set(uint64_t work_bound) {
   const uint32_t k = static_cast<uint32_t>(sets_.size() - 1);
   const auto& states = grammar_->states();
   const auto& rules = grammar_->rules();
@@ -56,6 +70,7 @@ void EarleyEngine::close_top_set() {
   ByteSet scan;
   bool accepting = false;
   for (size_t i = sets_[k].begin; i < items_.size(); ++i) {
+    if (work_ > work_bound) return false;
     const EarleyItem item = items_[i];
     const AutomatonState& st = states[item.state];
     scan |= st.scan;
@@ -72,6 +87,7 @@ void EarleyEngine::close_top_set() {
   }
   sets_[k].scan = scan;
   sets_[k].accepting = accepting;
+  return true;
 }
 
 void EarleyEngine::complete(uint32_t rule, uint32_t origin) {
@@ -85,6 +101,7 @@ void EarleyEngine::complete(uint32_t rule, uint32_t origin) {
   const auto& edges = grammar_->rule_edges();
   // Index-based: add() may reallocate items_.
   const size_t end = set_end(origin) - items_.data();
+  work_ += end - sets_[origin].begin;
   const uint64_t rule_bit = uint64_t{1} << (rule & 63);
   for (size_t i = sets_[origin].begin; i < end; ++i) {
     const EarleyItem waiter = items_[i];
@@ -138,6 +155,7 @@ EarleyItem EarleyEngine::leo_item(uint32_t set, uint32_t rule) {
     }
     bool found = false;
     const EarleyItem candidate = unique_tail_waiter(s, r, &found);
+    work_ += set_end(s) - set_begin(s);
     if (!found) {
       leo_memo_.put(key, kNoItem);
       break;
@@ -201,6 +219,9 @@ size_t Recognizer::push_bytes(std::string_view bytes) {
   return n;
 }
 
+bool Recognizer::work_limit_hit() const noexcept {
+  return engine_->work_limit_hit();
+}
 bool Recognizer::can_continue() const noexcept {
   return !engine_->scan().empty();
 }

@@ -157,6 +157,51 @@ TEST(Matcher, RefusesAndKeepsState) {
   EXPECT_EQ(m.forced_bytes(), "abc");
 }
 
+// fill_mask past CompileOptions::max_mask_work fails (zeroed mask), and
+// accept_token past the per-byte bound fails; neither changes the state.
+TEST(Matcher, WorkLimitsFailCleanly) {
+  const Vocabulary vocab = small_vocab();
+  auto grammar = parse_gbnf(R"gm(root ::= e
+e ::= e e | "a" | "ab")gm");
+  ASSERT_TRUE(grammar.ok());
+  CompileOptions options;
+  options.max_mask_work = 3;
+  auto tight = CompiledGrammar::compile(*grammar, vocab, options);
+  ASSERT_TRUE(tight.ok());
+  Matcher m(*tight);
+  std::vector<uint32_t> words(tight->mask_words(), 0xFFFFFFFFu);
+  Status status = m.fill_mask(words.data(), words.size());
+  EXPECT_EQ(status.code(), ErrorCode::kLimitExceeded);
+  EXPECT_NE(status.message().find("max_mask_work"), std::string::npos) << status.to_string();
+  EXPECT_TRUE(allowed_ids(words, vocab.size()).empty());
+  ASSERT_TRUE(m.accept_token(0).ok());  // "a": accepting still works
+  EXPECT_EQ(m.fill_mask(words.data(), words.size()).code(), ErrorCode::kLimitExceeded);
+
+  // The same grammar with generous bounds matches the oracle afterwards.
+  auto roomy = CompiledGrammar::compile(*grammar, vocab);
+  ASSERT_TRUE(roomy.ok());
+  Matcher ok(*roomy);
+  ASSERT_TRUE(ok.accept_token(0).ok());
+  ASSERT_TRUE(ok.fill_mask(words.data(), words.size()).ok());
+  EXPECT_EQ(words, oracle_mask(*grammar, vocab, "a", words.size()));
+
+  options = CompileOptions{};
+  options.recognizer.max_work_per_byte = 2000;
+  auto per_byte = CompiledGrammar::compile(*grammar, vocab, options);
+  ASSERT_TRUE(per_byte.ok());
+  Matcher slow(*per_byte);
+  Status last;
+  size_t accepted = 0;
+  while (accepted < 5000 && (last = slow.accept_token(0)).ok()) ++accepted;
+  ASSERT_LT(accepted, 5000u);
+  EXPECT_EQ(last.code(), ErrorCode::kLimitExceeded) << last.to_string();
+  EXPECT_EQ(slow.num_tokens(), accepted);
+  EXPECT_TRUE(slow.is_accepting());
+  EXPECT_FALSE(slow.is_token_allowed(0));
+  ASSERT_TRUE(slow.rollback(accepted / 2).ok());
+  EXPECT_TRUE(slow.accept_token(0).ok());
+}
+
 TEST(Matcher, RollbackEqualsReplayAndForksAreIndependent) {
   const Vocabulary vocab = small_vocab();
   auto compiled =

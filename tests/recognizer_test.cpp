@@ -214,6 +214,66 @@ TEST(Recognizer, RefusedByteLeavesStateAndRollbackRestores) {
   EXPECT_TRUE(fork.is_accepting());
 }
 
+// A grammar whose Earley work per byte grows with the input: the per-byte
+// bound refuses the byte that would pass it, leaves the state unchanged and
+// says why; an invalid byte is refused without blaming the bound.
+TEST(Recognizer, WorkLimitRefusesAndKeepsState) {
+  auto grammar = parse_gbnf(R"gm(root ::= e
+e ::= e e | "a")gm");
+  ASSERT_TRUE(grammar.ok());
+  RecognizerOptions options;
+  options.max_work_per_byte = 20000;
+  auto r = Recognizer::create(*grammar, "root", options);
+  ASSERT_TRUE(r.ok());
+  size_t pushed = 0;
+  while (pushed < 10000 && r->push_byte('a')) ++pushed;
+  ASSERT_LT(pushed, 10000u) << "the bound never triggered";
+  EXPECT_GT(pushed, 10u);
+  EXPECT_TRUE(r->work_limit_hit());
+  EXPECT_EQ(r->size(), pushed);
+  EXPECT_TRUE(r->is_accepting());
+  EXPECT_FALSE(r->push_byte('b'));
+  EXPECT_FALSE(r->work_limit_hit());
+  // After rolling back, the same byte is cheap enough again.
+  r->truncate(pushed / 2);
+  EXPECT_TRUE(r->push_byte('a'));
+  EXPECT_FALSE(r->work_limit_hit());
+
+  // Unambiguous grammars never come near the default bound.
+  Recognizer linear = make(R"gm(root ::= ("a" | "b")* "c")gm");
+  EXPECT_EQ(linear.push_bytes(std::string(100000, 'a') + "c"), 100001u);
+  EXPECT_TRUE(linear.is_accepting());
+}
+
+// Grammars built to be exponential for engines that keep one stack per
+// parse: nested optional chains and `(a|a)*`. Earley shares the work, so
+// long inputs run to the end under the default bounds.
+TEST(Recognizer, StackExponentialGrammarsStayLinear) {
+  std::string chain = "root ::= ";
+  for (int i = 0; i < 40; ++i) chain += "(\"a\" ";
+  for (int i = 0; i < 40; ++i) chain += ")? ";
+  chain += "\"a\"*";
+  const char* cases[] = {R"gm(root ::= ("a" | "a")* "b")gm",
+                         R"gm(root ::= (("a" | "a") ("a" | "a")?)* "b")gm"};
+  for (const std::string& g : {chain + " \"b\"", std::string(cases[0]), std::string(cases[1])}) {
+    Recognizer r = make(g);
+    const std::string input = std::string(20000, 'a') + "b";
+    EXPECT_EQ(r.push_bytes(input), input.size()) << g;
+    EXPECT_FALSE(r.work_limit_hit()) << g;
+    EXPECT_TRUE(r.is_accepting()) << g;
+  }
+  // Truly ambiguous (every split of a run of `a` is a parse, and x is left
+  // recursive through y): polynomial for Earley, so the bound stops it.
+  Recognizer r = make(R"gm(root ::= x* "b"
+x ::= "a" | "a" | y
+y ::= "a" | x "a")gm");
+  const std::string input = std::string(20000, 'a') + "b";
+  const size_t pushed = r.push_bytes(input);
+  EXPECT_LT(pushed, input.size());
+  EXPECT_TRUE(r.work_limit_hit());
+  EXPECT_GT(pushed, 100u);
+}
+
 TEST(Recognizer, EmptyLanguage) {
   Recognizer r = make("root ::= \"a\" loop\nloop ::= \"b\" loop");
   EXPECT_FALSE(r.can_continue());

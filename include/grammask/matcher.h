@@ -36,7 +36,13 @@ class MatcherState;
 
 struct CompileOptions {
   std::string root = "root";     // start rule
-  RecognizerOptions recognizer;  // lowering limits
+  RecognizerOptions recognizer;  // lowering and per-byte work limits
+  // Upper bound on the work of one mask computation (token-trie nodes
+  // visited plus Earley work; see RecognizerOptions::max_work_per_byte).
+  // Ordinary grammars stay far below it on a 150k vocabulary; at the default
+  // one fill_mask costs at most about a hundred milliseconds. Past the bound
+  // fill_mask fails with kLimitExceeded instead of computing a mask.
+  uint64_t max_mask_work = uint64_t{1} << 25;
 };
 
 // A grammar lowered to byte automata plus the vocabulary it masks. Immutable
@@ -78,17 +84,23 @@ class Matcher {
   // may come next. Stop tokens are allowed exactly when the output so far is
   // complete; after a stop token only stop tokens are. Words past the
   // vocabulary are zeroed. Fails with kInvalidArgument (writing nothing) if
-  // n_words < mask_words(). Cost: a memcpy when this parser state was seen
-  // before by this Matcher, else a walk of the token trie.
+  // n_words < mask_words(), and with kLimitExceeded (all words zero) if the
+  // computation would pass CompileOptions::max_mask_work. Cost: a memcpy
+  // when this parser state was seen before by this Matcher, else a walk of
+  // the token trie.
   Status fill_mask(uint32_t* words, size_t n_words);
 
   // Appends a token. Refuses (kInvalidArgument, state unchanged) a token
   // that is not allowed, out of range, or any token after termination except
   // a stop token (kInvalidState). A stop token terminates the matcher.
+  // kLimitExceeded (state unchanged) if a byte would pass
+  // RecognizerOptions::max_work_per_byte.
   Status accept_token(uint32_t token);
-  // True if accept_token(token) would succeed. O(token length).
+  // True if accept_token(token) would succeed (false also when it would fail
+  // with kLimitExceeded). O(token length).
   bool is_token_allowed(uint32_t token) const;
-  // Appends raw bytes (e.g. a jump-forward string); all or nothing.
+  // Appends raw bytes (e.g. a jump-forward string); all or nothing. Errors
+  // as for accept_token.
   Status accept_bytes(std::string_view bytes);
 
   // Undoes the last n accepted tokens (accept_bytes counts as one token).

@@ -27,6 +27,13 @@ struct RecognizerOptions {
   // Upper bound on automaton states produced by lowering (repetition
   // expansion and rule inlining count here). Exceeding it fails create().
   size_t max_states = 1u << 20;
+  // Upper bound on the Earley work one byte may cost (items added plus items
+  // examined while completing). Unambiguous grammars stay in the tens; the
+  // bound stops highly ambiguous grammars (e.g. `e ::= e e | "a"`, whose
+  // work per byte grows with the input) from taking unbounded time: a byte
+  // over the bound is refused and work_limit_hit() says why. At the default,
+  // one byte costs at most a few milliseconds.
+  uint64_t max_work_per_byte = uint64_t{1} << 20;
 };
 
 class Recognizer {
@@ -48,6 +55,11 @@ class Recognizer {
   // nothing. A byte that ends inside a UTF-8 sequence is accepted when some
   // completion of the code point is allowed.
   bool push_byte(uint8_t byte);
+
+  // True if the last refused push_byte() was refused because it would have
+  // exceeded RecognizerOptions::max_work_per_byte, not because the byte is
+  // invalid (the state is unchanged either way). Cleared by the next push.
+  bool work_limit_hit() const noexcept;
 
   // Pushes bytes until one is refused; returns how many were accepted.
   size_t push_bytes(std::string_view bytes);
