@@ -1,5 +1,5 @@
-// Vocabulary::from_gguf_file: reads the GGUF header and the tokenizer.ggml.*
-// metadata, skipping everything else without loading it.
+// Vocabulary::from_gguf_file and from_gguf: read the GGUF header and the
+// tokenizer.ggml.* metadata, skipping everything else without loading it.
 //
 // GGUF (versions 2 and 3, little-endian): "GGUF", u32 version, u64 tensor
 // count, u64 metadata count, then metadata entries (u64-length key, u32 value
@@ -14,6 +14,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -85,7 +86,15 @@ class GgufReader {
     if (end < 0 || !seek(0, SEEK_SET)) return Status(ErrorCode::kIo, "cannot seek in " + path);
     file_size_ = static_cast<uint64_t>(end);
     buffer_.resize(kBufferSize);
+    data_ = buffer_.data();
     return Status();
+  }
+
+  // Reads from memory instead: the whole input is one buffer that never refills.
+  void open_memory(std::string_view bytes) {
+    data_ = bytes.data();
+    buffer_end_ = bytes.size();
+    file_size_ = bytes.size();
   }
 
   uint64_t position() const { return position_; }
@@ -98,7 +107,7 @@ class GgufReader {
     while (n > 0) {
       if (buffer_begin_ == buffer_end_ && !refill()) return false;
       const size_t chunk = std::min(n, buffer_end_ - buffer_begin_);
-      std::memcpy(out, buffer_.data() + buffer_begin_, chunk);
+      std::memcpy(out, data_ + buffer_begin_, chunk);
       buffer_begin_ += chunk;
       position_ += chunk;
       out += chunk;
@@ -111,7 +120,7 @@ class GgufReader {
   // null; consumes them.
   const unsigned char* take_buffered(size_t n) {
     if (buffer_end_ - buffer_begin_ < n) return nullptr;
-    const auto* bytes = reinterpret_cast<const unsigned char*>(buffer_.data() + buffer_begin_);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(data_ + buffer_begin_);
     buffer_begin_ += n;
     position_ += n;
     return bytes;
@@ -166,11 +175,13 @@ class GgufReader {
   };
 
   bool refill() {
+    if (!file_) return false;  // in memory: everything was buffered from the start
     buffer_begin_ = 0;
     buffer_end_ = std::fread(buffer_.data(), 1, buffer_.size(), file_.get());
     return buffer_end_ > 0;
   }
   bool seek(int64_t offset, int whence) {
+    if (!file_) return false;
 #ifdef _WIN32
     return _fseeki64(file_.get(), offset, whence) == 0;
 #else
@@ -187,6 +198,7 @@ class GgufReader {
 
   std::unique_ptr<std::FILE, FileCloser> file_;
   std::vector<char> buffer_;
+  const char* data_ = nullptr;  // buffer_.data(), or the caller's bytes in memory mode
   size_t buffer_begin_ = 0;
   size_t buffer_end_ = 0;
   uint64_t position_ = 0;
@@ -449,11 +461,10 @@ class GgufParser {
   GgufReader& reader_;
 };
 
-// Reads the file into `decoded`. Separate from from_gguf_file so the raw
-// metadata is freed before the trie is built (fresh pages are costly).
-Status decode_gguf(const std::string& path, DecodedVocabulary& decoded) {
-  GgufReader reader;
-  if (Status status = reader.open(path); !status.ok()) return status;
+// Reads the opened file (or buffer) into `decoded`; `path` prefixes error
+// messages. Separate from from_gguf_file so the raw metadata is freed before
+// the trie is built (fresh pages are costly).
+Status decode_gguf(GgufReader& reader, const std::string& path, DecodedVocabulary& decoded) {
   TokenizerMetadata metadata;
   if (Status status = GgufParser(reader).parse(metadata); !status.ok()) {
     return Status(status.code(), path + ": " + status.message());
@@ -546,10 +557,24 @@ Status decode_gguf(const std::string& path, DecodedVocabulary& decoded) {
 
 Result<Vocabulary> Vocabulary::from_gguf_file(const std::string& path) try {
   DecodedVocabulary decoded;
-  if (Status status = decode_gguf(path, decoded); !status.ok()) return status;
+  {
+    GgufReader reader;
+    if (Status status = reader.open(path); !status.ok()) return status;
+    if (Status status = decode_gguf(reader, path, decoded); !status.ok()) return status;
+  }
   return from_decoded(std::move(decoded));
 } catch (const std::bad_alloc&) {
   return Status(ErrorCode::kLimitExceeded, path + ": out of memory while reading the vocabulary");
+}
+
+Result<Vocabulary> Vocabulary::from_gguf(std::string_view bytes) try {
+  DecodedVocabulary decoded;
+  GgufReader reader;
+  reader.open_memory(bytes);
+  if (Status status = decode_gguf(reader, "GGUF data", decoded); !status.ok()) return status;
+  return from_decoded(std::move(decoded));
+} catch (const std::bad_alloc&) {
+  return Status(ErrorCode::kLimitExceeded, "GGUF data: out of memory while reading the vocabulary");
 }
 
 }  // namespace grammask

@@ -96,6 +96,10 @@ class Vocabulary {
   // Cost: linear in the metadata size; ~15 ms for a 100k-token vocabulary,
   // trie included.
   static Result<Vocabulary> from_gguf_file(const std::string& path);
+  // The same from the bytes of a GGUF file already in memory (a mapped file,
+  // a download); the bytes are only read during the call. Error messages say
+  // "GGUF data" where from_gguf_file names the path.
+  static Result<Vocabulary> from_gguf(std::string_view bytes);
 
   // Reads a Hugging Face tokenizer.json (BPE or Unigram model). Byte-level vs
   // SentencePiece spelling is decided from the model, decoder, pre_tokenizer
