@@ -153,6 +153,14 @@ std::vector<CodePointRange> normalized_ranges(const Expr& e) {
   return out;
 }
 
+struct StateSetHash {
+  size_t operator()(const std::vector<uint32_t>& set) const noexcept {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ set.size();
+    for (uint32_t x : set) h = (h ^ x) * 0xff51afd7ed558ccdULL;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
 }  // namespace
 
 // --- Lowering -------------------------------------------------------------
@@ -571,53 +579,67 @@ class Lowering {
   bool determinize(uint32_t rule) {
     const Nfa& nfa = nfas_[rule];
     const uint32_t classes = out_->num_classes_;
-    std::map<std::vector<uint32_t>, uint32_t> ids;
-    std::vector<std::vector<uint32_t>> sets;
-    auto intern = [&](std::vector<uint32_t> set) -> uint32_t {
-      auto it = ids.find(set);
-      if (it != ids.end()) return it->second;
-      uint32_t id = static_cast<uint32_t>(out_->states_.size());
+    // NFA state sets are interned by hash; the map's nodes own the sets and
+    // `sets` points at them in creation order (node addresses are stable).
+    std::unordered_map<std::vector<uint32_t>, uint32_t, StateSetHash> ids;
+    std::vector<const std::vector<uint32_t>*> sets;
+    auto intern = [&](std::vector<uint32_t>& set) -> uint32_t {
+      auto [it, inserted] = ids.try_emplace(std::move(set), 0);
+      if (!inserted) return it->second;
+      const uint32_t id = static_cast<uint32_t>(out_->states_.size());
+      it->second = id;
       AutomatonState st;
       st.rule = rule;
-      st.is_final = std::binary_search(set.begin(), set.end(), nfa.accept);
+      st.is_final = std::binary_search(it->first.begin(), it->first.end(), nfa.accept);
       out_->states_.push_back(st);
       out_->byte_next_.resize(out_->byte_next_.size() + classes, kNoState);
       pending_rule_edges_.emplace_back();
-      ids.emplace(set, id);
-      sets.push_back(std::move(set));
+      sets.push_back(&it->first);
       return id;
     };
-    std::vector<uint32_t> start{nfa.start};
-    closure(nfa, start);
-    const uint32_t first = intern(std::move(start));
+    std::vector<uint32_t> scratch{nfa.start};
+    closure(nfa, scratch);
+    const uint32_t first = intern(scratch);
     out_->rules_[rule].start = first;
     const size_t budget = std::max<size_t>(kMinDfaBudget, 4 * nfa.states.size());
     std::vector<std::vector<uint32_t>> by_class(classes);
+    std::vector<uint32_t> touched_classes;
+    std::vector<RuleEdge> by_rule;  // (rule, NFA target), sorted per DFA state
     for (size_t done = 0; done < sets.size(); ++done) {
       if (sets.size() > budget) return false;
       const uint32_t id = first + static_cast<uint32_t>(done);
-      for (auto& v : by_class) v.clear();
-      std::map<uint32_t, std::vector<uint32_t>> by_rule;
-      for (uint32_t s : sets[done]) {
+      touched_classes.clear();
+      by_rule.clear();
+      for (uint32_t s : *sets[done]) {
         for (const ByteEdge& b : nfa.states[s].bytes)
-          for (uint32_t c = out_->byte_class_[b.lo]; c <= out_->byte_class_[b.hi]; ++c)
+          for (uint32_t c = out_->byte_class_[b.lo]; c <= out_->byte_class_[b.hi]; ++c) {
+            if (by_class[c].empty()) touched_classes.push_back(c);
             by_class[c].push_back(b.target);
-        for (const RuleEdge& r : nfa.states[s].rules) by_rule[r.rule].push_back(r.target);
+          }
+        for (const RuleEdge& r : nfa.states[s].rules) by_rule.push_back(r);
       }
-      for (uint32_t c = 0; c < classes; ++c) {
-        if (by_class[c].empty()) continue;
-        std::vector<uint32_t> target = by_class[c];
-        std::sort(target.begin(), target.end());
-        target.erase(std::unique(target.begin(), target.end()), target.end());
-        closure(nfa, target);
-        uint32_t t = intern(std::move(target));
+      std::sort(touched_classes.begin(), touched_classes.end());
+      for (uint32_t c : touched_classes) {
+        scratch.swap(by_class[c]);
+        by_class[c].clear();
+        std::sort(scratch.begin(), scratch.end());
+        scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
+        closure(nfa, scratch);
+        const uint32_t t = intern(scratch);
+        scratch.clear();
         out_->byte_next_[static_cast<size_t>(id) * classes + c] = t;
       }
-      for (auto& [r, targets] : by_rule) {
-        std::sort(targets.begin(), targets.end());
-        targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
-        closure(nfa, targets);
-        uint32_t t = intern(std::move(targets));
+      std::sort(by_rule.begin(), by_rule.end(), [](const RuleEdge& a, const RuleEdge& b) {
+        return a.rule != b.rule ? a.rule < b.rule : a.target < b.target;
+      });
+      for (size_t i = 0; i < by_rule.size();) {
+        const uint32_t r = by_rule[i].rule;
+        scratch.clear();
+        for (; i < by_rule.size() && by_rule[i].rule == r; ++i)
+          if (scratch.empty() || scratch.back() != by_rule[i].target)
+            scratch.push_back(by_rule[i].target);
+        closure(nfa, scratch);
+        const uint32_t t = intern(scratch);
         pending_rule_edges_[id].push_back({r, t});
       }
     }
@@ -632,28 +654,70 @@ class Lowering {
     auto& rules = out_->rules_;
     const uint32_t classes = out_->num_classes_;
     const size_t n = states.size();
+    // Rule edges indexed by target and by rule, for the two worklists below
+    // (each state and edge is visited a constant number of times, so long
+    // counted chains do not make this quadratic).
+    struct Edge {
+      uint32_t source, rule, target;
+    };
+    std::vector<Edge> rule_edges;
+    for (size_t s = 0; s < n; ++s)
+      for (const RuleEdge& r : pending_rule_edges_[s])
+        rule_edges.push_back({static_cast<uint32_t>(s), r.rule, r.target});
+    auto index_by = [&](size_t buckets, auto key) {
+      std::vector<uint32_t> begin(buckets + 1, 0), order(rule_edges.size());
+      for (const Edge& e : rule_edges) ++begin[key(e) + 1];
+      for (size_t i = 0; i < buckets; ++i) begin[i + 1] += begin[i];
+      std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+      for (uint32_t i = 0; i < rule_edges.size(); ++i) order[fill[key(rule_edges[i])]++] = i;
+      return std::make_pair(std::move(begin), std::move(order));
+    };
+    const auto [by_target_begin, by_target] = index_by(n, [](const Edge& e) { return e.target; });
+    const auto [by_rule_begin, by_rule] =
+        index_by(rules.size(), [](const Edge& e) { return e.rule; });
+    std::vector<std::vector<uint32_t>> rules_starting_at(n);
+    for (uint32_t r = 0; r < rules.size(); ++r) rules_starting_at[rules[r].start].push_back(r);
+
+    // Live states reach a final state; productive rules have a live start.
+    // Backward propagation over byte edges and productive rule edges.
+    std::vector<uint32_t> pred_begin(n + 1, 0), preds;
+    for (size_t s = 0; s < n; ++s)
+      for (uint32_t c = 0; c < classes; ++c)
+        if (uint32_t t = out_->byte_next_[s * classes + c]; t != kNoState) ++pred_begin[t + 1];
+    for (size_t i = 0; i < n; ++i) pred_begin[i + 1] += pred_begin[i];
+    preds.resize(pred_begin[n]);
+    {
+      std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+      for (size_t s = 0; s < n; ++s)
+        for (uint32_t c = 0; c < classes; ++c)
+          if (uint32_t t = out_->byte_next_[s * classes + c]; t != kNoState)
+            preds[fill[t]++] = static_cast<uint32_t>(s);
+    }
     std::vector<bool> live(n, false);
     std::vector<bool> productive(rules.size(), false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t s = 0; s < n; ++s) {
-        if (live[s]) continue;
-        bool l = states[s].is_final;
-        for (uint32_t c = 0; c < classes && !l; ++c) {
-          uint32_t t = out_->byte_next_[s * classes + c];
-          l = t != kNoState && live[t];
-        }
-        for (const RuleEdge& r : pending_rule_edges_[s])
-          if (!l) l = productive[r.rule] && live[r.target];
-        if (l) {
-          live[s] = true;
-          changed = true;
-        }
+    std::vector<uint32_t> work;
+    auto make_live = [&](uint32_t s) {
+      if (!live[s]) {
+        live[s] = true;
+        work.push_back(s);
       }
-      for (size_t r = 0; r < rules.size(); ++r) {
-        if (!productive[r] && live[rules[r].start]) {
-          productive[r] = true;
-          changed = true;
+    };
+    for (uint32_t s = 0; s < n; ++s)
+      if (states[s].is_final) make_live(s);
+    while (!work.empty()) {
+      const uint32_t t = work.back();
+      work.pop_back();
+      for (uint32_t i = pred_begin[t]; i < pred_begin[t + 1]; ++i) make_live(preds[i]);
+      for (uint32_t i = by_target_begin[t]; i < by_target_begin[t + 1]; ++i) {
+        const Edge& e = rule_edges[by_target[i]];
+        if (productive[e.rule]) make_live(e.source);
+      }
+      for (uint32_t r : rules_starting_at[t]) {
+        if (productive[r]) continue;
+        productive[r] = true;
+        for (uint32_t i = by_rule_begin[r]; i < by_rule_begin[r + 1]; ++i) {
+          const Edge& e = rule_edges[by_rule[i]];
+          if (live[e.target]) make_live(e.source);
         }
       }
     }
@@ -668,33 +732,41 @@ class Lowering {
                          [&](const RuleEdge& r) { return !productive[r.rule] || !live[r.target]; }),
           edges.end());
     }
-    // Nullable rules: the start state reaches a final state through
-    // nullable rule edges only.
+    // Nullable rules: the start state reaches a final state through nullable
+    // rule edges only. Backward propagation over (still present) rule edges.
     std::vector<bool> nullable_state(n, false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t s = 0; s < n; ++s) {
-        if (nullable_state[s]) continue;
-        bool v = states[s].is_final;
-        for (const RuleEdge& r : pending_rule_edges_[s])
-          if (!v) v = rules[r.rule].nullable && nullable_state[r.target];
-        if (v) {
-          nullable_state[s] = true;
-          changed = true;
-        }
+    auto make_nullable = [&](uint32_t s) {
+      if (!nullable_state[s]) {
+        nullable_state[s] = true;
+        work.push_back(s);
       }
-      for (auto& r : rules) {
-        if (!r.nullable && nullable_state[r.start]) {
-          r.nullable = true;
-          changed = true;
+    };
+    auto edge_present = [&](const Edge& e) { return productive[e.rule] && live[e.target]; };
+    for (uint32_t s = 0; s < n; ++s)
+      if (states[s].is_final) make_nullable(s);
+    while (!work.empty()) {
+      const uint32_t t = work.back();
+      work.pop_back();
+      for (uint32_t i = by_target_begin[t]; i < by_target_begin[t + 1]; ++i) {
+        const Edge& e = rule_edges[by_target[i]];
+        if (edge_present(e) && rules[e.rule].nullable) make_nullable(e.source);
+      }
+      for (uint32_t r : rules_starting_at[t]) {
+        if (rules[r].nullable) continue;
+        rules[r].nullable = true;
+        for (uint32_t i = by_rule_begin[r]; i < by_rule_begin[r + 1]; ++i) {
+          const Edge& e = rule_edges[by_rule[i]];
+          if (edge_present(e) && nullable_state[e.target]) make_nullable(e.source);
         }
       }
     }
+    // The bytes of each class, so a state's scan set is an OR per class.
+    std::vector<ByteSet> class_bytes(classes);
+    for (int b = 0; b < 256; ++b) class_bytes[out_->byte_class_[b]].set(static_cast<uint8_t>(b));
     for (size_t s = 0; s < n; ++s) {
       AutomatonState& st = states[s];
-      for (int b = 0; b < 256; ++b)
-        if (out_->byte_next_[s * classes + out_->byte_class_[b]] != kNoState)
-          st.scan.set(static_cast<uint8_t>(b));
+      for (uint32_t c = 0; c < classes; ++c)
+        if (out_->byte_next_[s * classes + c] != kNoState) st.scan |= class_bytes[c];
       st.rule_edges_begin = static_cast<uint32_t>(out_->rule_edges_.size());
       for (const RuleEdge& r : pending_rule_edges_[s]) {
         out_->rule_edges_.push_back(r);
