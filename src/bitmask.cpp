@@ -5,6 +5,10 @@
 
 #include "bitmask_internal.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace grammask {
 namespace internal {
 namespace {
@@ -58,6 +62,13 @@ const MaskKernels kScalarKernels = {scalar_apply_f32, scalar_apply_u16, scalar_a
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define GRAMMASK_X86_CPU_CHECKS 1
+
+// CPUID leaf 1, ECX bit 29. Asked directly because clang before 16 has no
+// "f16c" for __builtin_cpu_supports.
+bool cpu_has_f16c() noexcept {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
 #endif
 
 bool cpu_has(Isa isa) noexcept {
@@ -68,8 +79,7 @@ bool cpu_has(Isa isa) noexcept {
     case Isa::kAvx2:
       __builtin_cpu_init();
       // The AVX2 file is built with -mavx2 -mfma -mf16c: require all three.
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case Isa::kAvx512:
       __builtin_cpu_init();
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
