@@ -88,21 +88,21 @@ std::string label_pattern(int max_length) {
 }
 
 // RFC 1123 host names: labels of at most 63 characters, at most 253 in
-// all. The overall bound is enforced by a family of shapes: k labels each
-// of at most floor(254 / k) - 1 characters always fit.
+// all. The overall bound is enforced by a few shapes, each "at most k labels
+// of at most m characters" with k * (m + 1) - 1 <= 253, so every shape fits.
+// Few shapes keep the automaton small (the label length and count counters
+// are shared by all shapes); the price is a subset: a name mixing long and
+// many labels (say five labels, one of 63 characters) is refused.
 std::string hostname_pattern() {
+  struct Shape {
+    int max_labels, max_label;
+  };
+  const Shape shapes[] = {{3, 63}, {4, 62}, {8, 30}, {16, 14}, {32, 6}, {127, 1}};
   std::string out = "(?:";
-  int k = 1;
-  bool first = true;
-  while (k <= 127) {
-    int max_label = std::min(63, 254 / k - 1);
-    int last_k = k;
-    while (last_k + 1 <= 127 && std::min(63, 254 / (last_k + 1) - 1) == max_label) ++last_k;
-    std::string label = label_pattern(max_label);
-    out += (first ? "" : "|") + label + "(?:\\." + label + "){" + std::to_string(k - 1) + "," +
-           std::to_string(last_k - 1) + "}";
-    first = false;
-    k = last_k + 1;
+  for (const Shape& shape : shapes) {
+    const std::string label = label_pattern(shape.max_label);
+    out += (out.size() > 3 ? "|" : "") + label + "(?:\\." + label + "){0," +
+           std::to_string(shape.max_labels - 1) + "}";
   }
   return out + ")";
 }
