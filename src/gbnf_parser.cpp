@@ -16,13 +16,6 @@
 namespace grammask {
 namespace {
 
-// Deepest allowed nesting, counted both as open parentheses while parsing
-// and as the height of the resulting expression tree (which bounds the
-// recursion of everything that walks the IR: printer, compiler, destructor).
-constexpr uint32_t kMaxNesting = 1000;
-// Largest repetition bound accepted in {m,n}.
-constexpr uint64_t kMaxRepeatBound = 1000000;
-
 const char* const kEscapeList = "\\t \\n \\r \\\\ \\\" \\[ \\] \\xHH \\uHHHH or \\UHHHHHHHH";
 const char* const kClassEscapeList =
     "\\t \\n \\r \\\\ \\\" \\[ \\] \\- \\^ \\xHH \\uHHHH or \\UHHHHHHHH";
@@ -65,8 +58,10 @@ struct Symbol {
 
 class GbnfParser {
  public:
-  GbnfParser(std::string_view text, std::string_view root)
-      : text_(text), root_(root.empty() ? std::string_view("root") : root) {}
+  GbnfParser(std::string_view text, const GbnfOptions& options)
+      : text_(text),
+        root_(options.root.empty() ? std::string_view("root") : options.root),
+        options_(options) {}
 
   Result<Grammar> parse();
 
@@ -79,6 +74,11 @@ class GbnfParser {
   SourceLocation location_at(size_t offset) const;
   // Records the first error and returns false, so callers can `return fail(...)`.
   bool fail(size_t offset, std::string message);
+  // The same for a passed resource bound (kLimitExceeded).
+  bool fail_limit(size_t offset, std::string message);
+  bool nesting_too_deep(size_t offset);
+  // Counts one expression node written at `offset`; false past max_symbols.
+  bool count_symbol(size_t offset);
   std::string describe_char_at(size_t offset) const;
 
   // --- lexical helpers ---
@@ -107,7 +107,9 @@ class GbnfParser {
 
   std::string_view text_;
   std::string_view root_;
+  const GbnfOptions& options_;
   size_t pos_ = 0;
+  uint64_t symbol_count_ = 0;
   std::vector<size_t> line_starts_;
   std::vector<Symbol> symbols_;
   std::unordered_map<std::string, uint32_t> symbol_ids_;
@@ -129,6 +131,24 @@ SourceLocation GbnfParser::location_at(size_t offset) const {
 bool GbnfParser::fail(size_t offset, std::string message) {
   if (error_.ok()) error_ = Status(ErrorCode::kSyntax, std::move(message), location_at(offset));
   return false;
+}
+
+bool GbnfParser::fail_limit(size_t offset, std::string message) {
+  if (error_.ok()) {
+    error_ = Status(ErrorCode::kLimitExceeded, std::move(message), location_at(offset));
+  }
+  return false;
+}
+
+bool GbnfParser::nesting_too_deep(size_t offset) {
+  return fail_limit(offset, "nesting too deep: more than " + std::to_string(options_.max_nesting) +
+                                " levels (GbnfOptions::max_nesting)");
+}
+
+bool GbnfParser::count_symbol(size_t offset) {
+  if (++symbol_count_ <= options_.max_symbols) return true;
+  return fail_limit(offset, "grammar too large: more than " + std::to_string(options_.max_symbols) +
+                                " symbols (GbnfOptions::max_symbols)");
 }
 
 std::string GbnfParser::describe_char_at(size_t offset) const {
@@ -181,9 +201,18 @@ uint32_t GbnfParser::symbol_for(std::string_view name) {
 }
 
 Result<Grammar> GbnfParser::parse() {
+  // Past the size bound nothing is looked at, not even to count lines.
+  const bool too_large = text_.size() > options_.max_grammar_bytes;
+  if (too_large) text_ = text_.substr(0, options_.max_grammar_bytes);
   line_starts_.push_back(0);
   for (size_t i = 0; i < text_.size(); ++i) {
     if (text_[i] == '\n') line_starts_.push_back(i + 1);
+  }
+  if (too_large) {
+    fail_limit(text_.size(), "grammar too large: more than " +
+                                 std::to_string(options_.max_grammar_bytes) +
+                                 " bytes (GbnfOptions::max_grammar_bytes)");
+    return error_;
   }
   const size_t bad_byte = utf8::find_invalid(text_);
   if (bad_byte != std::string_view::npos) {
@@ -254,6 +283,11 @@ bool GbnfParser::parse_rule() {
     return fail(name_start, "duplicate rule '" + std::string(name) + "': first defined on line " +
                                 std::to_string(first.where.line));
   }
+  if (grammar_.rules().size() >= options_.max_rules) {
+    return fail_limit(name_start, "grammar too large: more than " +
+                                      std::to_string(options_.max_rules) +
+                                      " rules (GbnfOptions::max_rules)");
+  }
   const SourceLocation where = location_at(name_start);
   symbols_[symbol_id].rule_index =
       static_cast<int>(grammar_.add_rule(std::string(name), Expr(), where));
@@ -265,6 +299,7 @@ bool GbnfParser::parse_rule() {
   skip_space(/*newlines_ok=*/true);
   Expr body;
   if (contains_newline(gap_start, pos_) && at_rule_definition()) {
+    if (!count_symbol(gap_start)) return false;
     body = Expr::sequence({});
     body.where = location_at(gap_start);
   } else {
@@ -315,10 +350,7 @@ bool GbnfParser::parse_body(Expr* out) {
         return fail(name_start, "expected a newline before the definition of rule '" + name + "'");
       }
       if (c == '(') {
-        if (groups.size() > kMaxNesting) {
-          return fail(pos_, "nesting too deep: more than " + std::to_string(kMaxNesting) +
-                                " levels of parentheses");
-        }
+        if (groups.size() > options_.max_nesting) return nesting_too_deep(pos_);
         const size_t open = pos_++;
         skip_space(/*newlines_ok=*/true);
         groups.emplace_back();  // invalidates `group`
@@ -374,14 +406,12 @@ bool GbnfParser::end_alternative(OpenGroup& group) {
   if (group.items.size() == 1) {
     option = std::move(group.items[0]);
   } else {
+    if (!count_symbol(group.sequence_start)) return false;
     option = Expr::sequence(std::move(group.items));
     option.where = location_at(group.sequence_start);
     ++height;
   }
-  if (height > kMaxNesting) {
-    return fail(group.sequence_start,
-                "nesting too deep: more than " + std::to_string(kMaxNesting) + " levels");
-  }
+  if (height > options_.max_nesting) return nesting_too_deep(group.sequence_start);
   group.items.clear();
   group.items_height = 0;
   group.options.push_back(std::move(option));
@@ -395,14 +425,12 @@ bool GbnfParser::end_alternation(OpenGroup& group, Expr* out, uint32_t* height) 
   if (group.options.size() == 1) {
     *out = std::move(group.options[0]);
   } else {
+    if (!count_symbol(group.start)) return false;
     *out = Expr::alternation(std::move(group.options));
     out->where = location_at(group.start);
     ++*height;
   }
-  if (*height > kMaxNesting) {
-    return fail(group.start,
-                "nesting too deep: more than " + std::to_string(kMaxNesting) + " levels");
-  }
+  if (*height > options_.max_nesting) return nesting_too_deep(group.start);
   return true;
 }
 
@@ -426,12 +454,11 @@ bool GbnfParser::append_item(bool nested, Expr item, uint32_t height, OpenGroup&
     } else {
       break;
     }
+    if (++height > options_.max_nesting) return nesting_too_deep(op);
+    if (!count_symbol(op)) return false;
     const SourceLocation where = item.where;
     item = Expr::repeat(std::move(item), min, max);
     item.where = where;
-    if (++height > kMaxNesting) {
-      return fail(op, "nesting too deep: more than " + std::to_string(kMaxNesting) + " levels");
-    }
   }
   group.items.push_back(std::move(item));
   group.items_height = std::max(group.items_height, height);
@@ -441,6 +468,7 @@ bool GbnfParser::append_item(bool nested, Expr item, uint32_t height, OpenGroup&
 // Reads one terminal or rule reference (groups are handled by parse_body).
 bool GbnfParser::parse_atom(Expr* out) {
   const size_t start = pos_;
+  if (!count_symbol(start)) return false;
   const char c = peek();
   if (c == '"') {
     if (!parse_literal(out)) return false;
@@ -653,17 +681,19 @@ bool GbnfParser::parse_bounds(uint32_t* min, uint32_t* max) {
 
 bool GbnfParser::parse_bound_number(uint32_t* value) {
   const size_t start = pos_;
+  // kUnbounded itself means "no upper bound", so it is never a count.
+  const uint64_t limit = std::min<uint32_t>(options_.max_repeat_bound, kUnbounded - 1);
   uint64_t number = 0;
   while (is_digit(peek())) {
     // Saturate: anything past the limit is an error anyway.
-    if (number <= kMaxRepeatBound) number = number * 10 + static_cast<uint64_t>(peek() - '0');
+    if (number <= limit) number = number * 10 + static_cast<uint64_t>(peek() - '0');
     ++pos_;
   }
-  if (number > kMaxRepeatBound) {
+  if (number > limit) {
     std::string digits(text_.substr(start, std::min<size_t>(pos_ - start, 24)));
     if (pos_ - start > 24) digits += "...";
-    return fail(start, "repetition bound " + digits + " is too large: the limit is " +
-                           std::to_string(kMaxRepeatBound));
+    return fail_limit(start, "repetition bound " + digits + " is too large: the limit is " +
+                                 std::to_string(limit) + " (GbnfOptions::max_repeat_bound)");
   }
   *value = static_cast<uint32_t>(number);
   return true;
@@ -672,7 +702,7 @@ bool GbnfParser::parse_bound_number(uint32_t* value) {
 }  // namespace
 
 Result<Grammar> parse_gbnf(std::string_view text, const GbnfOptions& options) {
-  GbnfParser parser(text, options.root);
+  GbnfParser parser(text, options);
   return parser.parse();
 }
 

@@ -85,17 +85,17 @@ Expr parse_body(std::string_view body_text) {
   return body_of(parse_ok("root ::= " + std::string(body_text)), "root");
 }
 
-// Checks that parsing fails with kSyntax at line:column with a message
-// containing `fragment`.
-::testing::AssertionResult FailsAt(std::string_view text, uint32_t line, uint32_t column,
-                                   std::string_view fragment, std::string_view root = "root") {
-  GbnfOptions options;
-  options.root = root;
+// Checks that parsing with `options` fails with `code` at line:column with a
+// message containing `fragment`.
+::testing::AssertionResult FailsWith(std::string_view text, const GbnfOptions& options,
+                                     ErrorCode code, uint32_t line, uint32_t column,
+                                     std::string_view fragment) {
   Result<Grammar> result = parse_gbnf(text, options);
   if (result.ok()) return ::testing::AssertionFailure() << "parsed without error";
   const Status& status = result.status();
-  if (status.code() != ErrorCode::kSyntax) {
-    return ::testing::AssertionFailure() << "code is not kSyntax: " << status.to_string();
+  if (status.code() != code) {
+    return ::testing::AssertionFailure() << "code is " << to_string(status.code()) << ", not "
+                                         << to_string(code) << ": " << status.to_string();
   }
   if (status.where().line != line || status.where().column != column) {
     return ::testing::AssertionFailure()
@@ -106,6 +106,22 @@ Expr parse_body(std::string_view body_text) {
            << "message lacks '" << fragment << "': " << status.to_string();
   }
   return ::testing::AssertionSuccess();
+}
+
+// Checks that parsing fails with kSyntax at line:column with a message
+// containing `fragment`.
+::testing::AssertionResult FailsAt(std::string_view text, uint32_t line, uint32_t column,
+                                   std::string_view fragment, std::string_view root = "root") {
+  GbnfOptions options;
+  options.root = root;
+  return FailsWith(text, options, ErrorCode::kSyntax, line, column, fragment);
+}
+
+// Checks that parsing fails with kLimitExceeded at line:column with a
+// message containing `fragment` (which should name the option).
+::testing::AssertionResult LimitAt(std::string_view text, uint32_t line, uint32_t column,
+                                   std::string_view fragment, const GbnfOptions& options = {}) {
+  return FailsWith(text, options, ErrorCode::kLimitExceeded, line, column, fragment);
 }
 
 // parse -> print -> parse gives an equal grammar, and printing is stable.
@@ -295,7 +311,7 @@ TEST(GbnfParse, Repetitions) {
   EXPECT_EQ(parse_body("[0-9]{0,5}"), rep(cls({{'0', '9'}}), 0, 5));
   EXPECT_EQ(parse_body("[0-9]{0}"), rep(cls({{'0', '9'}}), 0, 0));
   EXPECT_EQ(parse_body("[0-9]{ 1 , 3 }"), rep(cls({{'0', '9'}}), 1, 3));
-  EXPECT_EQ(parse_body(". {1000000}"), rep(Expr::any_char(), 1000000, 1000000));
+  EXPECT_EQ(parse_body(". {100000}"), rep(Expr::any_char(), 100000, 100000));
   EXPECT_EQ(parse_body("\"a\" *"), rep(lit("a"), 0, kUnbounded));
 }
 
@@ -431,9 +447,6 @@ TEST(GbnfErrors, BadEscapes) {
 
 TEST(GbnfErrors, BadBounds) {
   EXPECT_TRUE(FailsAt("root ::= \"a\"{3,1}", 1, 13, "minimum 3 is greater than maximum 1"));
-  EXPECT_TRUE(FailsAt("root ::= \"a\"{2000000}", 1, 14, "too large: the limit is 1000000"));
-  EXPECT_TRUE(FailsAt("root ::= \"a\"{0,1000001}", 1, 16, "too large"));
-  EXPECT_TRUE(FailsAt("root ::= \"a\"{0,99999999999999999999999999999}", 1, 16, "too large"));
   EXPECT_TRUE(FailsAt("root ::= \"a\"{}", 1, 14, "expected a number after '{'"));
   EXPECT_TRUE(FailsAt("root ::= \"a\"{,3}", 1, 14, "expected a number after '{'"));
   EXPECT_TRUE(FailsAt("root ::= \"a\"{-1}", 1, 14, "expected a number"));
@@ -508,12 +521,15 @@ TEST(GbnfErrors, UnexpectedCharacter) {
   EXPECT_TRUE(FailsAt("root ::= \"a\"\n  \"b\" ::= \"c\"", 2, 3, "expected a rule name"));
 }
 
-TEST(GbnfErrors, NestingTooDeep) {
+// --- resource bounds ------------------------------------------------------------
+
+TEST(GbnfLimits, NestingTooDeep) {
   const std::string deep = "root ::= " + std::string(1001, '(') + "\"a\"" + std::string(1001, ')');
-  EXPECT_TRUE(FailsAt(deep, 1, 1010, "nesting too deep"));
+  EXPECT_TRUE(LimitAt(deep, 1, 1010, "nesting too deep: more than 1000 levels"));
+  EXPECT_TRUE(LimitAt(deep, 1, 1010, "GbnfOptions::max_nesting"));
   // Far deeper than any stack allows: still a clean error.
-  EXPECT_TRUE(FailsAt("root ::= " + std::string(200000, '('), 1, 1010, "nesting too deep"));
-  EXPECT_TRUE(FailsAt("root ::= \"a\"" + std::string(5000, '*'), 1, 1012, "nesting too deep"));
+  EXPECT_TRUE(LimitAt("root ::= " + std::string(200000, '('), 1, 1010, "nesting too deep"));
+  EXPECT_TRUE(LimitAt("root ::= \"a\"" + std::string(5000, '*'), 1, 1012, "nesting too deep"));
   EXPECT_TRUE(FailsAt("root ::= " + std::string(100000, '['), 1, 10, "unclosed character class"));
   // Few parentheses, but each level adds an alternation and a sequence.
   std::string tall = "root ::= ";
@@ -521,16 +537,92 @@ TEST(GbnfErrors, NestingTooDeep) {
   tall += "\"c\"" + std::string(600, ')');
   const Result<Grammar> result = parse_gbnf(tall);
   ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), ErrorCode::kLimitExceeded);
   EXPECT_NE(result.status().message().find("nesting too deep"), std::string::npos)
       << result.status().to_string();
+  // The bound is an option.
+  GbnfOptions shallow;
+  shallow.max_nesting = 3;
+  parse_ok("root ::= (((\"a\")))");
+  EXPECT_TRUE(parse_gbnf("root ::= (((\"a\")))", shallow).ok());
+  EXPECT_TRUE(LimitAt("root ::= ((((\"a\"))))", 1, 13, "more than 3 levels", shallow));
+  EXPECT_TRUE(LimitAt("root ::= \"a\"**\nx ::= \"b\"***", 2, 12, "max_nesting", shallow));
 }
 
-TEST(GbnfErrors, ErrorsFormatWithLocation) {
-  Result<Grammar> result = parse_gbnf("root ::= [z-a]");
-  ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.status().to_string().rfind("1:11: error: bad range", 0), 0u)
-      << result.status().to_string();
-  EXPECT_EQ(result.status().where().offset, 10u);
+TEST(GbnfLimits, RepeatBound) {
+  EXPECT_TRUE(parse_gbnf("root ::= \"a\"{100000}").ok());
+  EXPECT_TRUE(LimitAt("root ::= \"a\"{100001}", 1, 14,
+                      "repetition bound 100001 is too large: the limit is 100000 "
+                      "(GbnfOptions::max_repeat_bound)"));
+  EXPECT_TRUE(LimitAt("root ::= \"a\"{0,100001}", 1, 16, "too large"));
+  EXPECT_TRUE(LimitAt("root ::= \"a\"{0,99999999999999999999999999999}", 1, 16,
+                      "bound 999999999999999999999999... is too large"));
+  EXPECT_TRUE(LimitAt("root ::= \"a\"{4294967295,}", 1, 14, "too large"));
+  GbnfOptions options;
+  options.max_repeat_bound = 10;
+  EXPECT_TRUE(parse_gbnf("root ::= \"a\"{2,10} \"b\"{10,}", options).ok());
+  EXPECT_TRUE(LimitAt("root ::= \"a\"{2,10} |\n  \"b\"{11}", 2, 7, "the limit is 10", options));
+  // The largest bound never turns into "unbounded".
+  options.max_repeat_bound = UINT32_MAX;
+  EXPECT_TRUE(LimitAt("root ::= \"a\"{0,4294967295}", 1, 16, "the limit is 4294967294", options));
+  const Result<Grammar> big = parse_gbnf("root ::= \"a\"{0,4294967294}", options);
+  ASSERT_TRUE(big.ok()) << big.status().to_string();
+  EXPECT_EQ(big->rules()[0].body.max, 4294967294u);
+}
+
+TEST(GbnfLimits, GrammarBytes) {
+  GbnfOptions options;
+  options.max_grammar_bytes = 12;
+  EXPECT_TRUE(parse_gbnf("root ::= \"a\"", options).ok());  // exactly 12 bytes
+  EXPECT_TRUE(LimitAt("root ::= \"ab\"", 1, 13,
+                      "grammar too large: more than 12 bytes (GbnfOptions::max_grammar_bytes)",
+                      options));
+  // The position is the first byte past the bound, on whatever line that is.
+  options.max_grammar_bytes = 20;
+  EXPECT_TRUE(LimitAt("root ::= x\nx ::= \"abc\"\n", 2, 10, "more than 20 bytes", options));
+  // The text past the bound is not read: bad UTF-8 there does not matter.
+  EXPECT_TRUE(LimitAt("root ::= x\nx ::= \"abc\"\xFF", 2, 10, "max_grammar_bytes", options));
+  // The default admits what the JSON Schema converter may emit (16 MiB).
+  EXPECT_EQ(GbnfOptions().max_grammar_bytes, size_t{16} << 20);
+  const std::string huge = "root ::= \"" + std::string((size_t{16} << 20) + 1, 'a') + "\"";
+  EXPECT_TRUE(LimitAt(huge, 1, (16u << 20) + 1, "max_grammar_bytes"));
+}
+
+TEST(GbnfLimits, Rules) {
+  GbnfOptions options;
+  options.max_rules = 3;
+  EXPECT_TRUE(parse_gbnf("root ::= a b\na ::= \"a\"\nb ::= \"b\"\n", options).ok());
+  EXPECT_TRUE(LimitAt("root ::= a b\na ::= \"a\"\nb ::= c\n  c ::= \"c\"\n", 4, 3,
+                      "grammar too large: more than 3 rules (GbnfOptions::max_rules)", options));
+  // The default bound, with one-line rules.
+  std::string many = "root ::= r0\n";
+  for (int i = 0; i < 200000; ++i) many += "r" + std::to_string(i) + " ::= \"x\"\n";
+  EXPECT_TRUE(LimitAt(many, 200001, 1, "more than 200000 rules"));
+}
+
+TEST(GbnfLimits, Symbols) {
+  GbnfOptions options;
+  options.max_symbols = 5;
+  // Two literals, a repeat, a literal and the sequence of them: five nodes.
+  EXPECT_TRUE(parse_gbnf("root ::= \"a\" \"b\"* \"c\"", options).ok());
+  // A group around one item adds nothing; an alternation is one node.
+  EXPECT_TRUE(parse_gbnf("root ::= ((\"a\") | \"b\")", options).ok());
+  // The node that passes the bound is where the error points.
+  EXPECT_TRUE(LimitAt("root ::= \"a\" \"b\"* \"c\" \"d\" \"e\"", 1, 27,
+                      "grammar too large: more than 5 symbols (GbnfOptions::max_symbols)",
+                      options));
+  EXPECT_TRUE(LimitAt("root ::= \"a\" \"b\"+ \"c\"?", 1, 10, "more than 5 symbols", options));
+  EXPECT_TRUE(
+      LimitAt("root ::= a | b\na ::= \"1\" \"2\"\nb ::= \"3\"", 2, 7, "max_symbols", options));
+  // Empty bodies and empty groups are nodes too.
+  options.max_symbols = 2;
+  EXPECT_TRUE(LimitAt("root ::= x\nx ::=\ny ::=\nz ::= \"a\"", 3, 6, "max_symbols", options));
+  EXPECT_TRUE(LimitAt("root ::= () () ()", 1, 17, "max_symbols", options));
+  // The default bound, reached long before the byte bound: " ." is a node
+  // in two bytes.
+  std::string dots = "root ::=";
+  for (int i = 0; i <= (1 << 20); ++i) dots += " .";
+  EXPECT_TRUE(LimitAt(dots, 1, 10 + (2u << 20), "more than 1048576 symbols"));
 }
 
 // --- round trips ----------------------------------------------------------------
@@ -680,7 +772,7 @@ class RandomGrammarGenerator {
       default: {
         static const std::pair<uint32_t, uint32_t> kBounds[] = {
             {0, kUnbounded}, {1, kUnbounded}, {0, 1},  {3, 3},
-            {2, kUnbounded}, {0, 0},          {2, 17}, {0, 1000000}};
+            {2, kUnbounded}, {0, 0},          {2, 17}, {0, 100000}};
         const auto [min, max] = kBounds[below(sizeof kBounds / sizeof kBounds[0])];
         return Expr::repeat(expr(depth + 1), min, max);
       }
@@ -708,12 +800,14 @@ TEST(GbnfRoundTrip, RandomGrammars) {
 
 // --- robustness -------------------------------------------------------------------
 
-// Parsing never crashes; a failure is kSyntax with a location inside the
-// text; a success validates and round-trips.
+// Parsing never crashes; a failure is kSyntax (or kLimitExceeded) with a
+// location inside the text; a success validates and round-trips.
 void check_robust(std::string_view text) {
   Result<Grammar> result = parse_gbnf(text);
   if (!result.ok()) {
-    ASSERT_EQ(result.status().code(), ErrorCode::kSyntax);
+    ASSERT_TRUE(result.status().code() == ErrorCode::kSyntax ||
+                result.status().code() == ErrorCode::kLimitExceeded)
+        << result.status().to_string();
     ASSERT_TRUE(result.status().where().known()) << result.status().to_string();
     ASSERT_LE(result.status().where().offset, text.size());
     return;
