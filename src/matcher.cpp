@@ -232,58 +232,75 @@ class MatcherState {
   // byte the current set cannot scan is skipped with its whole subtree, and
   // a leaf needs no new set at all (the scan bit already proves the token).
   //
-  // Fast path: while every item of the parse sits in a state that neither
-  // ends its rule nor calls another one, the next set is just those items
-  // advanced, so the walk follows plain DFA transitions on the (few) states
-  // and builds no Earley sets. It falls back to the engine, replaying the
-  // path's bytes, only where some state needs completion or prediction.
+  // Fast path: while every item of the parse sits in a "pure" state (one
+  // that neither ends its rule nor calls another), the next set is just
+  // those items advanced, so the walk follows plain DFA transitions on the
+  // (few) states and builds no Earley sets. It falls back to the engine,
+  // replaying the path's bytes, only where some state needs completion or
+  // prediction.
+  //
+  // When the top set itself is all pure (inside a string, a number, a
+  // keyword), that DFA part of the walk depends on the states alone, not on
+  // where the rule was called from, so it is cached by state set (see
+  // PureWalk) and only the frontier subtrees, where the rule may end, go
+  // through the engine.
   //
   // Returns false when the walk would exceed CompileOptions::max_mask_work
   // (trie nodes visited plus Earley work); the mask is then incomplete.
   bool walk_trie(uint32_t* words) {
     const TokenTrie& trie = data_->vocabulary.trie();
-    const ByteGrammar& grammar = *data_->grammar;
-    const auto& states = grammar.states();
-    const auto& nodes = trie.nodes();
-    const auto& ids = trie.token_ids();
-    const size_t base = engine_.size();
     const size_t max_depth = trie.max_depth() + 1;
-    // Per depth d: the DFA states pool_[fast_begin_[d], fast_end_[d]) when d
-    // is on the fast path; an empty range means the engine holds depth d.
     fast_begin_.assign(max_depth + 1, 0);
     fast_end_.assign(max_depth + 1, 0);
     path_.assign(max_depth + 1, 0);
     pool_.clear();
-    auto pure = [&](uint32_t state) {
-      const AutomatonState& st = states[state];
-      return !st.is_final && st.rule_edges_begin == st.rule_edges_end;
-    };
-    // Appends the successors of `from` on `byte` to pool_ (deduplicated);
-    // returns whether all are pure.
-    auto advance = [&](const uint32_t* from_begin, const uint32_t* from_end, uint8_t byte,
-                       size_t out_begin) {
-      bool all_pure = true;
-      for (const uint32_t* s = from_begin; s != from_end; ++s) {
-        const uint32_t next = grammar.next(*s, byte);
-        if (next == kNoState) continue;
-        if (std::find(pool_.begin() + out_begin, pool_.end(), next) != pool_.end()) continue;
-        pool_.push_back(next);
-        all_pure &= pure(next);
-      }
-      return all_pure;
-    };
-    const uint64_t deadline = engine_.work() + data_->max_mask_work < engine_.work()
-                                  ? UINT64_MAX
-                                  : engine_.work() + data_->max_mask_work;
+    const uint64_t work = engine_.work();
+    const uint64_t deadline =
+        work + data_->max_mask_work < work ? UINT64_MAX : work + data_->max_mask_work;
     engine_.set_work_deadline(deadline);
-    bool within_limit = true;
-    const uint32_t n = static_cast<uint32_t>(nodes.size());
-    for (uint32_t i = 1; i < n;) {
+    const size_t base = engine_.size();
+    bool within_limit;
+    if (const PureWalk* pure = top_set_pure_walk(deadline)) {
+      std::memcpy(words, pure->bits.data(), pure->bits.size() * sizeof(uint32_t));
+      within_limit = engine_.work() <= deadline && walk_frontier(*pure, words, base, deadline);
+    } else {
+      within_limit =
+          walk_nodes(1, static_cast<uint32_t>(trie.nodes().size()), words, base, deadline);
+    }
+    engine_.set_work_deadline(UINT64_MAX);
+    engine_.truncate(base);
+    return within_limit;
+  }
+
+  static bool is_pure(const AutomatonState& st) {
+    return !st.is_final && st.rule_edges_begin == st.rule_edges_end;
+  }
+
+  // Appends the successors of [from_begin, from_end) on `byte` to pool_
+  // (deduplicated from out_begin on); returns whether all are pure.
+  bool advance(const uint32_t* from_begin, const uint32_t* from_end, uint8_t byte,
+               size_t out_begin) {
+    const ByteGrammar& grammar = *data_->grammar;
+    bool all_pure = true;
+    for (const uint32_t* s = from_begin; s != from_end; ++s) {
+      const uint32_t next = grammar.next(*s, byte);
+      if (next == kNoState) continue;
+      if (std::find(pool_.begin() + out_begin, pool_.end(), next) != pool_.end()) continue;
+      pool_.push_back(next);
+      all_pure &= is_pure(grammar.states()[next]);
+    }
+    return all_pure;
+  }
+
+  // Walks trie nodes [first, last), a run of whole subtrees whose parent
+  // depth the engine or the fast path already holds.
+  bool walk_nodes(uint32_t first, uint32_t last, uint32_t* words, size_t base, uint64_t deadline) {
+    const TokenTrie& trie = data_->vocabulary.trie();
+    const auto& nodes = trie.nodes();
+    const auto& ids = trie.token_ids();
+    for (uint32_t i = first; i < last;) {
       engine_.charge(1);
-      if (engine_.work() > deadline) {
-        within_limit = false;
-        break;
-      }
+      if (engine_.work() > deadline) return false;
       const TokenTrie::Node& node = nodes[i];
       const size_t depth = node.depth;
       const bool has_children = node.subtree_end != i + 1;
@@ -305,10 +322,10 @@ class MatcherState {
           if (all_pure) {
             fast_end_[depth] = static_cast<uint32_t>(pool_.size());
           } else {
-            // Materialize the fast-path bytes in the engine, then this byte.
-            for (size_t d = engine_.size() - base + 1; d <= depth && within_limit; ++d)
-              within_limit = engine_.push_byte(path_[d]);
-            if (!within_limit) break;
+            // Materialize the fast-path bytes in the engine, then this byte
+            // (the DFA proved them, so only a work bound can refuse one).
+            for (size_t d = engine_.size() - base + 1; d <= depth; ++d)
+              if (!engine_.push_byte(path_[d])) return false;
           }
         }
         ++i;
@@ -322,29 +339,126 @@ class MatcherState {
       if (has_children) {
         path_[depth] = node.byte;
         const size_t top = engine_.size();
-        const EarleyItem* first = engine_.set_begin(top);
-        const EarleyItem* last = engine_.set_end(top);
+        const EarleyItem* first_item = engine_.set_begin(top);
+        const EarleyItem* last_item = engine_.set_end(top);
         pool_.resize(fast_begin_[depth - 1]);
         const size_t out = pool_.size();
         fast_begin_[depth] = fast_end_[depth] = static_cast<uint32_t>(out);
-        bool all_pure = last - first <= kMaxFastItems;
-        for (const EarleyItem* it = first; it != last && all_pure; ++it)
+        bool all_pure = last_item - first_item <= kMaxFastItems;
+        for (const EarleyItem* it = first_item; it != last_item && all_pure; ++it)
           all_pure &= advance(&it->state, &it->state + 1, node.byte, out);
         if (all_pure && pool_.size() > out) {
           fast_end_[depth] = static_cast<uint32_t>(pool_.size());
         } else {
           pool_.resize(out);
-          if (!engine_.push_byte(node.byte)) {
-            within_limit = false;  // the scan bit proved the byte: only a bound refuses it
-            break;
-          }
+          // The scan bit proved the byte: only a work bound refuses it.
+          if (!engine_.push_byte(node.byte)) return false;
         }
       }
       ++i;
     }
-    engine_.set_work_deadline(UINT64_MAX);
-    engine_.truncate(base);
-    return within_limit;
+    return true;
+  }
+
+  // The context-free part of a walk from a set of pure DFA states: the
+  // tokens the states accept on their own, and the frontier, the trie nodes
+  // where some path reaches a state that may end its rule or call another
+  // (their subtrees need the engine). `paths` holds each frontier node's
+  // bytes from the root, node depth bytes each, back to back.
+  struct PureWalk {
+    std::vector<uint32_t> bits;
+    std::vector<uint32_t> frontier;
+    std::vector<uint8_t> paths;
+  };
+
+  // The cached PureWalk of the top set when its items are all pure, else
+  // nullptr. A miss walks the trie once (charged to the work bound).
+  const PureWalk* top_set_pure_walk(uint64_t deadline) {
+    const auto& states = data_->grammar->states();
+    const size_t top = engine_.size();
+    const EarleyItem* first = engine_.set_begin(top);
+    const EarleyItem* last = engine_.set_end(top);
+    if (first == last || last - first > kMaxFastItems) return nullptr;
+    pure_key_.clear();
+    for (const EarleyItem* it = first; it != last; ++it) {
+      if (!is_pure(states[it->state])) return nullptr;
+      pure_key_.push_back(it->state);
+    }
+    std::sort(pure_key_.begin(), pure_key_.end());
+    pure_key_.erase(std::unique(pure_key_.begin(), pure_key_.end()), pure_key_.end());
+    if (auto it = pure_walks_.find(pure_key_); it != pure_walks_.end()) return &it->second;
+
+    const TokenTrie& trie = data_->vocabulary.trie();
+    const auto& nodes = trie.nodes();
+    const auto& ids = trie.token_ids();
+    PureWalk walk;
+    walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
+    // pool_[fast_begin_[d], fast_end_[d]): the states after the path to depth d.
+    pool_.assign(pure_key_.begin(), pure_key_.end());
+    fast_begin_[0] = 0;
+    fast_end_[0] = static_cast<uint32_t>(pool_.size());
+    const uint32_t n = static_cast<uint32_t>(nodes.size());
+    for (uint32_t i = 1; i < n;) {
+      engine_.charge(1);
+      if (engine_.work() > deadline) return nullptr;
+      const TokenTrie::Node& node = nodes[i];
+      const size_t depth = node.depth;
+      pool_.resize(fast_end_[depth - 1]);
+      const size_t out = pool_.size();
+      const bool all_pure = advance(pool_.data() + fast_begin_[depth - 1],
+                                    pool_.data() + fast_end_[depth - 1], node.byte, out);
+      if (pool_.size() == out) {
+        i = node.subtree_end;
+        continue;
+      }
+      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t)
+        set_bit(walk.bits.data(), ids[t]);
+      path_[depth] = node.byte;
+      if (node.subtree_end != i + 1 && !all_pure) {
+        walk.frontier.push_back(i);
+        walk.paths.insert(walk.paths.end(), path_.begin() + 1, path_.begin() + depth + 1);
+        i = node.subtree_end;
+        continue;
+      }
+      fast_begin_[depth] = static_cast<uint32_t>(out);
+      fast_end_[depth] = static_cast<uint32_t>(pool_.size());
+      ++i;
+    }
+    pool_.clear();
+    const size_t bytes = walk.bits.size() * sizeof(uint32_t) + walk.frontier.size() * 4 +
+                         walk.paths.size() + pure_key_.size() * 4;
+    if (pure_walk_bytes_ + bytes > kMaskCacheBytes) {
+      pure_walks_.clear();
+      pure_walk_bytes_ = 0;
+    }
+    pure_walk_bytes_ += bytes;
+    return &pure_walks_.emplace(pure_key_, std::move(walk)).first->second;
+  }
+
+  // Runs the engine over the frontier subtrees of `pure`, reusing the path
+  // prefix shared with the previous frontier node.
+  bool walk_frontier(const PureWalk& pure, uint32_t* words, size_t base, uint64_t deadline) {
+    const auto& nodes = data_->vocabulary.trie().nodes();
+    const uint8_t* held = nullptr;  // the path the engine holds above base
+    size_t held_length = 0;
+    const uint8_t* path = pure.paths.data();
+    for (uint32_t f : pure.frontier) {
+      const TokenTrie::Node& node = nodes[f];
+      const size_t depth = node.depth;
+      size_t common = 0;
+      while (common < held_length && common < depth && held[common] == path[common]) ++common;
+      engine_.truncate(base + common);
+      for (size_t d = common; d < depth; ++d)
+        if (!engine_.push_byte(path[d])) return false;
+      std::copy(path, path + depth, path_.begin() + 1);
+      fast_begin_[depth] = fast_end_[depth] = 0;  // the engine holds this depth
+      if (!walk_nodes(f + 1, node.subtree_end, words, base, deadline)) return false;
+      engine_.truncate(base + depth);
+      held = path;
+      held_length = depth;
+      path += depth;
+    }
+    return true;
   }
 
   // Structural id of Earley set k: its items with each origin replaced by the
@@ -389,6 +503,9 @@ class MatcherState {
   std::vector<uint8_t> path_;
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> mask_cache_;
+  std::vector<uint64_t> pure_key_;
+  std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash> pure_walks_;
+  size_t pure_walk_bytes_ = 0;
   size_t hits_ = 0;
   size_t misses_ = 0;
 };

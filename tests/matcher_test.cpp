@@ -72,8 +72,16 @@ int random_walk_compare(const Grammar& grammar, const CompiledGrammar& compiled,
       if (expected != words) {
         auto got = allowed_ids(words, vocab.size());
         auto want = allowed_ids(expected, vocab.size());
+        std::string diff;
+        for (uint32_t id = 0, shown = 0; id < vocab.size() && shown < 8; ++id) {
+          if (test_bit(words.data(), id) == test_bit(expected.data(), id)) continue;
+          diff += (test_bit(words.data(), id) ? " +'" : " -'") +
+                  std::string(vocab.token_bytes(id)) + "'";
+          ++shown;
+        }
         ADD_FAILURE() << "mask differs after '" << text << "': " << got.size() << " allowed vs "
-                      << want.size() << " expected";
+                      << want.size() << " expected; first differences (+ extra, - missing):"
+                      << diff;
         return compared;
       }
       ++compared;
