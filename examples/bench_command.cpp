@@ -68,6 +68,14 @@ RunResult run_once(const grammask::Vocabulary& vocab, const std::string& gbnf,
     const auto t0 = Clock::now();
     grammask::Status s = matcher.fill_mask(words.data(), words.size());
     r.mask_us.push_back(micros_since(t0));
+    if (const char* v = std::getenv("GRAMMASK_BENCH_VERBOSE"); v && std::string(v) == "steps") {
+      std::string text;
+      for (size_t j = 0; j < i; ++j) text += vocab.token_bytes(trace[j]);
+      if (text.size() > 60) text = text.substr(text.size() - 60);
+      for (char& c : text)
+        if (c == '\n') c = '|';
+      std::cerr << "step " << i << " " << r.mask_us.back() << " us  ..." << text << "\n";
+    }
     if (!s.ok()) {
       r.error = s.to_string();
       return r;
