@@ -69,6 +69,16 @@ class MatcherState {
       for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
       return Status();
     }
+    // Inside a pure DFA stretch whose cached walk has no frontier, the mask
+    // depends on the DFA states alone (an all-pure set is never accepting).
+    if (top_set_pure_key()) {
+      auto pure = pure_walks_.find(pure_key_);
+      if (pure != pure_walks_.end() && pure->second.frontier.empty()) {
+        ++hits_;
+        std::memcpy(words, pure->second.bits.data(), needed * sizeof(uint32_t));
+        return Status();
+      }
+    }
     const uint32_t id = structure_id(engine_.size());
     auto cached = mask_cache_.find(id);
     if (cached != mask_cache_.end()) {
@@ -373,19 +383,26 @@ class MatcherState {
 
   // The cached PureWalk of the top set when its items are all pure, else
   // nullptr. A miss walks the trie once (charged to the work bound).
-  const PureWalk* top_set_pure_walk(uint64_t deadline) {
+  // Sets pure_key_ to the sorted DFA states of the top set and returns true
+  // when they are all pure (and few enough for the fast path).
+  bool top_set_pure_key() {
     const auto& states = data_->grammar->states();
     const size_t top = engine_.size();
     const EarleyItem* first = engine_.set_begin(top);
     const EarleyItem* last = engine_.set_end(top);
-    if (first == last || last - first > kMaxFastItems) return nullptr;
+    if (first == last || last - first > kMaxFastItems) return false;
     pure_key_.clear();
     for (const EarleyItem* it = first; it != last; ++it) {
-      if (!is_pure(states[it->state])) return nullptr;
+      if (!is_pure(states[it->state])) return false;
       pure_key_.push_back(it->state);
     }
     std::sort(pure_key_.begin(), pure_key_.end());
     pure_key_.erase(std::unique(pure_key_.begin(), pure_key_.end()), pure_key_.end());
+    return true;
+  }
+
+  const PureWalk* top_set_pure_walk(uint64_t deadline) {
+    if (!top_set_pure_key()) return nullptr;
     if (auto it = pure_walks_.find(pure_key_); it != pure_walks_.end()) return &it->second;
 
     const TokenTrie& trie = data_->vocabulary.trie();
