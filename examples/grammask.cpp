@@ -5,6 +5,7 @@
 //   grammask schema S.json
 //   grammask mask --vocab FILE (--grammar G | --schema S) [--prefix-tokens "ids"]
 //   grammask bench (--suite DIR | --vocab FILE (--grammar G | --schema S) --trace T)
+//   grammask schema-stats DIR [--vocab FILE] [--verbose]
 //
 // Exit codes: 0 success / accepted, 1 rejected (or malformed grammar for
 // `check`), 2 usage, I/O or grammar errors.
@@ -23,6 +24,7 @@
 #include "grammask/json_schema.h"
 #include "grammask/matcher.h"
 #include "grammask/recognizer.h"
+#include "schema_stats.h"
 #include "tool_common.h"
 
 namespace grammask_tool {
@@ -80,6 +82,7 @@ const char* const kUsage =
     "  grammask mask --vocab FILE (--grammar G.gbnf | --schema S.json) [--prefix-tokens \"IDS\"]\n"
     "  grammask bench --suite DIR [--runs N]\n"
     "  grammask bench --vocab FILE (--grammar G.gbnf | --schema S.json) --trace T.ids [--runs N]\n"
+    "  grammask schema-stats DIR [--vocab FILE] [--verbose]\n"
     "\n"
     "check  exit 0 if the grammar is well-formed, else print FILE:LINE:COL: error: ... and exit 1\n"
     "match  exit 0 if the whole INPUT (a file, or stdin) is in the language; exit 1 if not,\n"
@@ -92,7 +95,10 @@ const char* const kUsage =
     "  --schema S   match against a JSON Schema instead of a grammar\n"
     "schema prints the GBNF for a JSON Schema (exit 1 with the errors otherwise)\n"
     "mask   prints the allowed token ids (one line, space-separated) after the given tokens\n"
-    "bench  replays token traces and prints one JSON object per (vocab, case)\n";
+    "bench  replays token traces and prints one JSON object per (vocab, case)\n"
+    "schema-stats  converts every schema of a MaskBench-style directory (files with `schema`\n"
+    "       and `tests`) and reports conversion, refusals and instance results per split;\n"
+    "       with --vocab also compile and mask times from a token-by-token replay\n";
 
 int usage_error(const std::string& message) {
   std::cerr << "grammask: " << message << "\n\n" << kUsage;
@@ -381,6 +387,7 @@ int main(int argc, char** argv) {
   if (command == "schema") return run_schema(argc, argv);
   if (command == "mask") return run_mask(argc, argv);
   if (command == "bench") return run_bench(argc, argv);
+  if (command == "schema-stats") return run_schema_stats(argc, argv);
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
     return kExitOk;

@@ -1,0 +1,473 @@
+// `grammask schema-stats DIR [--vocab FILE] [--verbose]`: how the JSON Schema
+// converter fares on real-world schemas laid out like MaskBench
+// (../shared/jsonschemabench/maskbench/data: one JSON file per schema with
+// `schema` and `tests`, each test `{"valid": bool, "data": instance}`).
+//
+// Per split (the file name up to "---", or up to the first "_" for names
+// without it): schemas, how many convert, how many fully pass (converted,
+// every valid instance accepted, every invalid one rejected), the instance
+// counts, and conversion times. Then the refusals grouped by keyword, and
+// every invalid instance that a converted schema accepted (the target is
+// none). With --vocab, every converted schema is also compiled against the
+// vocabulary and every accepted valid instance replayed token by token
+// through a Matcher: the MaskBench measurement of mask and compile times.
+#include "schema_stats.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "grammask/bitmask.h"
+#include "grammask/json_schema.h"
+#include "grammask/matcher.h"
+#include "grammask/recognizer.h"
+#include "tool_common.h"
+
+namespace grammask_tool {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+double micros_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// Nearest-rank percentile of sorted values.
+template <typename T>
+double percentile(const std::vector<T>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  return static_cast<double>(sorted[std::min(sorted.size(), std::max<size_t>(rank, 1)) - 1]);
+}
+
+std::string fixed(double value, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  return buf;
+}
+
+std::string percent(size_t part, size_t whole) {
+  return whole == 0 ? "-" : fixed(100.0 * static_cast<double>(part) / whole, 1) + "%";
+}
+
+// "Github_easy---o1234.json" -> "Github_easy"; "BFCL_simple_7.json" -> "BFCL".
+std::string split_of(const std::string& file_name) {
+  size_t dashes = file_name.find("---");
+  if (dashes != std::string::npos) return file_name.substr(0, dashes);
+  size_t underscore = file_name.find('_');
+  if (underscore != std::string::npos && underscore > 0) return file_name.substr(0, underscore);
+  return file_stem(file_name);
+}
+
+// Refusals grouped by the keyword the converter names ("unsupported
+// keyword \"not\" at /a: ..."), limits and malformed keywords apart;
+// messages without a keyword by their text with pointers and numbers elided.
+std::string refusal_group(const std::string& message) {
+  const std::string marker = "keyword \"";
+  size_t at = message.find(marker);
+  if (at != std::string::npos) {
+    size_t start = at + marker.size();
+    size_t end = message.find('"', start);
+    std::string keyword = message.substr(start, end - start);
+    if (message.compare(0, 8, "invalid ") == 0) return keyword + " (invalid)";
+    if (message.find("exceeds a limit") != std::string::npos) return keyword + " (limit)";
+    return keyword;
+  }
+  std::string group;
+  bool in_pointer = false;
+  for (size_t i = 0; i < message.size(); ++i) {
+    char c = message[i];
+    if (c == '/' && (i == 0 || message[i - 1] == ' ')) in_pointer = true;
+    if (in_pointer) {
+      if (c != ' ') continue;
+      in_pointer = false;
+      group += "PTR";
+    }
+    if (c >= '0' && c <= '9') {
+      if (group.empty() || group.back() != 'N') group += 'N';
+      continue;
+    }
+    group += c;
+  }
+  if (in_pointer) group += "PTR";
+  return "(" + group.substr(0, 100) + ")";
+}
+
+// Greedy longest match over the bytes of every token that spells text
+// (grammask does not implement the tokenizers' BPE merges): tokens sorted
+// by their bytes, the candidates for a position narrowed one byte at a time.
+class GreedyTokenizer {
+ public:
+  explicit GreedyTokenizer(const grammask::Vocabulary& vocab) {
+    for (uint32_t id = 0; id < vocab.size(); ++id) {
+      std::string_view bytes = vocab.token_bytes(id);
+      if (bytes.empty() || vocab.is_special(id) || vocab.is_stop(id)) continue;
+      tokens_.emplace_back(bytes, id);
+    }
+    std::sort(tokens_.begin(), tokens_.end());
+  }
+
+  // False when some byte starts no token.
+  bool tokenize(std::string_view text, std::vector<uint32_t>& out) const {
+    out.clear();
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t lo = 0, hi = tokens_.size();
+      std::optional<uint32_t> best;
+      size_t best_length = 0;
+      for (size_t k = 0; pos + k < text.size() && lo < hi; ++k) {
+        // Candidates share the first k bytes; one equal to them sorts first.
+        if (tokens_[lo].first.size() == k) {
+          best = tokens_[lo].second;
+          best_length = k;
+          while (lo < hi && tokens_[lo].first.size() == k) ++lo;
+        }
+        const char c = text[pos + k];
+        auto byte_less = [k](const Entry& e, char v) {
+          return static_cast<uint8_t>(e.first[k]) < static_cast<uint8_t>(v);
+        };
+        auto less_byte = [k](char v, const Entry& e) {
+          return static_cast<uint8_t>(v) < static_cast<uint8_t>(e.first[k]);
+        };
+        lo = static_cast<size_t>(
+            std::lower_bound(tokens_.begin() + lo, tokens_.begin() + hi, c, byte_less) -
+            tokens_.begin());
+        hi = static_cast<size_t>(
+            std::upper_bound(tokens_.begin() + lo, tokens_.begin() + hi, c, less_byte) -
+            tokens_.begin());
+        if (lo < hi && tokens_[lo].first.size() == k + 1) {
+          best = tokens_[lo].second;
+          best_length = k + 1;
+        }
+      }
+      if (!best) return false;
+      out.push_back(*best);
+      pos += best_length;
+    }
+    return true;
+  }
+
+ private:
+  using Entry = std::pair<std::string_view, uint32_t>;
+  std::vector<Entry> tokens_;
+};
+
+struct SplitStats {
+  size_t schemas = 0;
+  size_t converted = 0;
+  size_t fully_passing = 0;
+  size_t valid = 0, valid_accepted = 0;
+  size_t invalid = 0, invalid_rejected = 0;
+  std::vector<double> convert_ms;
+};
+
+struct ReplayStats {
+  std::vector<float> mask_us;
+  std::vector<double> compile_ms;
+  size_t compile_failures = 0;
+  size_t instances = 0, tokens = 0;
+  size_t untokenizable = 0;
+  size_t token_refused = 0;  // the mask or the matcher refused a token of a valid instance
+  size_t stop_allowed = 0;
+  std::map<std::string, size_t> compile_errors;
+};
+
+struct Options {
+  std::string dir;
+  std::string vocab;
+  bool verbose = false;
+};
+
+int usage(const std::string& message) {
+  std::cerr << "grammask: " << message
+            << "\nusage: grammask schema-stats DIR [--vocab FILE] [--verbose]\n";
+  return kExitUsage;
+}
+
+// Replays one valid instance through a fresh Matcher; records mask times.
+void replay(const grammask::CompiledGrammar& compiled, const grammask::Vocabulary& vocab,
+            const std::vector<uint32_t>& tokens, std::vector<uint32_t>& words, ReplayStats& out,
+            const std::string& where, bool verbose) {
+  grammask::Matcher matcher(compiled);
+  ++out.instances;
+  for (size_t i = 0;; ++i) {
+    const auto start = Clock::now();
+    grammask::Status filled = matcher.fill_mask(words.data(), words.size());
+    out.mask_us.push_back(static_cast<float>(micros_since(start)));
+    if (!filled.ok()) {
+      ++out.token_refused;
+      if (verbose) std::cout << "mask-failed " << where << ": " << filled.to_string() << "\n";
+      return;
+    }
+    if (i == tokens.size()) break;
+    ++out.tokens;
+    if (!grammask::test_bit(words.data(), tokens[i]) || !matcher.accept_token(tokens[i]).ok()) {
+      ++out.token_refused;
+      if (verbose) std::cout << "token-refused " << where << " at token " << i << "\n";
+      return;
+    }
+  }
+  for (uint32_t stop : vocab.stop_tokens()) {
+    if (grammask::test_bit(words.data(), stop) && matcher.accept_token(stop).ok()) {
+      ++out.stop_allowed;
+      return;
+    }
+  }
+  if (verbose) std::cout << "stop-refused " << where << "\n";
+}
+
+}  // namespace
+
+int run_schema_stats(int argc, char** argv) {
+  Options options;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--vocab") {
+      if (i + 1 >= argc) return usage("--vocab needs a file");
+      options.vocab = argv[++i];
+    } else if (arg == "--verbose") {
+      options.verbose = true;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return usage("unknown option '" + arg + "'");
+    } else if (options.dir.empty()) {
+      options.dir = arg;
+    } else {
+      return usage("schema-stats takes one directory");
+    }
+  }
+  if (options.dir.empty()) return usage("schema-stats needs a directory");
+
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(options.dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path());
+  }
+  if (ec) {
+    std::cerr << "grammask: cannot read '" << options.dir << "': " << ec.message() << "\n";
+    return kExitUsage;
+  }
+  std::sort(files.begin(), files.end());
+
+  std::optional<grammask::Vocabulary> vocab;
+  std::optional<GreedyTokenizer> tokenizer;
+  if (!options.vocab.empty()) {
+    auto loaded = load_vocabulary(options.vocab);
+    if (!loaded.ok()) {
+      std::cerr << options.vocab << ": " << loaded.status().to_string() << "\n";
+      return kExitUsage;
+    }
+    vocab = std::move(loaded).value();
+    tokenizer.emplace(*vocab);
+  }
+
+  std::map<std::string, SplitStats> splits;
+  std::map<std::string, size_t> refusals;
+  std::vector<std::string> invalid_accepted;
+  size_t valid_rejected = 0, skipped = 0, with_tests = 0, unserializable = 0;
+  ReplayStats replayed;
+  std::vector<uint32_t> words, tokens;
+  const grammask::JsonSchemaOptions convert_options;
+
+  for (const fs::path& path : files) {
+    const std::string name = path.filename().string();
+    auto text = read_file(path.string());
+    Json file;
+    if (text) file = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!file.is_object() || !file.contains("schema") || !file.contains("tests") ||
+        !file["tests"].is_array()) {
+      ++skipped;
+      continue;
+    }
+    SplitStats& split = splits[split_of(name)];
+    ++split.schemas;
+    const Json& tests = file["tests"];
+    if (!tests.empty()) ++with_tests;
+    for (const Json& test : tests) {
+      if (test.value("valid", false))
+        ++split.valid;
+      else
+        ++split.invalid;
+    }
+
+    const std::string schema_text = file["schema"].dump();
+    const auto convert_start = Clock::now();
+    auto grammar = grammask::json_schema_to_grammar(schema_text, convert_options);
+    split.convert_ms.push_back(micros_since(convert_start) / 1000.0);
+    std::optional<grammask::Recognizer> recognizer;
+    std::string refusal;
+    if (!grammar.ok()) {
+      refusal = grammar.status().message();
+    } else {
+      auto created = grammask::Recognizer::create(*grammar);
+      if (created.ok())
+        recognizer = std::move(created).value();
+      else
+        refusal = "recognizer: " + created.status().message();
+    }
+    if (!recognizer) {
+      ++refusals[refusal_group(refusal)];
+      if (options.verbose) std::cout << "refused " << name << ": " << refusal << "\n";
+      continue;
+    }
+    ++split.converted;
+
+    std::optional<grammask::CompiledGrammar> compiled;
+    if (vocab) {
+      const auto compile_start = Clock::now();
+      auto result = grammask::CompiledGrammar::compile(*grammar, *vocab);
+      replayed.compile_ms.push_back(micros_since(compile_start) / 1000.0);
+      if (result.ok()) {
+        compiled = std::move(result).value();
+        words.assign(compiled->mask_words(), 0);
+      } else {
+        ++replayed.compile_failures;
+        ++replayed.compile_errors[refusal_group(result.status().message())];
+        if (options.verbose)
+          std::cout << "compile-failed " << name << ": " << result.status().message() << "\n";
+      }
+    }
+
+    bool all_right = true;
+    for (size_t i = 0; i < tests.size(); ++i) {
+      const Json& test = tests[i];
+      const bool valid = test.value("valid", false);
+      std::string instance;
+      try {
+        instance = test.contains("data") ? test["data"].dump() : "null";
+      } catch (const nlohmann::json::exception&) {
+        ++unserializable;
+        all_right = false;
+        continue;
+      }
+      recognizer->reset();
+      const bool accepted =
+          recognizer->push_bytes(instance) == instance.size() && recognizer->is_accepting();
+      const std::string where = name + " #" + std::to_string(i);
+      if (valid && accepted) {
+        ++split.valid_accepted;
+        if (compiled) {
+          if (tokenizer->tokenize(instance, tokens))
+            replay(*compiled, *vocab, tokens, words, replayed, where, options.verbose);
+          else
+            ++replayed.untokenizable;
+        }
+      } else if (!valid && !accepted) {
+        ++split.invalid_rejected;
+      } else if (valid) {
+        ++valid_rejected;
+        all_right = false;
+        if (options.verbose) std::cout << "valid-rejected " << where << ": " << instance << "\n";
+      } else {
+        invalid_accepted.push_back(where);
+        all_right = false;
+      }
+    }
+    if (all_right) ++split.fully_passing;
+  }
+
+  // --- report --------------------------------------------------------------
+  SplitStats total;
+  for (auto& [name, s] : splits) {
+    total.schemas += s.schemas;
+    total.converted += s.converted;
+    total.fully_passing += s.fully_passing;
+    total.valid += s.valid, total.valid_accepted += s.valid_accepted;
+    total.invalid += s.invalid, total.invalid_rejected += s.invalid_rejected;
+    total.convert_ms.insert(total.convert_ms.end(), s.convert_ms.begin(), s.convert_ms.end());
+    std::sort(s.convert_ms.begin(), s.convert_ms.end());
+  }
+  std::sort(total.convert_ms.begin(), total.convert_ms.end());
+
+  std::cout << "schema-stats " << options.dir << "\n";
+  std::cout << "files: " << total.schemas << " schemas (" << with_tests << " with test instances), "
+            << skipped << " other files skipped\n";
+  std::cout << "converter: default options (flexible whitespace, properties in schema order, "
+               "additionalProperties true, formats asserted)\n";
+  std::cout << "instances: compact JSON, keys in the instance's order; accepted = the whole text "
+               "is a sentence of the grammar\n";
+  std::cout << "fully passing: converted, every valid instance accepted, every invalid one "
+               "rejected (schemas without tests pass when they convert)\n\n";
+
+  char line[512];
+  const char* header_format = "%-16s %8s %9s %7s %8s %7s %8s %8s %8s %8s %9s %9s %9s\n";
+  const char* row_format = "%-16s %8zu %9zu %7s %8zu %7s %8zu %8zu %8zu %8zu %9s %9s %9s\n";
+  std::snprintf(line, sizeof line, header_format, "split", "schemas", "converted", "conv%",
+                "passing", "pass%", "valid", "accepted", "invalid", "rejected", "p50_ms", "p99_ms",
+                "max_ms");
+  std::cout << line;
+  auto row = [&](const std::string& name, const SplitStats& s) {
+    std::snprintf(line, sizeof line, row_format, name.c_str(), s.schemas, s.converted,
+                  percent(s.converted, s.schemas).c_str(), s.fully_passing,
+                  percent(s.fully_passing, s.schemas).c_str(), s.valid, s.valid_accepted, s.invalid,
+                  s.invalid_rejected, fixed(percentile(s.convert_ms, 50), 3).c_str(),
+                  fixed(percentile(s.convert_ms, 99), 3).c_str(),
+                  fixed(s.convert_ms.empty() ? 0 : s.convert_ms.back(), 3).c_str());
+    std::cout << line;
+  };
+  for (const auto& [name, s] : splits) row(name, s);
+  row("total", total);
+
+  std::cout << "\nconversion time (schema text to grammar IR), ms: p50 "
+            << fixed(percentile(total.convert_ms, 50), 3) << " p99 "
+            << fixed(percentile(total.convert_ms, 99), 3) << " max "
+            << fixed(total.convert_ms.empty() ? 0 : total.convert_ms.back(), 3) << "\n";
+
+  std::vector<std::pair<std::string, size_t>> groups(refusals.begin(), refusals.end());
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::cout << "\nrefused: " << total.schemas - total.converted << " schemas, by keyword:\n";
+  for (const auto& [group, count] : groups) std::cout << "  " << count << "  " << group << "\n";
+
+  std::cout << "\nvalid instances rejected: " << valid_rejected;
+  if (unserializable) std::cout << " (" << unserializable << " could not be serialized)";
+  std::cout << (options.verbose ? "\n" : " (listed with --verbose)\n");
+  std::cout << "invalid instances accepted: " << invalid_accepted.size() << "\n";
+  for (const std::string& where : invalid_accepted) std::cout << "  " << where << "\n";
+
+  if (vocab) {
+    std::sort(replayed.mask_us.begin(), replayed.mask_us.end());
+    std::sort(replayed.compile_ms.begin(), replayed.compile_ms.end());
+    double mean = 0;
+    for (float v : replayed.mask_us) mean += v;
+    if (!replayed.mask_us.empty()) mean /= static_cast<double>(replayed.mask_us.size());
+    std::cout << "\nvocabulary: " << options.vocab << " (" << vocab->size()
+              << " tokens; stop tokens: " << vocab->stop_tokens().size() << ")\n";
+    std::cout << "tokenization: greedy longest match over the token bytes (grammask has no BPE "
+                 "merges)\n";
+    std::cout << "compiled: " << replayed.compile_ms.size() - replayed.compile_failures << " of "
+              << replayed.compile_ms.size() << " converted schemas";
+    for (const auto& [group, count] : replayed.compile_errors)
+      std::cout << "; " << count << " failed: " << group;
+    std::cout << "\ncompile time, ms: p50 " << fixed(percentile(replayed.compile_ms, 50), 3)
+              << " p99 " << fixed(percentile(replayed.compile_ms, 99), 3) << " max "
+              << fixed(replayed.compile_ms.empty() ? 0 : replayed.compile_ms.back(), 3) << "\n";
+    std::cout << "replay: " << replayed.instances << " valid instances, " << replayed.tokens
+              << " tokens, " << replayed.mask_us.size()
+              << " masks (one thread); token refused: " << replayed.token_refused
+              << "; untokenizable: " << replayed.untokenizable
+              << "; stop token allowed at the end: " << replayed.stop_allowed << " of "
+              << replayed.instances << "\n";
+    std::cout << "mask time, us: mean " << fixed(mean, 1) << " p50 "
+              << fixed(percentile(replayed.mask_us, 50), 1) << " p99 "
+              << fixed(percentile(replayed.mask_us, 99), 1) << " p99.9 "
+              << fixed(percentile(replayed.mask_us, 99.9), 1) << " max "
+              << fixed(replayed.mask_us.empty() ? 0 : replayed.mask_us.back(), 1) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace grammask_tool

@@ -1,0 +1,132 @@
+// `grammask schema-stats` over the fixture directory tests/data/schema_stats:
+// the report's lines and counts, with and without a vocabulary
+// (tests/data/schema_stats_tokenizer.json: one token per printable ASCII
+// character, a space, three longer tokens and an end-of-text token).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct ToolRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+ToolRun run_tool(const std::string& arguments) {
+  ToolRun run;
+  const std::string command = std::string("\"") + GRAMMASK_TOOL_PATH + "\" " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
+  int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The whitespace-separated fields of the table row starting with `name`.
+std::vector<std::string> row(const std::string& output, const std::string& name) {
+  for (const std::string& line : lines_of(output)) {
+    std::istringstream in(line);
+    std::vector<std::string> fields;
+    for (std::string field; in >> field;) fields.push_back(field);
+    if (!fields.empty() && fields[0] == name) return fields;
+  }
+  return {};
+}
+
+bool has_line(const std::string& output, const std::string& line) {
+  for (const std::string& l : lines_of(output))
+    if (l == line) return true;
+  return false;
+}
+
+bool has_line_starting(const std::string& output, const std::string& prefix) {
+  for (const std::string& l : lines_of(output))
+    if (l.compare(0, prefix.size(), prefix) == 0) return true;
+  return false;
+}
+
+const std::string kFixture = std::string(GRAMMASK_SOURCE_DIR) + "/tests/data/schema_stats";
+const std::string kTokenizer =
+    std::string(GRAMMASK_SOURCE_DIR) + "/tests/data/schema_stats_tokenizer.json";
+
+TEST(SchemaStats, CountsPerSplit) {
+  ToolRun run = run_tool("schema-stats \"" + kFixture + "\"");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(
+      has_line(run.output, "files: 5 schemas (4 with test instances), 1 other files skipped"))
+      << run.output;
+  // split schemas converted conv% passing pass% valid accepted invalid rejected p50 p99 max
+  const std::vector<std::string> header = {"split",  "schemas", "converted", "conv%",   "passing",
+                                           "pass%",  "valid",   "accepted",  "invalid", "rejected",
+                                           "p50_ms", "p99_ms",  "max_ms"};
+  EXPECT_EQ(row(run.output, "split"), header);
+  auto counts = [&](const std::string& name) {
+    std::vector<std::string> fields = row(run.output, name);
+    if (fields.size() != header.size()) return std::vector<std::string>{};
+    return std::vector<std::string>(fields.begin() + 1, fields.begin() + 10);
+  };
+  EXPECT_EQ(counts("Alpha"),
+            (std::vector<std::string>{"2", "1", "50.0%", "0", "0.0%", "3", "2", "4", "2"}))
+      << run.output;
+  EXPECT_EQ(counts("Beta"),
+            (std::vector<std::string>{"3", "3", "100.0%", "2", "66.7%", "3", "2", "1", "1"}));
+  EXPECT_EQ(counts("total"),
+            (std::vector<std::string>{"5", "4", "80.0%", "2", "40.0%", "6", "4", "5", "3"}));
+  EXPECT_TRUE(
+      has_line_starting(run.output, "conversion time (schema text to grammar IR), ms: p50 "));
+  EXPECT_TRUE(has_line(run.output, "refused: 1 schemas, by keyword:"));
+  EXPECT_TRUE(has_line(run.output, "  1  pattern"));
+  EXPECT_TRUE(has_line(run.output, "valid instances rejected: 1 (listed with --verbose)"));
+  // The deliberately mislabelled instance is listed by file and index.
+  EXPECT_TRUE(has_line(run.output, "invalid instances accepted: 1"));
+  EXPECT_TRUE(has_line(run.output, "  Alpha---simple.json #3"));
+  EXPECT_FALSE(has_line_starting(run.output, "vocabulary:"));
+}
+
+TEST(SchemaStats, VerboseNamesEveryFailure) {
+  ToolRun run = run_tool("schema-stats \"" + kFixture + "\" --verbose");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(has_line_starting(
+      run.output, "refused Alpha---refused.json: unsupported keyword \"pattern\" at /"))
+      << run.output;
+  EXPECT_TRUE(has_line(run.output, "valid-rejected Beta_order_3.json #0: {\"b\":1,\"a\":2}"));
+}
+
+TEST(SchemaStats, ReplayWithVocabulary) {
+  ToolRun run = run_tool("schema-stats \"" + kFixture + "\" --vocab \"" + kTokenizer + "\"");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(has_line_starting(run.output, "tokenization: greedy longest match")) << run.output;
+  EXPECT_TRUE(has_line(run.output, "compiled: 4 of 4 converted schemas"));
+  EXPECT_TRUE(has_line_starting(run.output, "compile time, ms: p50 "));
+  // {"a":1} is {" a ": 1 } (5 tokens), {"a":-25,"b":"xy"} 15, "x" and "y" 3
+  // each; one mask per token plus the final one, where the stop token is allowed.
+  EXPECT_TRUE(has_line(run.output,
+                       "replay: 4 valid instances, 26 tokens, 30 masks (one thread); token "
+                       "refused: 0; untokenizable: 0; stop token allowed at the end: 4 of 4"));
+  EXPECT_TRUE(has_line_starting(run.output, "mask time, us: mean "));
+  for (const char* field : {" p50 ", " p99 ", " p99.9 ", " max "})
+    EXPECT_NE(run.output.find(field), std::string::npos) << field;
+}
+
+TEST(SchemaStats, UsageErrors) {
+  EXPECT_EQ(run_tool("schema-stats").exit_code, 2);
+  EXPECT_EQ(run_tool("schema-stats \"" + kFixture + "\" --bogus").exit_code, 2);
+  EXPECT_EQ(run_tool("schema-stats \"" + kFixture + "\" --vocab").exit_code, 2);
+  EXPECT_EQ(run_tool("schema-stats /nonexistent/dir").exit_code, 2);
+}
+
+}  // namespace
