@@ -110,7 +110,8 @@ TEST(SchemaStats, ReplayWithVocabulary) {
   ToolRun run = run_tool("schema-stats \"" + kFixture + "\" --vocab \"" + kTokenizer + "\"");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(has_line_starting(run.output, "tokenization: greedy longest match")) << run.output;
-  EXPECT_TRUE(has_line(run.output, "compiled: 4 of 4 converted schemas"));
+  EXPECT_TRUE(
+      has_line(run.output, "compiled: 4 of 4 grammars (a failure is counted as a refusal above)"));
   EXPECT_TRUE(has_line_starting(run.output, "compile time, ms: p50 "));
   // {"a":1} is {" a ": 1 } (5 tokens), {"a":-25,"b":"xy"} 15, "x" and "y" 3
   // each; one mask per token plus the final one, where the stop token is allowed.
