@@ -410,6 +410,11 @@ class MatcherState {
     const auto& ids = trie.token_ids();
     PureWalk walk;
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
+    if (pure_key_.size() == 1) {
+      if (!single_state_pure_walk(static_cast<uint32_t>(pure_key_[0]), deadline, walk))
+        return nullptr;
+      return remember(std::move(walk));
+    }
     // pool_[fast_begin_[d], fast_end_[d]): the states after the path to depth d.
     pool_.assign(pure_key_.begin(), pure_key_.end());
     fast_begin_[0] = 0;
@@ -442,6 +447,50 @@ class MatcherState {
       ++i;
     }
     pool_.clear();
+    return remember(std::move(walk));
+  }
+
+  // The common case of top_set_pure_walk (one DFA state, e.g. a string
+  // body) without the state-set bookkeeping: one state per depth.
+  bool single_state_pure_walk(uint32_t start, uint64_t deadline, PureWalk& walk) {
+    const ByteGrammar& grammar = *data_->grammar;
+    const auto& states = grammar.states();
+    const TokenTrie& trie = data_->vocabulary.trie();
+    const auto& nodes = trie.nodes();
+    const auto& ids = trie.token_ids();
+    pool_.assign(trie.max_depth() + 2, kNoState);  // pool_[d]: the state after depth d
+    pool_[0] = start;
+    const uint32_t n = static_cast<uint32_t>(nodes.size());
+    uint64_t visited = 0;
+    for (uint32_t i = 1; i < n;) {
+      ++visited;
+      const TokenTrie::Node& node = nodes[i];
+      const size_t depth = node.depth;
+      const uint32_t next = grammar.next(pool_[depth - 1], node.byte);
+      if (next == kNoState) {
+        i = node.subtree_end;
+        continue;
+      }
+      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t)
+        set_bit(walk.bits.data(), ids[t]);
+      path_[depth] = node.byte;
+      if (node.subtree_end != i + 1 && !is_pure(states[next])) {
+        walk.frontier.push_back(i);
+        walk.paths.insert(walk.paths.end(), path_.begin() + 1, path_.begin() + depth + 1);
+        i = node.subtree_end;
+        continue;
+      }
+      pool_[depth] = next;
+      ++i;
+    }
+    pool_.clear();
+    // Charged once: the walk is at most one pass over the trie.
+    engine_.charge(visited);
+    return engine_.work() <= deadline;
+  }
+
+  // Caches `walk` under pure_key_, within the cache budget.
+  const PureWalk* remember(PureWalk&& walk) {
     const size_t bytes = walk.bits.size() * sizeof(uint32_t) + walk.frontier.size() * 4 +
                          walk.paths.size() + pure_key_.size() * 4;
     if (pure_walk_bytes_ + bytes > kMaskCacheBytes) {
