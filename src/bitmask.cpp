@@ -165,7 +165,15 @@ Isa best_isa() noexcept {
 }
 
 bool isa_supported(Isa isa) noexcept {
-  return internal::built_kernels(isa) != nullptr && internal::cpu_has(isa);
+  // Asked once per ISA: CPUID is slow, and in a virtual machine it traps to
+  // the hypervisor (microseconds, more than applying a whole mask).
+  static const bool supported[] = {
+      internal::built_kernels(Isa::kScalar) != nullptr && internal::cpu_has(Isa::kScalar),
+      internal::built_kernels(Isa::kAvx2) != nullptr && internal::cpu_has(Isa::kAvx2),
+      internal::built_kernels(Isa::kAvx512) != nullptr && internal::cpu_has(Isa::kAvx512),
+      internal::built_kernels(Isa::kNeon) != nullptr && internal::cpu_has(Isa::kNeon)};
+  const size_t index = static_cast<size_t>(isa);
+  return index < sizeof supported / sizeof supported[0] && supported[index];
 }
 
 const char* to_string(Isa isa) noexcept {

@@ -19,8 +19,13 @@ constexpr uint32_t kAllAllowed = ~uint32_t{0};
 
 void avx2_apply_f32(float* logits, size_t n, const uint32_t* words) noexcept {
   const __m256 blocked = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  // Lane k of a group of 8 tests bit k of the word's byte.
-  const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  // Group k of 8 lanes shifts bit 8k + lane of the word into the sign bit,
+  // which is what blendv selects on: one broadcast per word, one shift per
+  // 8 lanes (no and/compare).
+  __m256i to_sign[4];
+  for (int k = 0; k < 4; ++k)
+    to_sign[k] = _mm256_sub_epi32(_mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24),
+                                  _mm256_set1_epi32(8 * k));
   const size_t full_words = n / 32;
   for (size_t w = 0; w < full_words; ++w) {
     const uint32_t word = words[w];
@@ -30,9 +35,9 @@ void avx2_apply_f32(float* logits, size_t n, const uint32_t* words) noexcept {
       for (int k = 0; k < 4; ++k) _mm256_storeu_ps(block + 8 * k, blocked);
       continue;
     }
+    const __m256i bits = _mm256_set1_epi32(static_cast<int>(word));
     for (int k = 0; k < 4; ++k) {
-      const __m256i bits = _mm256_set1_epi32(static_cast<int>(word >> (8 * k)));
-      const __m256i allowed = _mm256_cmpeq_epi32(_mm256_and_si256(bits, lane_bit), lane_bit);
+      const __m256i allowed = _mm256_sllv_epi32(bits, to_sign[k]);
       const __m256 values = _mm256_loadu_ps(block + 8 * k);
       _mm256_storeu_ps(block + 8 * k,
                        _mm256_blendv_ps(blocked, values, _mm256_castsi256_ps(allowed)));
