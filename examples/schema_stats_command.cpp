@@ -291,6 +291,8 @@ int run_schema_stats(int argc, char** argv) {
       ++skipped;
       continue;
     }
+    // Names on stderr, so that a crash or a hang can be traced to a file.
+    if (options.verbose) std::cerr << "checking " << name << std::endl;
     SplitStats& split = splits[split_of(name)];
     ++split.schemas;
     const Json& tests = file["tests"];

@@ -238,6 +238,49 @@ struct Clause {
 };
 using Disj = std::vector<Clause>;
 
+// What a clause constrains (not where the keywords were written), so that
+// equal clauses reached through different references share one rule.
+std::string clause_key(const Clause& c) {
+  std::string key = std::to_string(static_cast<int>(c.type));
+  auto add = [&](const std::string& part) {
+    key += '|';
+    key += part;
+  };
+  auto pointers = [](const std::vector<const Json*>& values) {
+    std::string out;
+    for (const Json* v : values) out += std::to_string(reinterpret_cast<uintptr_t>(v)) + ",";
+    return out;
+  };
+  auto optional_number = [](const std::optional<uint64_t>& n) {
+    return n ? std::to_string(*n) : std::string("-");
+  };
+  add(c.has_values ? "v" + pointers(c.values) : "");
+  add(pointers(c.excluded));
+  add(std::string(c.integer ? "i" : "") + (c.non_integer ? "f" : "") +
+      (c.strict_integer ? "s" : ""));
+  add(c.lo ? (c.lo_exclusive ? ">" : ">=") + c.lo->to_string() : "");
+  add(c.hi ? (c.hi_exclusive ? "<" : "<=") + c.hi->to_string() : "");
+  for (const auto& [divisor, where] : c.multiple_of) add("m" + divisor.to_string());
+  add(std::to_string(c.min_length) + "," + optional_number(c.max_length));
+  for (const Sourced& p : c.patterns) add("p" + std::to_string(p.text.size()) + ":" + p.text);
+  for (const Sourced& f : c.formats) add("f" + f.text);
+  for (const Sub& item : c.prefix) add("P" + sub_key(item));
+  add("I" + sub_key(c.items));
+  add(std::to_string(c.min_items) + "," + optional_number(c.max_items));
+  for (const Contains& k : c.contains)
+    add("C" + sub_key(k.schema) + std::to_string(k.min) + "," + optional_number(k.max));
+  add(c.unique ? "u" : "");
+  for (const auto& [name, sub] : c.properties)
+    add("p" + std::to_string(name.size()) + ":" + name + sub_key(sub));
+  for (const std::string& name : c.required) add("r" + std::to_string(name.size()) + ":" + name);
+  add("A" + sub_key(c.additional));
+  for (const auto& [pattern, sub] : c.pattern_properties)
+    add("R" + std::to_string(pattern.text.size()) + ":" + pattern.text + sub_key(sub));
+  add("N" + sub_key(c.property_names));
+  add(std::to_string(c.min_properties) + "," + optional_number(c.max_properties));
+  return key;
+}
+
 Sub* find_property(Clause& clause, const std::string& name) {
   for (auto& [key, sub] : clause.properties)
     if (key == name) return &sub;
@@ -654,6 +697,8 @@ class Converter {
 
   // --- emission ------------------------------------------------------------
   std::string rule_for(const Sub& sub, const std::string& hint, uint32_t depth);
+  std::string clause_expression(const Clause& clause, const std::string& own_rule,
+                                const std::string& hint, uint32_t depth);
   std::string emit_clause(Clause clause, const std::string& hint, uint32_t depth);
   std::string emit_clause_once(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_number(const Clause& clause, const std::string& hint);
@@ -663,6 +708,7 @@ class Converter {
   std::string emit_value(const Json& value, uint32_t depth);
   std::string emit_string_key_rule(const Sub& names, const std::string& hint);
   std::string key_not_in(const std::vector<std::string>& names, const std::string& hint);
+  std::string key_not_in_uncached(const std::vector<std::string>& names, const std::string& hint);
 
   struct Member {
     std::string text;  // key, colon and value
@@ -701,7 +747,9 @@ class Converter {
   std::vector<std::pair<std::string, std::string>> rules_;
   std::unordered_set<std::string> names_;
   std::unordered_map<std::string, std::string> rule_memo_;
-  std::unordered_map<std::string, std::string> text_memo_;  // rule body -> name
+  std::unordered_map<std::string, std::string> text_memo_;    // rule body -> name
+  std::unordered_map<std::string, std::string> clause_memo_;  // clause_key -> expression
+  std::map<std::vector<std::string>, std::string> key_not_in_memo_;
   size_t grammar_bytes_ = 0;
   std::set<std::string> base_rules_;
 };
@@ -1877,7 +1925,7 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
   std::vector<std::string> options;
   Disj clauses = d;
   for (const Clause& clause : clauses) {
-    std::string expr = emit_clause(clause, name, depth);
+    std::string expr = clause_expression(clause, clauses.size() == 1 ? name : "", name, depth);
     if (!expr.empty()) options.push_back(expr);
   }
   if (options.empty()) {
@@ -1887,6 +1935,30 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
   }
   define_rule(name, alternatives(options));
   return name;
+}
+
+// The expression for a clause, shared by every sub-schema that normalizes
+// to the same clause (e.g. through different $refs to one definition).
+// Objects and arrays may refer back to themselves, so their rule name is
+// registered before emission: `own_rule` when the caller's rule is exactly
+// this clause, else a rule of its own.
+std::string Converter::clause_expression(const Clause& clause, const std::string& own_rule,
+                                         const std::string& hint, uint32_t depth) {
+  std::string key = clause_key(clause) + (indented() ? "@" + std::to_string(depth) : "");
+  auto known = clause_memo_.find(key);
+  if (known != clause_memo_.end()) return known->second;
+  if (clause.type != JType::kObject && clause.type != JType::kArray) {
+    std::string expr = emit_clause(clause, hint, depth);
+    clause_memo_.emplace(std::move(key), expr);
+    return expr;
+  }
+  std::string rule = own_rule.empty() ? unique_name(hint + "-alt") : own_rule;
+  clause_memo_[key] = rule;
+  std::string expr = emit_clause(clause, hint, depth);
+  if (expr.empty()) clause_memo_[key] = "";
+  if (!own_rule.empty()) return expr;
+  define_rule(rule, expr.empty() ? base_rule("never") : expr);
+  return expr.empty() ? "" : rule;
 }
 
 std::string Converter::emit_clause(Clause clause, const std::string& hint, uint32_t depth) {
@@ -2220,6 +2292,17 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
 
 // Strings (canonically encoded) other than the given ones, via a trie.
 std::string Converter::key_not_in(const std::vector<std::string>& names, const std::string& hint) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  auto known = key_not_in_memo_.find(sorted);
+  if (known != key_not_in_memo_.end()) return known->second;
+  std::string result = key_not_in_uncached(names, hint);
+  key_not_in_memo_.emplace(std::move(sorted), result);
+  return result;
+}
+
+std::string Converter::key_not_in_uncached(const std::vector<std::string>& names,
+                                           const std::string& hint) {
   struct Node {
     std::map<uint32_t, int> children;
     bool terminal = false;
@@ -2259,30 +2342,56 @@ std::string Converter::key_not_in(const std::vector<std::string>& names, const s
     }
     trie[static_cast<size_t>(at)].terminal = true;
   }
-  std::string tail = base_rule("cchar") + "*";
-  std::string base = unique_name(hint + "-other");
-  std::function<std::string(int)> emit = [&](int index) -> std::string {
+  // A string not in the set either leaves the trie (a prefix of names,
+  // then a code point no name continues with, then anything) or stops at
+  // a trie node that ends no name. Two tries of rules, `-dev` and `-end`,
+  // so that the `anything` tail is written once, not once per node.
+  const internal::CodePointSet escaped =
+      internal::normalize_set({{0x00, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}});
+  const std::string base = unique_name(hint + "-other");
+  auto node_name = [&](const char* kind, int index) {
+    std::string name = base + kind + (index == 0 ? "" : "-" + std::to_string(index));
+    names_.insert(name);
+    return name;
+  };
+  std::function<std::string(int)> deviate = [&](int index) -> std::string {
     const Node& node = trie[static_cast<size_t>(index)];
-    std::string name = index == 0 ? base : base + "-" + std::to_string(index);
-    if (index != 0) names_.insert(name);
     std::vector<std::string> options;
-    if (!node.terminal) options.push_back("\"\\\"\"");
     internal::CodePointSet used;
     for (const auto& [cp, child] : node.children) {
       used.push_back({cp, cp});
-      std::string child_rule = emit(child);
-      options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), child_rule}));
+      options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), deviate(child)}));
     }
-    // Spellings differ ("/" or "\/"), but each decodes to one code point, and
-    // the branches split by code point.
-    std::string others =
-        internal::json_char_gbnf(internal::complement_set(internal::normalize_set(used)));
-    if (!others.empty()) options.push_back(seq({others, tail, "\"\\\"\""}));
+    // Spellings differ ("/" or "\/"), but each decodes to one code point,
+    // and the branches split by code point. Characters written with a
+    // backslash form a rule shared by the nodes.
+    internal::CodePointSet others = internal::complement_set(internal::normalize_set(used));
+    internal::CodePointSet raw =
+        internal::intersect_sets(others, internal::complement_set(escaped));
+    if (!raw.empty()) options.push_back(internal::gbnf_char_class(raw));
+    std::string special = internal::json_char_gbnf(internal::intersect_sets(others, escaped));
+    if (!special.empty()) options.push_back(add_rule(hint + "-esc", special));
+    std::string name = node_name("-dev", index);
     define_rule(name, alternatives(options));
     return name;
   };
-  std::string start = emit(0);
-  return seq({"\"\\\"\"", start});
+  // "" when the empty string is the only way on, nullopt when none is.
+  std::function<std::optional<std::string>(int)> stop =
+      [&](int index) -> std::optional<std::string> {
+    const Node& node = trie[static_cast<size_t>(index)];
+    std::vector<std::string> options;
+    for (const auto& [cp, child] : node.children)
+      if (auto rest = stop(child))
+        options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), *rest}));
+    if (options.empty()) return node.terminal ? std::nullopt : std::optional<std::string>("");
+    std::string name = node_name("-end", index);
+    define_rule(name, alternatives(options));
+    return node.terminal ? name : group(name) + "?";
+  };
+  std::string leave = seq({deviate(0), base_rule("cchar") + "*"});
+  std::optional<std::string> end = stop(0);
+  std::string body = !end ? leave : end->empty() ? group(leave) + "?" : group(leave) + " | " + *end;
+  return seq({"\"\\\"\"", group(body), "\"\\\"\""});
 }
 
 std::string Converter::emit_string_key_rule(const Sub& names, const std::string& hint) {
@@ -2356,6 +2465,22 @@ std::string Converter::emit_members(const std::vector<Member>& members,
       for (uint64_t c = 0; c <= cap; ++c) {
         if (!productive[{i, c}]) continue;
         std::vector<std::string> options;
+        auto next = next_count(c);
+        if (next && *next == c) {
+          // The count no longer changes: other members loop here, then
+          // member i or not, and the next state is referenced once (a
+          // choice between two references to it would double its size
+          // wherever the lowering inlines it).
+          std::string loop = additional.empty() ? "" : group(member_text(additional, c == 0)) + "*";
+          std::string body = loop;
+          if (i < n) {
+            std::string take = member_text(members[i].text, c == 0);
+            body =
+                seq({loop, members[i].required ? take : group(take) + "?", state_name(i + 1, c)});
+          }
+          pending.emplace_back(state_name(i, c), body);
+          continue;
+        }
         if (!additional.empty()) {
           auto next = next_count(c);
           if (next && productive[{i, *next}])
