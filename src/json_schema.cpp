@@ -724,6 +724,9 @@ class Converter {
   std::string unique_name(const std::string& hint);
   void define_rule(const std::string& name, const std::string& body);
   std::string base_rule(const std::string& name);
+  std::string char_body();
+  std::string counted(const std::string& item, uint64_t lo, std::optional<uint64_t> hi,
+                      const std::string& hint);
   std::string inner(uint32_t depth) const;
   std::string after() const;
   std::string colon() const;
@@ -1838,6 +1841,54 @@ std::string decimal_literal(const Decimal& number, bool integer_fraction = true)
   return group(sign + "\"" + digits + "." + number.frac_digits + "\" \"0\"*");
 }
 
+// Any encoded code point; \u escapes of surrogates only as valid pairs, so
+// that one decoded code point is one `char` (lengths count right).
+std::string Converter::char_body() {
+  base_rule("hex");
+  return "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] hex hex hex | "
+         "[dD] [0-7] hex hex | [dD] [89abAB] hex hex \"\\\\u\" [dD] [c-fC-F] hex hex))";
+}
+
+// `item` (an expression, grouped) repeated lo..hi times. Past
+// kPlainRepeat the count is split into blocks of kPlainRepeat items, a rule
+// of its own, counted the same way: an exact and unambiguous grammar of
+// logarithmic size (a length L is floor(L / block) blocks plus a rest
+// shorter than a block) for any bound, where a plain {lo,hi} would copy
+// the item hi times when lowered.
+std::string Converter::counted(const std::string& item, uint64_t lo, std::optional<uint64_t> hi,
+                               const std::string& hint) {
+  constexpr uint64_t kPlainRepeat = 4096;
+  auto plain = [&](uint64_t a, std::optional<uint64_t> b) -> std::string {
+    if (b && *b == 0) return "";
+    if (!b) return item + (a == 0 ? "*" : a == 1 ? "+" : "{" + std::to_string(a) + ",}");
+    if (a == *b) return a == 1 ? item : item + "{" + std::to_string(a) + "}";
+    if (a == 0 && *b == 1) return item + "?";
+    return item + "{" + std::to_string(a) + "," + std::to_string(*b) + "}";
+  };
+  if (lo <= kPlainRepeat && (!hi || *hi <= kPlainRepeat)) return plain(lo, hi);
+  const uint64_t block = kPlainRepeat;
+  std::string block_rule = add_rule(hint + "-block", plain(block, block));
+  const uint64_t low_blocks = lo / block;
+  if (!hi) {
+    return seq({counted(block_rule, low_blocks, low_blocks, hint + "-block"),
+                plain(lo % block, std::nullopt)});
+  }
+  const uint64_t high_blocks = *hi / block;
+  std::vector<std::string> options;
+  if (low_blocks == high_blocks)
+    return seq({counted(block_rule, high_blocks, high_blocks, hint + "-block"),
+                plain(lo % block, *hi % block)});
+  // floor(L / block) == low_blocks, strictly between, or == high_blocks.
+  options.push_back(seq({counted(block_rule, low_blocks, low_blocks, hint + "-block"),
+                         plain(lo % block, block - 1)}));
+  if (high_blocks > low_blocks + 1)
+    options.push_back(seq({counted(block_rule, low_blocks + 1, high_blocks - 1, hint + "-block"),
+                           plain(0, block - 1)}));
+  options.push_back(
+      seq({counted(block_rule, high_blocks, high_blocks, hint + "-block"), plain(0, *hi % block)}));
+  return group(alternatives(options));
+}
+
 // Base rules, defined on first use. In the indented layout, generic values
 // (schemas that allow anything) are written compactly: an unbounded
 // nesting has no fixed indentation.
@@ -1868,12 +1919,7 @@ std::string Converter::base_rule(const std::string& name) {
     base_rule("char");
     body = "\"\\\"\" char* \"\\\"\"";
   } else if (name == "char") {
-    base_rule("hex");
-    // Any encoded code point; \u escapes of surrogates only as valid pairs,
-    // so that one decoded code point is one `char` (lengths count right).
-    body =
-        "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] hex hex hex | "
-        "[dD] [0-7] hex hex | [dD] [89abAB] hex hex \"\\\\u\" [dD] [c-fC-F] hex hex))";
+    body = char_body();
   } else if (name == "cchar") {
     // Canonical encodings only (one spelling per code point), for strings
     // compared against a set of excluded names.
@@ -2280,14 +2326,12 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
     std::string body = translated->gbnf;
     return add_rule(hint + "-str", seq({"\"\\\"\"", body.empty() ? "" : group(body), "\"\\\"\""}));
   }
-  check_repeat(clause.min_length, "minLength", clause.length_pointer);
-  if (max_length) check_repeat(*max_length, "maxLength", clause.length_pointer);
   if (clause.min_length == 0 && !max_length) return base_rule("string");
-  std::string count = "{" + std::to_string(clause.min_length) + "," +
-                      (max_length ? std::to_string(*max_length) : "") + "}";
-  if (max_length && *max_length == clause.min_length)
-    count = "{" + std::to_string(clause.min_length) + "}";
-  return add_rule(hint + "-str", "\"\\\"\" " + base_rule("char") + count + " \"\\\"\"");
+  // The character written out rather than as `char`: the lowering copies a
+  // referenced rule into every repetition, but lifts a large repeated
+  // expression into one rule.
+  std::string chars = counted(group(char_body()), clause.min_length, max_length, hint + "-chars");
+  return add_rule(hint + "-str", seq({"\"\\\"\"", chars, "\"\\\"\""}));
 }
 
 // Strings (canonically encoded) other than the given ones, via a trie.
@@ -2785,18 +2829,13 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
   uint64_t rest_min = min_items > usable ? min_items - usable : 0;
   std::optional<uint64_t> rest_max;
   if (max_items) rest_max = *max_items - std::min<uint64_t>(*max_items, usable);
-  check_repeat(min_items, "minItems", count_pointer);
-  if (rest_max) check_repeat(*rest_max, "maxItems", count_pointer);
-  auto count_suffix = [](uint64_t lo, std::optional<uint64_t> hi) {
-    if (!hi) return lo == 0 ? std::string("*") : "{" + std::to_string(lo) + ",}";
-    return "{" + std::to_string(lo) + "," + std::to_string(*hi) + "}";
-  };
+  (void)count_pointer;
   // Items from position i on (i >= 1); none at all is allowed once
   // min_items items were written.
   std::function<std::string(size_t)> tail_from = [&](size_t i) -> std::string {
     if (i == usable) {
       if (!rest_possible || (rest_max && *rest_max == 0)) return "";
-      return group(item_text(rest_rule, false)) + count_suffix(rest_min, rest_max);
+      return counted(group(item_text(rest_rule, false)), rest_min, rest_max, hint + "-items");
     }
     std::string here = seq({item_text(prefix_rules[i], false), tail_from(i + 1)});
     return i >= min_items ? group(here) + "?" : here;
@@ -2812,7 +2851,8 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
     if (!more_max || more_min <= *more_max) {
       body = item_text(rest_rule, true);
       if (!more_max || *more_max > 0)
-        body = seq({body, group(item_text(rest_rule, false)) + count_suffix(more_min, more_max)});
+        body = seq({body, counted(group(item_text(rest_rule, false)), more_min, more_max,
+                                  hint + "-items")});
     }
   }
   bool empty_ok = min_items == 0;
