@@ -778,7 +778,7 @@ class Lowering {
   }
 
   static constexpr size_t kInlineLimit = 2048;
-  static constexpr size_t kLiftProduct = 16384;
+  static constexpr size_t kLiftProduct = 65536;
   static constexpr size_t kMinDfaBudget = 4096;
   static constexpr int kMaxSplitRetries = 256;
   static constexpr int kMaxDepth = 2000;
