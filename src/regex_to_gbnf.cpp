@@ -1145,6 +1145,27 @@ Result<RegexTranslation> ecma_regex_to_gbnf(std::string_view pattern,
   return regex_to_gbnf(*parsed, any_char_rule, min_length, max_length);
 }
 
+Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern) {
+  std::vector<Branch> branches;
+  std::vector<RegexNode> top = pattern.kind == RegexNode::Kind::kAlternation
+                                   ? pattern.children
+                                   : std::vector<RegexNode>{pattern};
+  for (const RegexNode& option : top) {
+    Status status = split_branches(as_items(option), false, false, &branches);
+    if (!status.ok()) return status;
+  }
+  std::vector<RegexBranch> out;
+  for (Branch& branch : branches) {
+    RegexBranch b;
+    b.anchored_start = branch.anchored_start;
+    b.anchored_end = branch.anchored_end;
+    b.body.kind = RegexNode::Kind::kConcat;
+    b.body.children = std::move(branch.items);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 std::string regex_to_re2(const RegexNode& pattern) {
   return node_to_re2(pattern);
 }

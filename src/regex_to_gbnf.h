@@ -100,6 +100,15 @@ Result<RegexTranslation> ecma_regex_to_gbnf(std::string_view pattern,
                                             const RegexLimits& limits = {}, uint64_t min_length = 0,
                                             std::optional<uint64_t> max_length = std::nullopt);
 
+// The top-level ways a pattern can match: anchors at the edges become
+// flags (`(^a|b)c` distributes); an anchor anywhere else is kUnsupported.
+struct RegexBranch {
+  bool anchored_start = false;
+  bool anchored_end = false;
+  RegexNode body;  // a concatenation without anchors
+};
+Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern);
+
 // The same language in RE2 syntax (UTF-8 mode), used to validate patterns
 // and to test concrete strings. Anchors are kept as written.
 std::string regex_to_re2(const RegexNode& pattern);

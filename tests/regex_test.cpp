@@ -14,6 +14,7 @@
 
 #include "grammask/gbnf.h"
 #include "grammask/recognizer.h"
+#include "json_schema_dfa.h"
 
 namespace grammask::internal {
 namespace {
@@ -200,6 +201,140 @@ TEST(RegexTest, LengthBounds) {
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->min_length, 2u);
   EXPECT_FALSE(t->max_length.has_value());
+}
+
+// --- automata over code points (json_schema_dfa.h) ---------------------------
+
+bool accepted(const CharDfa& dfa, const std::string& text) {
+  return dfa_accepts(dfa, text, [](uint32_t label) { return label != 0; });
+}
+
+// A recognizer for the JSON strings of an automaton's language.
+std::optional<Recognizer> dfa_recognizer(const CharDfa& dfa, std::string* gbnf) {
+  std::string rules;
+  int counter = 0;
+  std::string start = dfa_to_gbnf(
+      dfa, [](uint32_t label) { return label != 0; },
+      [&] { return "s" + std::to_string(counter++); },
+      [&](const std::string& name, const std::string& body) {
+        rules += name + " ::= " + body + "\n";
+      });
+  *gbnf = "root ::= \"\\\"\" " + (start.empty() ? "[^\\x00-\\U0010FFFF]" : start) + " \"\\\"\"\n" +
+          rules;
+  auto grammar = parse_gbnf(*gbnf);
+  EXPECT_TRUE(grammar.ok()) << *gbnf << "\n" << grammar.status().to_string();
+  if (!grammar.ok()) return std::nullopt;
+  auto recognizer = Recognizer::create(*grammar);
+  EXPECT_TRUE(recognizer.ok()) << recognizer.status().to_string();
+  if (!recognizer.ok()) return std::nullopt;
+  return std::move(*recognizer);
+}
+
+bool grammar_accepts(Recognizer& recognizer, const std::string& text) {
+  std::string encoded = json_quote(text);
+  recognizer.reset();
+  return recognizer.push_bytes(encoded) == encoded.size() && recognizer.is_accepting();
+}
+
+CharDfa regex_dfa(const std::string& pattern) {
+  auto parsed = parse_ecma_regex(pattern);
+  EXPECT_TRUE(parsed.ok()) << pattern;
+  if (!parsed.ok()) return dfa_words({});
+  auto dfa = dfa_from_regex(*parsed);
+  EXPECT_TRUE(dfa.ok()) << pattern << ": " << dfa.status().to_string();
+  return dfa.ok() ? *dfa : dfa_words({});
+}
+
+TEST(RegexDfaTest, MatchesRe2AndTheGrammarMatchesTheDfa) {
+  std::mt19937 random(777);
+  for (const Case& c : kCases) {
+    CharDfa dfa = regex_dfa(c.pattern);
+    CharDfa complement = dfa_complement(dfa);
+    std::string gbnf, complement_gbnf;
+    auto recognizer = dfa_recognizer(dfa, &gbnf);
+    auto complement_recognizer = dfa_recognizer(complement, &complement_gbnf);
+    ASSERT_TRUE(recognizer && complement_recognizer) << c.pattern;
+    RE2 oracle(c.pattern);
+    std::vector<std::string> letters = split_utf8(c.alphabet);
+    for (int round = 0; round < 300; ++round) {
+      size_t length = random() % 9;
+      std::string text;
+      for (size_t k = 0; k < length; ++k) text += letters[random() % letters.size()];
+      const bool expected = RE2::PartialMatch(text, oracle);
+      ASSERT_EQ(accepted(dfa, text), expected) << c.pattern << " on " << json_quote(text);
+      ASSERT_EQ(accepted(complement, text), !expected) << c.pattern << " on " << json_quote(text);
+      ASSERT_EQ(grammar_accepts(*recognizer, text), expected)
+          << c.pattern << " on " << json_quote(text) << "\n"
+          << gbnf;
+      ASSERT_EQ(grammar_accepts(*complement_recognizer, text), !expected)
+          << "not " << c.pattern << " on " << json_quote(text) << "\n"
+          << complement_gbnf;
+    }
+  }
+}
+
+TEST(RegexDfaTest, ProductsLengthsAndWords) {
+  std::mt19937 random(99);
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"^[a-c]+$", "b"}, {"^a", "c$"}, {"^(ab)*$", "^[ab]{2,5}$"}, {"x", "^[^y]*$"}};
+  for (const auto& [p, q] : pairs) {
+    CharDfa a = regex_dfa(p), b = regex_dfa(q);
+    auto both = dfa_intersection(a, b);
+    ASSERT_TRUE(both.ok());
+    auto length = dfa_length(2, 4);
+    ASSERT_TRUE(length.ok());
+    auto bounded = dfa_intersection(*both, *length);
+    ASSERT_TRUE(bounded.ok());
+    auto labelled = dfa_product(a, b, [](uint32_t x, uint32_t y) { return x | (y << 1); });
+    ASSERT_TRUE(labelled.ok());
+    std::string gbnf;
+    auto recognizer = dfa_recognizer(*bounded, &gbnf);
+    ASSERT_TRUE(recognizer);
+    RE2 re_p(p), re_q(q);
+    for (int round = 0; round < 400; ++round) {
+      size_t n = random() % 7;
+      std::string text;
+      for (size_t k = 0; k < n; ++k) text += "abcxy"[random() % 5];
+      const bool in_p = RE2::PartialMatch(text, re_p), in_q = RE2::PartialMatch(text, re_q);
+      ASSERT_EQ(accepted(*both, text), in_p && in_q) << p << " & " << q << " on " << text;
+      const bool expected = in_p && in_q && n >= 2 && n <= 4;
+      ASSERT_EQ(accepted(*bounded, text), expected) << p << " & " << q << " on " << text;
+      ASSERT_EQ(grammar_accepts(*recognizer, text), expected) << text << "\n" << gbnf;
+      for (uint32_t want : {1u, 2u, 3u})
+        ASSERT_EQ(dfa_accepts(*labelled, text, [&](uint32_t label) { return label == want; }),
+                  (in_p ? 1u : 0u) + (in_q ? 2u : 0u) == want)
+            << text;
+    }
+  }
+  CharDfa words = dfa_words({"ab", "a", "\xC3\xA9"});
+  EXPECT_TRUE(accepted(words, "a"));
+  EXPECT_TRUE(accepted(words, "ab"));
+  EXPECT_TRUE(accepted(words, "\xC3\xA9"));
+  EXPECT_FALSE(accepted(words, ""));
+  EXPECT_FALSE(accepted(words, "abc"));
+  CharDfa others = dfa_complement(words);
+  EXPECT_TRUE(accepted(others, ""));
+  EXPECT_TRUE(accepted(others, "b"));
+  EXPECT_FALSE(accepted(others, "ab"));
+  auto unbounded = dfa_length(3, std::nullopt);
+  ASSERT_TRUE(unbounded.ok());
+  EXPECT_FALSE(accepted(*unbounded, "ab"));
+  EXPECT_TRUE(accepted(*unbounded, "abcdefg"));
+}
+
+TEST(RegexDfaTest, StateBudget) {
+  auto parsed = parse_ecma_regex("(a|b)*a(a|b){12}");
+  ASSERT_TRUE(parsed.ok());
+  auto dfa = dfa_from_regex(*parsed, 1, 1000);  // 2^13 subsets
+  EXPECT_EQ(dfa.status().code(), ErrorCode::kUnsupported);
+  EXPECT_FALSE(dfa_length(0, 100000, 1000).ok());
+  // Minimization merges equivalent states: (a|b)* ends up one state.
+  CharDfa loop = regex_dfa("^(a|b)*$");
+  CharDfa min = dfa_minimize(loop, [](uint32_t label) { return label != 0; });
+  EXPECT_EQ(min.states.size(), 1u);
+  CharDfa nothing = dfa_minimize(regex_dfa("^[^\\s\\S]$"), [](uint32_t l) { return l != 0; });
+  EXPECT_TRUE(nothing.states[0].edges.empty());
+  EXPECT_EQ(nothing.states[0].label, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,498 @@
+// Automata over code points: Thompson NFA from the regex AST, subset
+// construction over code point classes, products, complement, Moore
+// minimization, and GBNF with one rule per state.
+#include "json_schema_dfa.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace grammask::internal {
+namespace {
+
+constexpr uint32_t kDead = UINT32_MAX;
+
+CodePointSet all_code_points() {
+  return normalize_set({{0, kMaxCodePoint}});
+}
+
+CodePointSet union_of(const std::vector<CharDfa::Edge>& edges) {
+  CodePointSet all;
+  for (const CharDfa::Edge& edge : edges)
+    all.insert(all.end(), edge.chars.begin(), edge.chars.end());
+  return normalize_set(std::move(all));
+}
+
+Status too_many_states(size_t budget) {
+  return Status(ErrorCode::kUnsupported, "the string constraint needs more than " +
+                                             std::to_string(budget) + " automaton states");
+}
+
+// --- Thompson NFA --------------------------------------------------------
+
+struct NfaState {
+  std::vector<uint32_t> epsilon;
+  std::vector<std::pair<CodePointSet, uint32_t>> edges;
+};
+
+class NfaBuilder {
+ public:
+  explicit NfaBuilder(size_t budget) : budget_(budget) {}
+
+  uint32_t add() {
+    if (states_.size() >= budget_) {
+      over_ = true;
+      return 0;
+    }
+    states_.emplace_back();
+    return static_cast<uint32_t>(states_.size() - 1);
+  }
+  void epsilon(uint32_t from, uint32_t to) {
+    if (!over_) states_[from].epsilon.push_back(to);
+  }
+
+  // Adds `node` starting at `from`; returns where it ends.
+  uint32_t build(const RegexNode& node, uint32_t from) {
+    if (over_) return from;
+    switch (node.kind) {
+      case RegexNode::Kind::kEmpty:
+      case RegexNode::Kind::kLineStart:
+      case RegexNode::Kind::kLineEnd:
+        return from;
+      case RegexNode::Kind::kChars: {
+        uint32_t to = add();
+        if (!over_ && !node.chars.empty()) states_[from].edges.emplace_back(node.chars, to);
+        return to;
+      }
+      case RegexNode::Kind::kConcat: {
+        uint32_t at = from;
+        for (const RegexNode& child : node.children) at = build(child, at);
+        return at;
+      }
+      case RegexNode::Kind::kAlternation: {
+        uint32_t end = add();
+        for (const RegexNode& child : node.children) {
+          uint32_t start = add();
+          epsilon(from, start);
+          epsilon(build(child, start), end);
+        }
+        return end;
+      }
+      case RegexNode::Kind::kRepeat: {
+        const RegexNode& child = node.children[0];
+        uint32_t at = from;
+        for (uint32_t i = 0; i < node.min && !over_; ++i) at = build(child, at);
+        if (node.max == kUnbounded) {
+          uint32_t loop = add();
+          epsilon(at, loop);
+          epsilon(build(child, loop), loop);
+          return loop;
+        }
+        uint32_t end = add();
+        for (uint32_t i = node.min; i < node.max && !over_; ++i) {
+          epsilon(at, end);
+          at = build(child, at);
+        }
+        epsilon(at, end);
+        return end;
+      }
+    }
+    return from;
+  }
+
+  bool over() const { return over_; }
+  std::vector<NfaState>& states() { return states_; }
+
+ private:
+  size_t budget_;
+  bool over_ = false;
+  std::vector<NfaState> states_;
+};
+
+void close_over_epsilon(const std::vector<NfaState>& nfa, std::vector<uint32_t>& set) {
+  std::vector<uint32_t> stack = set;
+  std::vector<bool> seen(nfa.size(), false);
+  for (uint32_t s : set) seen[s] = true;
+  while (!stack.empty()) {
+    uint32_t s = stack.back();
+    stack.pop_back();
+    for (uint32_t t : nfa[s].epsilon) {
+      if (seen[t]) continue;
+      seen[t] = true;
+      set.push_back(t);
+      stack.push_back(t);
+    }
+  }
+  std::sort(set.begin(), set.end());
+}
+
+// Splits the union of `sets` into pieces on which the same members apply:
+// calls visit(piece, members) for every non-empty piece.
+template <typename Visit>
+void for_each_piece(const std::vector<const CodePointSet*>& sets, Visit visit) {
+  std::vector<uint32_t> bounds;
+  for (const CodePointSet* set : sets)
+    for (const CodePointRange& range : *set) {
+      bounds.push_back(range.first);
+      bounds.push_back(range.last + 1);
+    }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  std::map<std::vector<uint32_t>, CodePointSet> pieces;
+  for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+    const uint32_t first = bounds[k], last = bounds[k + 1] - 1;
+    std::vector<uint32_t> members;
+    for (uint32_t i = 0; i < sets.size(); ++i)
+      if (set_contains(*sets[i], first)) members.push_back(i);
+    if (!members.empty()) pieces[members].push_back({first, last});
+  }
+  for (auto& [members, set] : pieces) visit(normalize_set(std::move(set)), members);
+}
+
+}  // namespace
+
+Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label, size_t max_states) {
+  Result<std::vector<RegexBranch>> branches = regex_branches(pattern);
+  if (!branches.ok()) return branches.status();
+  NfaBuilder builder(max_states * 8);
+  const uint32_t start = builder.add();
+  const uint32_t accept = builder.add();
+  RegexNode anything;
+  anything.kind = RegexNode::Kind::kRepeat;
+  anything.min = 0;
+  anything.max = kUnbounded;
+  RegexNode any_char;
+  any_char.kind = RegexNode::Kind::kChars;
+  any_char.chars = all_code_points();
+  anything.children.push_back(any_char);
+  for (const RegexBranch& branch : *branches) {
+    uint32_t at = builder.add();
+    builder.epsilon(start, at);
+    if (!branch.anchored_start) at = builder.build(anything, at);
+    at = builder.build(branch.body, at);
+    if (!branch.anchored_end) at = builder.build(anything, at);
+    builder.epsilon(at, accept);
+  }
+  if (builder.over()) return too_many_states(max_states);
+  const std::vector<NfaState>& nfa = builder.states();
+
+  CharDfa dfa;
+  std::map<std::vector<uint32_t>, uint32_t> ids;
+  std::vector<std::vector<uint32_t>> pending;
+  auto intern = [&](std::vector<uint32_t> set) -> std::optional<uint32_t> {
+    close_over_epsilon(nfa, set);
+    auto it = ids.find(set);
+    if (it != ids.end()) return it->second;
+    if (dfa.states.size() >= max_states) return std::nullopt;
+    const uint32_t id = static_cast<uint32_t>(dfa.states.size());
+    ids.emplace(set, id);
+    dfa.states.emplace_back();
+    if (std::binary_search(set.begin(), set.end(), accept)) dfa.states[id].label = label;
+    pending.push_back(std::move(set));
+    return id;
+  };
+  if (!intern({start})) return too_many_states(max_states);
+  for (size_t next = 0; next < pending.size(); ++next) {
+    const std::vector<uint32_t> members = pending[next];
+    std::vector<const CodePointSet*> sets;
+    std::vector<uint32_t> targets;
+    for (uint32_t s : members)
+      for (const auto& [chars, target] : nfa[s].edges) {
+        sets.push_back(&chars);
+        targets.push_back(target);
+      }
+    bool over = false;
+    std::vector<CharDfa::Edge> edges;
+    for_each_piece(sets, [&](CodePointSet piece, const std::vector<uint32_t>& which) {
+      std::vector<uint32_t> to;
+      for (uint32_t i : which) to.push_back(targets[i]);
+      std::sort(to.begin(), to.end());
+      to.erase(std::unique(to.begin(), to.end()), to.end());
+      std::optional<uint32_t> id = intern(std::move(to));
+      if (!id) {
+        over = true;
+        return;
+      }
+      edges.push_back({std::move(piece), *id});
+    });
+    if (over) return too_many_states(max_states);
+    dfa.states[next].edges = std::move(edges);
+  }
+  return dfa;
+}
+
+CharDfa dfa_any(uint32_t label) {
+  CharDfa dfa;
+  dfa.states.resize(1);
+  dfa.states[0].label = label;
+  dfa.states[0].edges.push_back({all_code_points(), 0});
+  return dfa;
+}
+
+CharDfa dfa_words(const std::vector<std::string>& words, uint32_t label) {
+  CharDfa dfa;
+  dfa.states.resize(1);
+  std::vector<std::map<uint32_t, uint32_t>> children(1);
+  for (const std::string& word : words) {
+    uint32_t at = 0;
+    for (size_t i = 0; i < word.size();) {
+      const auto b = static_cast<uint8_t>(word[i]);
+      const size_t extra = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : 3;
+      uint32_t cp = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
+      for (size_t k = 1; k <= extra && i + k < word.size(); ++k)
+        cp = (cp << 6) | (static_cast<uint8_t>(word[i + k]) & 0x3F);
+      i += extra + 1;
+      auto it = children[at].find(cp);
+      if (it == children[at].end()) {
+        const auto id = static_cast<uint32_t>(dfa.states.size());
+        dfa.states.emplace_back();
+        children.emplace_back();
+        children[at][cp] = id;
+        at = id;
+      } else {
+        at = it->second;
+      }
+    }
+    dfa.states[at].label = label;
+  }
+  for (size_t s = 0; s < children.size(); ++s)
+    for (const auto& [cp, target] : children[s])
+      dfa.states[s].edges.push_back({{{cp, cp}}, target});
+  return dfa;
+}
+
+Result<CharDfa> dfa_length(uint64_t min, std::optional<uint64_t> max, size_t max_states) {
+  const uint64_t last = max ? *max : min;
+  if (last + 1 > max_states) return too_many_states(max_states);
+  CharDfa dfa;
+  dfa.states.resize(static_cast<size_t>(last) + 1);
+  for (uint64_t k = 0; k <= last; ++k) {
+    CharDfa::State& state = dfa.states[static_cast<size_t>(k)];
+    state.label = k >= min ? 1 : 0;
+    if (k < last)
+      state.edges.push_back({all_code_points(), static_cast<uint32_t>(k + 1)});
+    else if (!max)
+      state.edges.push_back({all_code_points(), static_cast<uint32_t>(k)});
+  }
+  return dfa;
+}
+
+Result<CharDfa> dfa_product(const CharDfa& a, const CharDfa& b,
+                            const std::function<uint32_t(uint32_t, uint32_t)>& combine,
+                            size_t max_states) {
+  CharDfa dfa;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> ids;
+  std::vector<std::pair<uint32_t, uint32_t>> pending;
+  auto intern = [&](uint32_t x, uint32_t y) -> std::optional<uint32_t> {
+    auto it = ids.find({x, y});
+    if (it != ids.end()) return it->second;
+    if (dfa.states.size() >= max_states) return std::nullopt;
+    const auto id = static_cast<uint32_t>(dfa.states.size());
+    ids.emplace(std::make_pair(x, y), id);
+    dfa.states.emplace_back();
+    dfa.states[id].label =
+        combine(x == kDead ? 0 : a.states[x].label, y == kDead ? 0 : b.states[y].label);
+    pending.emplace_back(x, y);
+    return id;
+  };
+  if (a.states.empty() || b.states.empty()) {
+    dfa.states.resize(1);
+    return dfa;
+  }
+  intern(0, 0);
+  for (size_t next = 0; next < pending.size(); ++next) {
+    const auto [x, y] = pending[next];
+    static const std::vector<CharDfa::Edge> kNone;
+    const std::vector<CharDfa::Edge>& ea = x == kDead ? kNone : a.states[x].edges;
+    const std::vector<CharDfa::Edge>& eb = y == kDead ? kNone : b.states[y].edges;
+    std::vector<const CodePointSet*> sets;
+    for (const CharDfa::Edge& e : ea) sets.push_back(&e.chars);
+    for (const CharDfa::Edge& e : eb) sets.push_back(&e.chars);
+    bool over = false;
+    std::vector<CharDfa::Edge> edges;
+    for_each_piece(sets, [&](CodePointSet piece, const std::vector<uint32_t>& which) {
+      uint32_t tx = kDead, ty = kDead;
+      for (uint32_t i : which) {
+        if (i < ea.size())
+          tx = ea[i].target;
+        else
+          ty = eb[i - ea.size()].target;
+      }
+      std::optional<uint32_t> id = intern(tx, ty);
+      if (!id) {
+        over = true;
+        return;
+      }
+      edges.push_back({std::move(piece), *id});
+    });
+    if (over) return too_many_states(max_states);
+    dfa.states[next].edges = std::move(edges);
+  }
+  return dfa;
+}
+
+Result<CharDfa> dfa_intersection(const CharDfa& a, const CharDfa& b, size_t max_states) {
+  Result<CharDfa> product = dfa_product(
+      a, b, [](uint32_t x, uint32_t y) -> uint32_t { return x != 0 && y != 0 ? 1 : 0; },
+      max_states);
+  if (!product.ok()) return product;
+  return dfa_minimize(*product, [](uint32_t label) { return label != 0; });
+}
+
+CharDfa dfa_complement(const CharDfa& a, uint32_t label) {
+  CharDfa dfa = a;
+  const auto sink = static_cast<uint32_t>(dfa.states.size());
+  dfa.states.emplace_back();
+  dfa.states[sink].edges.push_back({all_code_points(), sink});
+  for (uint32_t s = 0; s < sink; ++s) {
+    CodePointSet missing = complement_set(union_of(dfa.states[s].edges));
+    if (!missing.empty()) dfa.states[s].edges.push_back({std::move(missing), sink});
+  }
+  for (CharDfa::State& state : dfa.states) state.label = state.label == 0 ? label : 0;
+  dfa.states[sink].label = label;
+  return dfa;
+}
+
+CharDfa dfa_minimize(const CharDfa& a, const std::function<bool(uint32_t)>& keep) {
+  const size_t n = a.states.size();
+  // States from which a kept label is reachable.
+  std::vector<std::vector<uint32_t>> reverse(n);
+  for (uint32_t s = 0; s < n; ++s)
+    for (const CharDfa::Edge& e : a.states[s].edges) reverse[e.target].push_back(s);
+  std::vector<bool> useful(n, false);
+  std::vector<uint32_t> stack;
+  for (uint32_t s = 0; s < n; ++s)
+    if (keep(a.states[s].label)) useful[s] = true, stack.push_back(s);
+  while (!stack.empty()) {
+    uint32_t s = stack.back();
+    stack.pop_back();
+    for (uint32_t p : reverse[s])
+      if (!useful[p]) useful[p] = true, stack.push_back(p);
+  }
+  CharDfa empty;
+  empty.states.resize(1);
+  if (n == 0 || !useful[0]) return empty;
+  // Moore refinement: start from the kept labels, split by where each
+  // code point leads, until the partition stops changing.
+  std::vector<uint32_t> block(n, 0);
+  {
+    std::map<uint32_t, uint32_t> by_label;
+    for (uint32_t s = 0; s < n; ++s) {
+      if (!useful[s]) continue;
+      uint32_t label = keep(a.states[s].label) ? a.states[s].label : 0;
+      block[s] = by_label.emplace(label, static_cast<uint32_t>(by_label.size())).first->second;
+    }
+  }
+  // A state's transitions by target block: (block, code points) sorted.
+  auto transitions = [&](uint32_t s) {
+    std::map<uint32_t, CodePointSet> by_block;
+    for (const CharDfa::Edge& e : a.states[s].edges) {
+      if (!useful[e.target]) continue;
+      CodePointSet& set = by_block[block[e.target]];
+      set.insert(set.end(), e.chars.begin(), e.chars.end());
+    }
+    std::vector<std::pair<uint32_t, CodePointSet>> out;
+    for (auto& [b, set] : by_block) out.emplace_back(b, normalize_set(std::move(set)));
+    return out;
+  };
+  size_t blocks = 0;
+  for (uint32_t s = 0; s < n; ++s)
+    if (useful[s]) blocks = std::max<size_t>(blocks, block[s] + 1);
+  while (true) {
+    std::map<std::pair<uint32_t, std::vector<uint32_t>>, uint32_t> signatures;
+    std::vector<uint32_t> next(n, 0);
+    for (uint32_t s = 0; s < n; ++s) {
+      if (!useful[s]) continue;
+      std::vector<uint32_t> key;
+      for (const auto& [b, set] : transitions(s)) {
+        key.push_back(b);
+        key.push_back(static_cast<uint32_t>(set.size()));
+        for (const CodePointRange& r : set) key.push_back(r.first), key.push_back(r.last);
+      }
+      next[s] = signatures
+                    .emplace(std::make_pair(block[s], std::move(key)),
+                             static_cast<uint32_t>(signatures.size()))
+                    .first->second;
+    }
+    const size_t count = signatures.size();
+    block = std::move(next);
+    if (count == blocks) break;
+    blocks = count;
+  }
+  // Renumber with the start first.
+  std::vector<uint32_t> order(blocks, kDead);
+  std::vector<uint32_t> representative;
+  auto number = [&](uint32_t s) {
+    if (order[block[s]] == kDead) {
+      order[block[s]] = static_cast<uint32_t>(representative.size());
+      representative.push_back(s);
+    }
+  };
+  number(0);
+  for (uint32_t s = 0; s < n; ++s)
+    if (useful[s]) number(s);
+  CharDfa out;
+  out.states.resize(representative.size());
+  for (size_t i = 0; i < representative.size(); ++i) {
+    const uint32_t s = representative[i];
+    out.states[i].label = keep(a.states[s].label) ? a.states[s].label : 0;
+    for (auto& [b, set] : transitions(s)) out.states[i].edges.push_back({std::move(set), order[b]});
+  }
+  return out;
+}
+
+bool dfa_accepts(const CharDfa& dfa, const std::string& utf8,
+                 const std::function<bool(uint32_t)>& keep) {
+  if (dfa.states.empty()) return false;
+  uint32_t at = 0;
+  for (size_t i = 0; i < utf8.size();) {
+    const auto b = static_cast<uint8_t>(utf8[i]);
+    const size_t extra = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : 3;
+    uint32_t cp = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
+    for (size_t k = 1; k <= extra && i + k < utf8.size(); ++k)
+      cp = (cp << 6) | (static_cast<uint8_t>(utf8[i + k]) & 0x3F);
+    i += extra + 1;
+    uint32_t next = kDead;
+    for (const CharDfa::Edge& e : dfa.states[at].edges)
+      if (set_contains(e.chars, cp)) next = e.target;
+    if (next == kDead) return false;
+    at = next;
+  }
+  return keep(dfa.states[at].label);
+}
+
+std::string dfa_to_gbnf(const CharDfa& dfa, const std::function<bool(uint32_t)>& keep,
+                        const std::function<std::string()>& new_rule,
+                        const std::function<void(const std::string&, const std::string&)>& define) {
+  const CharDfa min = dfa_minimize(dfa, keep);
+  const bool accepts_something = min.states[0].label != 0 || !min.states[0].edges.empty();
+  if (!accepts_something) return "";
+  std::vector<std::string> names;
+  for (size_t i = 0; i < min.states.size(); ++i) names.push_back(new_rule());
+  for (size_t i = 0; i < min.states.size(); ++i) {
+    const CharDfa::State& state = min.states[i];
+    // Self-loops as a repetition, so a state that only loops needs no
+    // recursion (`[a-z]*` stays one rule).
+    CodePointSet self;
+    std::vector<std::string> onward;
+    for (const CharDfa::Edge& e : state.edges) {
+      if (e.target == i)
+        self.insert(self.end(), e.chars.begin(), e.chars.end());
+      else
+        onward.push_back(json_char_gbnf(e.chars) + " " + names[e.target]);
+    }
+    std::string body;
+    if (!self.empty()) body = "(" + json_char_gbnf(normalize_set(std::move(self))) + ")*";
+    if (!onward.empty()) {
+      std::string choice;
+      for (size_t k = 0; k < onward.size(); ++k) choice += (k ? " | " : "") + onward[k];
+      choice = "(" + choice + ")";
+      if (state.label != 0) choice += "?";
+      body += (body.empty() ? "" : " ") + choice;
+    }
+    define(names[i], body.empty() ? "\"\"" : body);
+  }
+  return names[0];
+}
+
+}  // namespace grammask::internal
