@@ -721,6 +721,7 @@ class Converter {
                              const std::string& nonempty_body, bool allow_empty, uint32_t depth);
 
   std::string add_rule(const std::string& hint, const std::string& body);
+  std::string unshared_rule(const std::string& hint, const std::string& body);
   std::string unique_name(const std::string& hint);
   void define_rule(const std::string& name, const std::string& body);
   std::string base_rule(const std::string& name);
@@ -755,6 +756,7 @@ class Converter {
   std::map<std::vector<std::string>, std::string> key_not_in_memo_;
   size_t grammar_bytes_ = 0;
   std::set<std::string> base_rules_;
+  std::string key_char_rule_;
 };
 
 // ---------------------------------------------------------------------------
@@ -1783,6 +1785,21 @@ std::string Converter::add_rule(const std::string& hint, const std::string& body
   return name;
 }
 
+// A rule for `body` that the lowering keeps as one rule wherever it is
+// named. The lowering copies a small non-recursive rule into every place
+// that names it; for a part named from many places (between every two
+// declared members, from every node of a key trie) the copies add up, so
+// the rule refers to itself through an alternative that matches nothing.
+std::string Converter::unshared_rule(const std::string& hint, const std::string& body) {
+  const std::string key = "\x01" + body;
+  auto it = text_memo_.find(key);
+  if (it != text_memo_.end()) return it->second;
+  std::string name = unique_name(hint);
+  define_rule(name, "(" + body + ") | " + base_rule("never") + " " + name);
+  text_memo_[key] = name;
+  return name;
+}
+
 std::string Converter::inner(uint32_t depth) const {
   switch (options_.whitespace) {
     case JsonSchemaOptions::Whitespace::kCompact:
@@ -1900,8 +1917,8 @@ std::string Converter::base_rule(const std::string& name) {
   std::string w = flexible ? "ws " : "";
   std::string body;
   if (name == "ws") {
-    std::string run = std::to_string(options_.max_whitespace_run);
-    body = "([ \\t]{1," + run + "} | \"\\n\" [ \\t]{0," + run + "})?";
+    // Nothing, a run of blanks, or a newline and a run of blanks.
+    body = "\"\\n\"? [ \\t]{0," + std::to_string(options_.max_whitespace_run) + "}";
   } else if (name == "value") {
     body = base_rule("object") + " | " + base_rule("array") + " | " + base_rule("string") + " | " +
            base_rule("number") + " | \"true\" | \"false\" | \"null\"";
@@ -2392,6 +2409,14 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
   // so that the `anything` tail is written once, not once per node.
   const internal::CodePointSet escaped =
       internal::normalize_set({{0x00, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}});
+  const internal::CodePointSet shared = internal::normalize_set(
+      {{0x00, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {0x80, kMaxCodePoint}});
+  // Named from each node of each trie.
+  auto shared_rule = [&]() -> std::string {
+    if (key_char_rule_.empty())
+      key_char_rule_ = unshared_rule("key-char", internal::json_char_gbnf(shared));
+    return key_char_rule_;
+  };
   const std::string base = unique_name(hint + "-other");
   auto node_name = [&](const char* kind, int index) {
     std::string name = base + kind + (index == 0 ? "" : "-" + std::to_string(index));
@@ -2407,14 +2432,22 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
       options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), deviate(child)}));
     }
     // Spellings differ ("/" or "\/"), but each decodes to one code point,
-    // and the branches split by code point. Characters written with a
-    // backslash form a rule shared by the nodes.
+    // and the branches split by code point. Where no name continues with a
+    // non-ASCII or escaped character (nearly always), those characters are
+    // one rule shared by every node.
     internal::CodePointSet others = internal::complement_set(internal::normalize_set(used));
-    internal::CodePointSet raw =
-        internal::intersect_sets(others, internal::complement_set(escaped));
-    if (!raw.empty()) options.push_back(internal::gbnf_char_class(raw));
-    std::string special = internal::json_char_gbnf(internal::intersect_sets(others, escaped));
-    if (!special.empty()) options.push_back(add_rule(hint + "-esc", special));
+    if (internal::intersect_sets(internal::normalize_set(used), shared).empty()) {
+      internal::CodePointSet ascii =
+          internal::intersect_sets(others, internal::complement_set(shared));
+      if (!ascii.empty()) options.push_back(internal::gbnf_char_class(ascii));
+      options.push_back(shared_rule());
+    } else {
+      internal::CodePointSet raw =
+          internal::intersect_sets(others, internal::complement_set(escaped));
+      if (!raw.empty()) options.push_back(internal::gbnf_char_class(raw));
+      std::string special = internal::json_char_gbnf(internal::intersect_sets(others, escaped));
+      if (!special.empty()) options.push_back(add_rule(hint + "-esc", special));
+    }
     std::string name = node_name("-dev", index);
     define_rule(name, alternatives(options));
     return name;
@@ -2584,7 +2617,15 @@ std::string Converter::emit_members(const std::vector<Member>& members,
       }
     }
   }
-  for (auto& [name, body] : pending) define_rule(name, body.empty() ? "\"\"" : body);
+  // Each state names the next ones; copied into one another by the lowering,
+  // a long member list would cost quadratic space, so past a few members
+  // every state stays a rule of its own.
+  constexpr size_t kInlinedMembers = 8;
+  for (auto& [name, body] : pending) {
+    std::string text = body.empty() ? "\"\"" : body;
+    if (n > kInlinedMembers) text = "(" + text + ") | " + base_rule("never") + " " + name;
+    define_rule(name, text);
+  }
   return state_name(0, 0);
 }
 
@@ -2649,7 +2690,9 @@ std::string Converter::emit_object(const Clause& clause, const std::string& hint
     }
     std::string value_rule =
         additional_key.empty() ? "" : rule_for(additional_value, hint + "-additional", depth + 1);
-    if (!value_rule.empty()) additional_member = seq({additional_key, colon(), value_rule});
+    // Written between every two declared members: one rule, not a copy each.
+    if (!value_rule.empty())
+      additional_member = unshared_rule(hint + "-more", seq({additional_key, colon(), value_rule}));
   }
   bool empty_ok = clause.required.empty() && clause.min_properties == 0;
   std::string body =
@@ -2868,6 +2911,17 @@ std::string Converter::convert() {
   if (start.empty()) fail(ErrorCode::kInvalidArgument, "the schema accepts no value");
   // inner(), after() and colon() name `ws` without defining it.
   if (options_.whitespace == JsonSchemaOptions::Whitespace::kFlexible) base_rule("ws");
+  // In a large grammar the copies of the small base rules that the lowering
+  // makes at every use (whitespace alone is some forty states) outgrow its
+  // state budget; there they stay single rules, at the price of a rule call
+  // per use while masking.
+  constexpr size_t kLargeGrammarBytes = 256 << 10;
+  if (grammar_bytes_ > kLargeGrammarBytes) {
+    const std::string never = base_rule("never");
+    for (auto& [name, body] : rules_)
+      if (name == "ws" || name == "string" || name == "number" || name == "integer")
+        body = "(" + body + ") | " + never + " " + name;
+  }
   std::string text = "root ::= " + start + "\n";
   for (const auto& [name, body] : rules_) text += name + " ::= " + body + "\n";
   return text;
