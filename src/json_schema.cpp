@@ -26,6 +26,7 @@
 #include <unordered_set>
 
 #include "grammask/gbnf.h"
+#include "json_schema_dfa.h"
 #include "json_schema_formats.h"
 #include "json_schema_numbers.h"
 #include "regex_to_gbnf.h"
@@ -201,6 +202,7 @@ struct Clause {
   std::optional<uint64_t> max_length;
   std::string length_pointer;
   std::vector<Sourced> patterns;
+  std::vector<Sourced> negated_patterns;  // regexes the string must not match (from `not`)
   std::vector<Sourced> formats;
   // arrays
   std::vector<Sub> prefix;
@@ -229,11 +231,11 @@ struct Clause {
   bool unconstrained() const {
     return !has_values && excluded.empty() && !integer && !non_integer && !strict_integer && !lo &&
            !hi && multiple_of.empty() && min_length == 0 && !max_length && patterns.empty() &&
-           formats.empty() && prefix.empty() && items.is_true() && min_items == 0 && !max_items &&
-           contains.empty() && !unique && properties.empty() && required.empty() &&
-           additional.is_true() && pattern_properties.empty() && property_names.is_true() &&
-           min_properties == 0 && !max_properties && evaluated.empty() && !properties_evaluated &&
-           evaluated_prefix == 0 && !items_evaluated;
+           negated_patterns.empty() && formats.empty() && prefix.empty() && items.is_true() &&
+           min_items == 0 && !max_items && contains.empty() && !unique && properties.empty() &&
+           required.empty() && additional.is_true() && pattern_properties.empty() &&
+           property_names.is_true() && min_properties == 0 && !max_properties &&
+           evaluated.empty() && !properties_evaluated && evaluated_prefix == 0 && !items_evaluated;
   }
 };
 using Disj = std::vector<Clause>;
@@ -263,6 +265,8 @@ std::string clause_key(const Clause& c) {
   for (const auto& [divisor, where] : c.multiple_of) add("m" + divisor.to_string());
   add(std::to_string(c.min_length) + "," + optional_number(c.max_length));
   for (const Sourced& p : c.patterns) add("p" + std::to_string(p.text.size()) + ":" + p.text);
+  for (const Sourced& p : c.negated_patterns)
+    add("!p" + std::to_string(p.text.size()) + ":" + p.text);
   for (const Sourced& f : c.formats) add("f" + f.text);
   for (const Sub& item : c.prefix) add("P" + sub_key(item));
   add("I" + sub_key(c.items));
@@ -703,6 +707,9 @@ class Converter {
   std::string emit_clause_once(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_number(const Clause& clause, const std::string& hint);
   std::string emit_string(const Clause& clause, const std::string& hint);
+  std::string emit_string_automaton(const Clause& clause, const std::vector<Sourced>& regexes,
+                                    const std::vector<std::string>& keywords,
+                                    std::optional<uint64_t> max_length, const std::string& hint);
   std::string emit_array(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_object(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_value(const Json& value, uint32_t depth);
@@ -1358,6 +1365,8 @@ std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause
         c.max_length = c.max_length ? std::min(*c.max_length, *b.max_length) : *b.max_length;
       if (c.length_pointer.empty()) c.length_pointer = b.length_pointer;
       c.patterns.insert(c.patterns.end(), b.patterns.begin(), b.patterns.end());
+      c.negated_patterns.insert(c.negated_patterns.end(), b.negated_patterns.begin(),
+                                b.negated_patterns.end());
       c.formats.insert(c.formats.end(), b.formats.begin(), b.formats.end());
       if (c.max_length && c.min_length > *c.max_length) return std::nullopt;
       break;
@@ -1548,7 +1557,25 @@ std::optional<Disj> Converter::negate(const Disj& d) {
         add(c);
       }
     } else if (clause.type == JType::kString) {
-      if (!clause.patterns.empty() || !clause.formats.empty()) return std::nullopt;
+      // A string of another length, or one that fails a pattern (or
+      // matches a pattern it had to avoid).
+      for (const Sourced& pattern : clause.patterns) {
+        Clause c = base;
+        c.negated_patterns.push_back(pattern);
+        add(c);
+      }
+      for (const Sourced& format : clause.formats) {
+        internal::FormatLookup lookup = internal::format_pattern(format.text);
+        if (!lookup.supported || !lookup.narrowed.empty()) return std::nullopt;
+        Clause c = base;
+        c.negated_patterns.push_back({lookup.pattern, format.pointer});
+        add(c);
+      }
+      for (const Sourced& pattern : clause.negated_patterns) {
+        Clause c = base;
+        c.patterns.push_back(pattern);
+        add(c);
+      }
       if (clause.min_length > 0) {
         Clause c = base;
         c.max_length = clause.min_length - 1;
@@ -1694,6 +1721,11 @@ bool Converter::clause_accepts(const Clause& c, const Json& value, bool check_va
         auto match = internal::ecma_regex_search(pattern.text, text);
         if (!match.ok()) refuse("pattern", pattern.pointer, match.status().message());
         if (!*match) return false;
+      }
+      for (const Sourced& pattern : c.negated_patterns) {
+        auto match = internal::ecma_regex_search(pattern.text, text);
+        if (!match.ok()) refuse("not", pattern.pointer, match.status().message());
+        if (*match) return false;
       }
       for (const Sourced& format : c.formats) {
         internal::FormatLookup lookup = internal::format_pattern(format.text);
@@ -2049,7 +2081,7 @@ std::string Converter::emit_clause(Clause clause, const std::string& hint, uint3
       else if (k == "patternProperties")
         clause.pattern_properties.clear();
       else if (k == "not")
-        clause.excluded.clear();
+        clause.excluded.clear(), clause.negated_patterns.clear();
       else if (k == "minItems" || k == "maxItems")
         clause.min_items = 0, clause.max_items.reset();
       else if (k == "minProperties" || k == "maxProperties")
@@ -2291,6 +2323,7 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
 
 std::string Converter::emit_string(const Clause& clause, const std::string& hint) {
   std::vector<Sourced> regexes = clause.patterns;
+  std::vector<std::string> keywords(regexes.size(), "pattern");
   for (const Sourced& format : clause.formats) {
     internal::FormatLookup lookup = internal::format_pattern(format.text);
     if (!lookup.supported)
@@ -2299,56 +2332,97 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
       warn("format \"" + format.text + "\" at " + display_pointer(format.pointer) +
            " accepts only " + lookup.narrowed);
     regexes.push_back({lookup.pattern, format.pointer});
+    keywords.push_back("format");
   }
   std::optional<uint64_t> max_length = clause.max_length;
   if (!max_length && options_.default_max_length > 0 && regexes.empty()) {
     max_length = options_.default_max_length;
     warn("strings without maxLength limited to " + std::to_string(*max_length));
   }
-  if (!clause.excluded.empty()) {
-    if (!regexes.empty() || clause.min_length > 0 || max_length)
-      refuse("not", clause.values_pointer, "excluded strings combined with other string keywords");
+  const bool lengths = clause.min_length > 0 || max_length.has_value();
+  if (!clause.excluded.empty() && regexes.empty() && !lengths && clause.negated_patterns.empty()) {
     std::vector<std::string> names;
     for (const Json* v : clause.excluded) names.push_back(v->get<std::string>());
     return key_not_in(names, hint + "-str");
   }
-  if (regexes.size() > 1) {
-    const Sourced& second = regexes[1];
-    bool is_format = std::any_of(clause.formats.begin(), clause.formats.end(),
-                                 [&](const Sourced& f) { return f.pointer == second.pointer; }) &&
-                     clause.patterns.size() <= 1;
-    refuse(is_format ? "format" : "pattern", second.pointer,
-           "several patterns/formats on one string (their intersection is not supported)");
-  }
-  if (regexes.size() == 1) {
+  if (regexes.size() == 1 && clause.excluded.empty() && clause.negated_patterns.empty()) {
     internal::RegexLimits limits;
     limits.max_repeat = options_.max_repeat;
-    bool is_pattern = !clause.patterns.empty();
     auto translated = internal::ecma_regex_to_gbnf(regexes[0].text, base_rule("char"), limits);
     if (!translated.ok())
-      refuse(is_pattern ? "pattern" : "format", regexes[0].pointer, translated.status().message(),
+      refuse(keywords[0], regexes[0].pointer, translated.status().message(),
              translated.status().code());
     bool min_ok = clause.min_length <= translated->min_length;
     bool max_ok = !max_length || (translated->max_length && *translated->max_length <= *max_length);
     if (!min_ok || !max_ok) {
-      // Intersect the lengths with the pattern where its shape allows.
+      // Intersect the lengths with the pattern where its shape allows;
+      // otherwise the automaton below does it.
       translated = internal::ecma_regex_to_gbnf(regexes[0].text, base_rule("char"), limits,
                                                 clause.min_length, max_length);
-      if (!translated.ok()) {
-        if (translated.status().message() == "pattern matches no string") return "";
-        refuse(min_ok ? "maxLength" : "minLength", clause.length_pointer,
-               translated.status().message());
-      }
+      if (!translated.ok() && translated.status().message() == "pattern matches no string")
+        return "";
     }
-    std::string body = translated->gbnf;
-    return add_rule(hint + "-str", seq({"\"\\\"\"", body.empty() ? "" : group(body), "\"\\\"\""}));
+    if (translated.ok()) {
+      std::string body = translated->gbnf;
+      return add_rule(hint + "-str",
+                      seq({"\"\\\"\"", body.empty() ? "" : group(body), "\"\\\"\""}));
+    }
   }
+  if (!regexes.empty() || !clause.negated_patterns.empty() || !clause.excluded.empty())
+    return emit_string_automaton(clause, regexes, keywords, max_length, hint);
   if (clause.min_length == 0 && !max_length) return base_rule("string");
   // The character written out rather than as `char`: the lowering copies a
   // referenced rule into every repetition, but lifts a large repeated
   // expression into one rule.
   std::string chars = counted(group(char_body()), clause.min_length, max_length, hint + "-chars");
   return add_rule(hint + "-str", seq({"\"\\\"\"", chars, "\"\\\"\""}));
+}
+
+// Several patterns, a pattern the string must not match, excluded values or
+// lengths a pattern's shape does not allow to intersect directly: the
+// intersection of their automata, one rule per state.
+std::string Converter::emit_string_automaton(const Clause& clause,
+                                             const std::vector<Sourced>& regexes,
+                                             const std::vector<std::string>& keywords,
+                                             std::optional<uint64_t> max_length,
+                                             const std::string& hint) {
+  internal::RegexLimits limits;
+  limits.max_repeat = options_.max_repeat;
+  internal::CharDfa dfa = internal::dfa_any();
+  auto narrow = [&](Result<internal::CharDfa> part, const std::string& keyword,
+                    const std::string& pointer) {
+    if (!part.ok()) refuse(keyword, pointer, part.status().message(), part.status().code());
+    Result<internal::CharDfa> both = internal::dfa_intersection(dfa, *part);
+    if (!both.ok()) refuse(keyword, pointer, both.status().message(), both.status().code());
+    dfa = std::move(both).value();
+  };
+  auto regex_dfa = [&](const Sourced& regex, const std::string& keyword) {
+    Result<internal::RegexNode> parsed = internal::parse_ecma_regex(regex.text, limits);
+    if (!parsed.ok())
+      refuse(keyword, regex.pointer, parsed.status().message(), parsed.status().code());
+    return internal::dfa_from_regex(*parsed);
+  };
+  for (size_t i = 0; i < regexes.size(); ++i)
+    narrow(regex_dfa(regexes[i], keywords[i]), keywords[i], regexes[i].pointer);
+  for (const Sourced& negated : clause.negated_patterns) {
+    Result<internal::CharDfa> matching = regex_dfa(negated, "not");
+    if (!matching.ok())
+      refuse("not", negated.pointer, matching.status().message(), matching.status().code());
+    narrow(internal::dfa_complement(*matching), "not", negated.pointer);
+  }
+  if (!clause.excluded.empty()) {
+    std::vector<std::string> names;
+    for (const Json* v : clause.excluded) names.push_back(v->get<std::string>());
+    narrow(internal::dfa_complement(internal::dfa_words(names)), "not", clause.values_pointer);
+  }
+  if (clause.min_length > 0 || max_length)
+    narrow(internal::dfa_length(clause.min_length, max_length),
+           clause.min_length > 0 && !max_length ? "minLength" : "maxLength", clause.length_pointer);
+  std::string start = internal::dfa_to_gbnf(
+      dfa, [](uint32_t label) { return label != 0; }, [&] { return unique_name(hint + "-s"); },
+      [&](const std::string& name, const std::string& body) { define_rule(name, body); });
+  if (start.empty()) return "";
+  return add_rule(hint + "-str", seq({"\"\\\"\"", start, "\"\\\"\""}));
 }
 
 // Strings (canonically encoded) other than the given ones, via a trie.
