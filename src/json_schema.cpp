@@ -707,9 +707,13 @@ class Converter {
   std::string emit_clause_once(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_number(const Clause& clause, const std::string& hint);
   std::string emit_string(const Clause& clause, const std::string& hint);
-  std::string emit_string_automaton(const Clause& clause, const std::vector<Sourced>& regexes,
-                                    const std::vector<std::string>& keywords,
-                                    std::optional<uint64_t> max_length, const std::string& hint);
+  std::string emit_string_automaton(const Clause& clause, std::optional<uint64_t> max_length,
+                                    const std::string& hint);
+  internal::CharDfa string_dfa(const Clause& clause, std::optional<uint64_t> max_length);
+  std::string dfa_rules(const internal::CharDfa& dfa, const std::function<bool(uint32_t)>& keep,
+                        const std::string& hint);
+  std::string other_members(const Clause& clause, const std::vector<std::string>& declared,
+                            const std::string& hint, uint32_t depth);
   std::string emit_array(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_object(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_value(const Json& value, uint32_t depth);
@@ -2369,7 +2373,7 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
     }
   }
   if (!regexes.empty() || !clause.negated_patterns.empty() || !clause.excluded.empty())
-    return emit_string_automaton(clause, regexes, keywords, max_length, hint);
+    return emit_string_automaton(clause, max_length, hint);
   if (clause.min_length == 0 && !max_length) return base_rule("string");
   // The character written out rather than as `char`: the lowering copies a
   // referenced rule into every repetition, but lifts a large repeated
@@ -2378,14 +2382,17 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
   return add_rule(hint + "-str", seq({"\"\\\"\"", chars, "\"\\\"\""}));
 }
 
-// Several patterns, a pattern the string must not match, excluded values or
-// lengths a pattern's shape does not allow to intersect directly: the
-// intersection of their automata, one rule per state.
-std::string Converter::emit_string_automaton(const Clause& clause,
-                                             const std::vector<Sourced>& regexes,
-                                             const std::vector<std::string>& keywords,
-                                             std::optional<uint64_t> max_length,
-                                             const std::string& hint) {
+// The strings a string clause allows, as an automaton: the intersection
+// of its patterns and formats, the complements of the patterns it must not
+// match and of excluded values, and its length bounds; its values when it
+// has some. Refuses (naming the keyword) past the state budget.
+internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint64_t> max_length) {
+  if (clause.has_values) {
+    std::vector<std::string> words;
+    for (const Json* v : clause.values)
+      if (clause_accepts(clause, *v, false)) words.push_back(v->get<std::string>());
+    return internal::dfa_words(words);
+  }
   internal::RegexLimits limits;
   limits.max_repeat = options_.max_repeat;
   internal::CharDfa dfa = internal::dfa_any();
@@ -2396,16 +2403,22 @@ std::string Converter::emit_string_automaton(const Clause& clause,
     if (!both.ok()) refuse(keyword, pointer, both.status().message(), both.status().code());
     dfa = std::move(both).value();
   };
-  auto regex_dfa = [&](const Sourced& regex, const std::string& keyword) {
-    Result<internal::RegexNode> parsed = internal::parse_ecma_regex(regex.text, limits);
-    if (!parsed.ok())
-      refuse(keyword, regex.pointer, parsed.status().message(), parsed.status().code());
+  auto regex_dfa = [&](const std::string& text, const std::string& keyword,
+                       const std::string& pointer) {
+    Result<internal::RegexNode> parsed = internal::parse_ecma_regex(text, limits);
+    if (!parsed.ok()) refuse(keyword, pointer, parsed.status().message(), parsed.status().code());
     return internal::dfa_from_regex(*parsed);
   };
-  for (size_t i = 0; i < regexes.size(); ++i)
-    narrow(regex_dfa(regexes[i], keywords[i]), keywords[i], regexes[i].pointer);
+  for (const Sourced& pattern : clause.patterns)
+    narrow(regex_dfa(pattern.text, "pattern", pattern.pointer), "pattern", pattern.pointer);
+  for (const Sourced& format : clause.formats) {
+    internal::FormatLookup lookup = internal::format_pattern(format.text);
+    if (!lookup.supported)
+      refuse("format", format.pointer, "format \"" + format.text + "\" cannot be enforced exactly");
+    narrow(regex_dfa(lookup.pattern, "format", format.pointer), "format", format.pointer);
+  }
   for (const Sourced& negated : clause.negated_patterns) {
-    Result<internal::CharDfa> matching = regex_dfa(negated, "not");
+    Result<internal::CharDfa> matching = regex_dfa(negated.text, "not", negated.pointer);
     if (!matching.ok())
       refuse("not", negated.pointer, matching.status().message(), matching.status().code());
     narrow(internal::dfa_complement(*matching), "not", negated.pointer);
@@ -2418,9 +2431,26 @@ std::string Converter::emit_string_automaton(const Clause& clause,
   if (clause.min_length > 0 || max_length)
     narrow(internal::dfa_length(clause.min_length, max_length),
            clause.min_length > 0 && !max_length ? "minLength" : "maxLength", clause.length_pointer);
-  std::string start = internal::dfa_to_gbnf(
-      dfa, [](uint32_t label) { return label != 0; }, [&] { return unique_name(hint + "-s"); },
+  return dfa;
+}
+
+// GBNF for the JSON string bodies an automaton accepts with a label that
+// passes `keep`: one rule per state. "" when there are none.
+std::string Converter::dfa_rules(const internal::CharDfa& dfa,
+                                 const std::function<bool(uint32_t)>& keep,
+                                 const std::string& hint) {
+  return internal::dfa_to_gbnf(
+      dfa, keep, [&] { return unique_name(hint); },
       [&](const std::string& name, const std::string& body) { define_rule(name, body); });
+}
+
+// Several patterns, a pattern the string must not match, excluded values or
+// lengths a pattern's shape does not allow to intersect directly.
+std::string Converter::emit_string_automaton(const Clause& clause,
+                                             std::optional<uint64_t> max_length,
+                                             const std::string& hint) {
+  std::string start = dfa_rules(
+      string_dfa(clause, max_length), [](uint32_t label) { return label != 0; }, hint + "-s");
   if (start.empty()) return "";
   return add_rule(hint + "-str", seq({"\"\\\"\"", start, "\"\\\"\""}));
 }
@@ -2703,33 +2733,86 @@ std::string Converter::emit_members(const std::vector<Member>& members,
   return state_name(0, 0);
 }
 
+// Members with undeclared keys when patternProperties (or propertyNames
+// next to declared properties) apply: one automaton over keys labels each
+// key with the patterns it matches, so that its value gets all their
+// schemas, or the additionalProperties schema when it matches none;
+// declared names and names propertyNames rejects are left out. One
+// alternative per label that occurs.
+std::string Converter::other_members(const Clause& clause, const std::vector<std::string>& declared,
+                                     const std::string& hint, uint32_t depth) {
+  constexpr uint32_t kKey = 1u << 31;  // a key that may be written here
+  constexpr size_t kMaxPatterns = 16;
+  const std::string& pattern_pointer = clause.pattern_properties.empty()
+                                           ? clause.property_names_pointer
+                                           : clause.pattern_properties[0].first.pointer;
+  if (clause.pattern_properties.size() > kMaxPatterns)
+    refuse("patternProperties", pattern_pointer,
+           "more than " + std::to_string(kMaxPatterns) + " patterns");
+  auto limited = [&](Result<internal::CharDfa> dfa, const std::string& keyword,
+                     const std::string& pointer) {
+    if (!dfa.ok()) refuse(keyword, pointer, dfa.status().message(), dfa.status().code());
+    return std::move(dfa).value();
+  };
+  internal::CharDfa keys = internal::dfa_complement(internal::dfa_words(declared), kKey);
+  if (!clause.property_names.is_true()) {
+    // The union of the string clauses of propertyNames.
+    std::optional<internal::CharDfa> names;
+    for (const Clause& c : normalize(clause.property_names)) {
+      if (c.type != JType::kString) continue;
+      internal::CharDfa part = string_dfa(c, c.max_length);
+      names = names ? limited(internal::dfa_product(
+                                  *names, part,
+                                  [](uint32_t x, uint32_t y) -> uint32_t { return x | y ? 1 : 0; }),
+                              "propertyNames", clause.property_names_pointer)
+                    : part;
+    }
+    if (!names) return "";
+    keys = limited(
+        internal::dfa_product(keys, *names, [](uint32_t x, uint32_t y) { return y != 0 ? x : 0u; }),
+        "propertyNames", clause.property_names_pointer);
+  }
+  internal::RegexLimits limits;
+  limits.max_repeat = options_.max_repeat;
+  for (size_t i = 0; i < clause.pattern_properties.size(); ++i) {
+    const Sourced& pattern = clause.pattern_properties[i].first;
+    Result<internal::RegexNode> parsed = internal::parse_ecma_regex(pattern.text, limits);
+    if (!parsed.ok())
+      refuse("patternProperties", pattern.pointer, parsed.status().message(),
+             parsed.status().code());
+    internal::CharDfa matches =
+        limited(internal::dfa_from_regex(*parsed, 1u << i), "patternProperties", pattern.pointer);
+    keys = limited(internal::dfa_product(
+                       keys, matches, [](uint32_t x, uint32_t y) { return x != 0 ? x | y : 0u; }),
+                   "patternProperties", pattern.pointer);
+    keys = internal::dfa_minimize(keys, [](uint32_t label) { return label != 0; });
+  }
+  std::set<uint32_t> labels;
+  for (const internal::CharDfa::State& state : keys.states)
+    if (state.label & kKey) labels.insert(state.label);
+  std::vector<std::string> options;
+  for (uint32_t label : labels) {
+    Sub value;
+    const uint32_t matched = label & ~kKey;
+    if (matched == 0) {
+      value = clause.additional;
+    } else {
+      for (size_t i = 0; i < clause.pattern_properties.size(); ++i)
+        if (matched & (1u << i)) value = conj(value, clause.pattern_properties[i].second);
+    }
+    std::string value_rule = rule_for(value, hint + "-pattern-value", depth + 1);
+    if (value_rule.empty()) continue;
+    std::string key = dfa_rules(
+        keys, [label](uint32_t l) { return l == label; }, hint + "-pattern-key");
+    if (key.empty()) continue;
+    options.push_back(seq({"\"\\\"\"", key, "\"\\\"\"", colon(), value_rule}));
+  }
+  return alternatives(options);
+}
+
 std::string Converter::emit_object(const Clause& clause, const std::string& hint, uint32_t depth) {
   // Which keys may appear beyond the declared ones, and with what values.
   bool additional_allowed = !normalize(clause.additional).empty();
-  std::string additional_key;  // GBNF for such a key (with quotes)
-  Sub additional_value = clause.additional;
-  if (!clause.pattern_properties.empty()) {
-    const std::string& pattern_pointer = clause.pattern_properties[0].first.pointer;
-    if (clause.pattern_properties.size() > 1)
-      refuse("patternProperties", pattern_pointer,
-             "several patterns (keys matching more than one need all their schemas)");
-    if (additional_allowed)
-      refuse("patternProperties", pattern_pointer,
-             "keys not matching the pattern would need its complement");
-    const auto& [pattern, sub] = clause.pattern_properties[0];
-    for (const auto& [name, s] : clause.properties) {
-      auto match = internal::ecma_regex_search(pattern.text, name);
-      if (!match.ok() || *match)
-        refuse("patternProperties", pattern_pointer,
-               "declared property \"" + name + "\" matches the pattern");
-    }
-    Clause key_clause;
-    key_clause.type = JType::kString;
-    key_clause.patterns.push_back(pattern);
-    additional_key = emit_string(key_clause, hint + "-key");
-    additional_value = sub;
-    additional_allowed = !additional_key.empty() && !normalize(sub).empty();
-  }
   // Declared members, then required names that were not declared.
   std::vector<std::pair<std::string, Sub>> declared = clause.properties;
   for (const std::string& name : clause.required)
@@ -2749,21 +2832,20 @@ std::string Converter::emit_object(const Clause& clause, const std::string& hint
         {seq({internal::gbnf_literal(internal::json_quote(name)), colon(), value_rule}), required});
   }
   std::string additional_member;
-  if (additional_allowed) {
-    if (additional_key.empty()) {
-      if (!clause.property_names.is_true()) {
-        if (!declared_names.empty())
-          refuse("propertyNames", clause.property_names_pointer,
-                 "names of additional properties would need to exclude the declared ones");
-        additional_key = emit_string_key_rule(clause.property_names, hint + "-name");
-      } else if (declared_names.empty()) {
-        additional_key = base_rule("string");
-      } else {
-        additional_key = add_rule(hint + "-key", key_not_in(declared_names, hint + "-key"));
-      }
-    }
+  if (!clause.pattern_properties.empty() ||
+      (!clause.property_names.is_true() && !declared_names.empty())) {
+    std::string options = other_members(clause, declared_names, hint, depth);
+    if (!options.empty()) additional_member = unshared_rule(hint + "-more", options);
+  } else if (additional_allowed) {
+    std::string additional_key;
+    if (!clause.property_names.is_true())
+      additional_key = emit_string_key_rule(clause.property_names, hint + "-name");
+    else if (declared_names.empty())
+      additional_key = base_rule("string");
+    else
+      additional_key = add_rule(hint + "-key", key_not_in(declared_names, hint + "-key"));
     std::string value_rule =
-        additional_key.empty() ? "" : rule_for(additional_value, hint + "-additional", depth + 1);
+        additional_key.empty() ? "" : rule_for(clause.additional, hint + "-additional", depth + 1);
     // Written between every two declared members: one rule, not a copy each.
     if (!value_rule.empty())
       additional_member = unshared_rule(hint + "-more", seq({additional_key, colon(), value_rule}));

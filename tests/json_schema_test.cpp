@@ -230,6 +230,36 @@ TEST(JsonSchemaTest, AdditionalPropertiesKeyNeverShadowsDeclared) {
                   {R"({"x":"1"})"});
 }
 
+// Undeclared keys get the schemas of every pattern they match, or the
+// additionalProperties schema when they match none; declared names keep
+// their own schema (with the patterns they match).
+TEST(JsonSchemaTest, PatternProperties) {
+  expect_language(R"({"patternProperties": {"^x-": {"type": "integer"}}})",
+                  {"{}", R"({"x-a":1})", R"({"y":"s"})", R"({"y":"s","x-b":2})"},
+                  {R"({"x-a":"s"})", R"({"y":1,"x-":"s"})"});
+  expect_language(R"({"patternProperties": {"a": {"type": "integer"}, "b": {"minimum": 10}},
+                     "additionalProperties": {"type": "string"}})",
+                  {R"({"a":1})", R"({"b":"s"})", R"({"ab":10})", R"({"c":"s"})"},
+                  {R"({"a":"s"})", R"({"b":5})", R"({"ab":5})", R"({"ab":10.5})", R"({"c":1})"});
+  expect_language(R"({"properties": {"xa": {"type": "string"}},
+                     "patternProperties": {"^x": {"maxLength": 2}},
+                     "additionalProperties": false})",
+                  {R"({"xa":"ab"})", R"({"xb":"cd","xa":"e"})", R"({"x":[1]})"},
+                  {R"({"xa":"abc"})", R"({"xa":1})", R"({"y":1})", R"({"xb":"abc"})"});
+  expect_language(R"({"patternProperties": {"^[a-z]+$": true}, "additionalProperties": false})",
+                  {R"({"ab":1})", "{}"}, {R"({"aB":1})", R"({"":1})"});
+}
+
+// propertyNames applies to every key, declared ones included.
+TEST(JsonSchemaTest, PropertyNamesWithDeclaredProperties) {
+  expect_language(
+      R"({"properties": {"id": {"type": "integer"}}, "propertyNames": {"maxLength": 3}})",
+      {R"({"id":1})", R"({"abc":"x"})", R"({"id":2,"ab":[]})"}, {R"({"id":"s"})", R"({"abcd":1})"});
+  expect_language(
+      R"({"properties": {"long_name": {}}, "propertyNames": {"pattern": "^[a-z]{1,4}$"}})",
+      {R"({"abc":1})"}, {R"({"long_name":1})", R"({"ABC":1})"});
+}
+
 TEST(JsonSchemaTest, AdditionalPropertiesDefaultOption) {
   JsonSchemaOptions options = compact();
   options.additional_properties_default = false;
