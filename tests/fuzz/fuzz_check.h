@@ -24,6 +24,13 @@
 
 namespace grammask::fuzz {
 
+// RecognizerOptions::max_states for the targets that lower fuzzed grammars.
+// Lowering can cost ~100 us per state on adversarial grammars (several
+// seconds at 65536 states, ten times that under ASan), so a small budget
+// keeps every input well under the per-input timeout; hitting it must be a
+// clean kLimitExceeded.
+inline constexpr size_t kFuzzMaxStates = 1u << 13;
+
 // Reads the input front to back; past the end every read yields zeros / empty.
 class InputCursor {
  public:

@@ -31,10 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              "printed:\n" + escaped(printed) + "\nreprinted:\n" + escaped(reprinted));
   FUZZ_CHECK(*reparsed == *grammar, "reparsed grammar differs:\n" + escaped(printed));
 
-  // A smaller state budget than the default keeps each input fast; hitting
-  // it must be a clean kLimitExceeded.
   grammask::RecognizerOptions options;
-  options.max_states = 1u << 16;
+  options.max_states = grammask::fuzz::kFuzzMaxStates;
   auto recognizer = grammask::Recognizer::create(*grammar, "root", options);
   if (!recognizer.ok()) {
     FUZZ_CHECK(recognizer.status().code() == grammask::ErrorCode::kLimitExceeded,

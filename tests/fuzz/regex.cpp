@@ -173,7 +173,7 @@ std::optional<Translated> translate(const RegexNode& parsed, uint64_t min_length
   auto grammar = parse_gbnf(out.gbnf);
   FUZZ_CHECK(grammar.ok(), grammar.status().to_string() + "\n" + escaped(out.gbnf));
   RecognizerOptions options;
-  options.max_states = 1u << 16;
+  options.max_states = kFuzzMaxStates;
   auto recognizer = Recognizer::create(*grammar, "root", options);
   if (!recognizer.ok()) {
     FUZZ_CHECK(recognizer.status().code() == ErrorCode::kLimitExceeded,
