@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -154,10 +155,14 @@ struct Translated {
   RegexTranslation translation;
 };
 
+// Recognizers by grammar text: the variants of one input often translate
+// to the same grammar, and lowering is the expensive step.
+using LoweringCache = std::map<std::string, std::optional<Recognizer>>;
+
 // Translates `pattern`; nullopt when the translator refuses it (with a
 // documented code) or the grammar is over the recognizer's state budget.
 std::optional<Translated> translate(const RegexNode& parsed, uint64_t min_length,
-                                    std::optional<uint64_t> max_length) {
+                                    std::optional<uint64_t> max_length, LoweringCache& cache) {
   auto translation = regex_to_gbnf(parsed, "char", min_length, max_length);
   if (!translation.ok()) {
     FUZZ_CHECK(translation.status().code() == ErrorCode::kUnsupported ||
@@ -170,6 +175,11 @@ std::optional<Translated> translate(const RegexNode& parsed, uint64_t min_length
   const std::string& body = translation->gbnf;
   out.gbnf =
       "root ::= \"\\\"\" " + (body.empty() ? "" : "(" + body + ")") + " \"\\\"\"\n" + kAnyCharRule;
+  if (auto cached = cache.find(out.gbnf); cached != cache.end()) {
+    if (!cached->second) return std::nullopt;
+    out.recognizer = cached->second;
+    return out;
+  }
   auto grammar = parse_gbnf(out.gbnf);
   FUZZ_CHECK(grammar.ok(), grammar.status().to_string() + "\n" + escaped(out.gbnf));
   RecognizerOptions options;
@@ -178,9 +188,11 @@ std::optional<Translated> translate(const RegexNode& parsed, uint64_t min_length
   if (!recognizer.ok()) {
     FUZZ_CHECK(recognizer.status().code() == ErrorCode::kLimitExceeded,
                recognizer.status().to_string());
+    cache.emplace(out.gbnf, std::nullopt);
     return std::nullopt;
   }
   out.recognizer.emplace(std::move(*recognizer));
+  cache.emplace(out.gbnf, out.recognizer);
   return out;
 }
 
@@ -199,8 +211,8 @@ RE2::Options oracle_options() {
 // Checks one translation of `parsed` against RE2 on every string.
 void check_translation(std::string_view pattern, const RegexNode& parsed,
                        const std::vector<std::string>& strings, uint64_t min_length,
-                       std::optional<uint64_t> max_length, bool raw_oracle) {
-  auto translated = translate(parsed, min_length, max_length);
+                       std::optional<uint64_t> max_length, bool raw_oracle, LoweringCache& cache) {
+  auto translated = translate(parsed, min_length, max_length, cache);
   if (!translated) return;
   const RE2 rendered(regex_to_re2(parsed), oracle_options());
   if (!rendered.ok()) return;  // e.g. repeat counts over RE2's 1000
@@ -280,19 +292,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   const bool raw_oracle = same_in_ecma_and_re2(pattern);
-  check_translation(pattern, *parsed, strings, 0, std::nullopt, raw_oracle);
+  LoweringCache cache;
+  check_translation(pattern, *parsed, strings, 0, std::nullopt, raw_oracle, cache);
 
   // Full match: the pattern wrapped in anchors.
   const std::string anchored = "^(?:" + pattern + ")$";
   if (auto full = internal::parse_ecma_regex(anchored); full.ok()) {
-    check_translation(anchored, *full, strings, 0, std::nullopt, raw_oracle);
+    check_translation(anchored, *full, strings, 0, std::nullopt, raw_oracle, cache);
     // Length bounds, as minLength/maxLength put them next to a pattern.
     const uint64_t min_length = random.below(4);
     const std::optional<uint64_t> max_length =
         random.below(3) == 0 ? std::nullopt : std::optional<uint64_t>(min_length + random.below(6));
-    check_translation(anchored, *full, strings, min_length, max_length, raw_oracle);
+    check_translation(anchored, *full, strings, min_length, max_length, raw_oracle, cache);
   }
-  check_translation(pattern, *parsed, strings, random.below(3), std::nullopt, raw_oracle);
+  check_translation(pattern, *parsed, strings, random.below(3), std::nullopt, raw_oracle, cache);
 
   // ecma_regex_search is the same oracle the converter uses at schema time.
   if (auto search = internal::ecma_regex_search(pattern, strings.front()); search.ok()) {
