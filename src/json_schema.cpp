@@ -761,6 +761,9 @@ class Converter {
 
   std::vector<std::pair<std::string, std::string>> rules_;
   std::unordered_set<std::string> names_;
+  // The last suffix unique_name() gave each base name, so that naming n
+  // rules after one hint costs O(n), not O(n^2) probes.
+  std::unordered_map<std::string, int> last_suffix_;
   std::unordered_map<std::string, std::string> rule_memo_;
   std::unordered_map<std::string, std::string> text_memo_;    // rule body -> name
   std::unordered_map<std::string, std::string> clause_memo_;  // clause_key -> expression
@@ -1794,7 +1797,7 @@ std::string Converter::unique_name(const std::string& hint) {
       "root", "value",   "object", "array", "string", "number", "integer", "char",
       "ws",   "boolean", "null",   "hex",   "never",  "key",    "cchar",   "integer-strict"};
   std::string name = base;
-  int suffix = 1;
+  int& suffix = last_suffix_.emplace(base, 1).first->second;
   while (names_.count(name) || reserved.count(name)) name = base + "-" + std::to_string(++suffix);
   names_.insert(name);
   return name;
