@@ -75,7 +75,7 @@ class MatcherState {
       auto pure = pure_walks_.find(pure_key_);
       if (pure != pure_walks_.end() && pure->second.frontier.empty()) {
         ++hits_;
-        std::memcpy(words, pure->second.bits.data(), needed * sizeof(uint32_t));
+        std::copy(pure->second.bits.begin(), pure->second.bits.end(), words);
         return Status();
       }
     }
@@ -83,7 +83,7 @@ class MatcherState {
     auto cached = mask_cache_.find(id);
     if (cached != mask_cache_.end()) {
       ++hits_;
-      std::memcpy(words, cached->second.data(), needed * sizeof(uint32_t));
+      std::copy(cached->second.begin(), cached->second.end(), words);
       return Status();
     }
     ++misses_;
@@ -271,7 +271,8 @@ class MatcherState {
     const size_t base = engine_.size();
     bool within_limit;
     if (const PureWalk* pure = top_set_pure_walk(deadline)) {
-      std::memcpy(words, pure->bits.data(), pure->bits.size() * sizeof(uint32_t));
+      // std::copy, not memcpy: an empty vocabulary has no words (data() may be null).
+      std::copy(pure->bits.begin(), pure->bits.end(), words);
       within_limit = engine_.work() <= deadline && walk_frontier(*pure, words, base, deadline);
     } else {
       within_limit =
