@@ -8,6 +8,7 @@
 // have the basic cases.)
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -670,6 +671,32 @@ TEST(HostileSchema, NotJsonOrNotASchema) {
   ASSERT_TRUE(recognizer.ok());
   EXPECT_EQ(recognizer->push_bytes("true"), 4u);
   EXPECT_TRUE(recognizer->is_accepting());
+}
+
+TEST(HostileSchema, NegatedPatternUnionsStayBounded) {
+  // allOf of three negated conjunctions of negated pattern unions: 3^6
+  // branches, each a string automaton. The grammar grows past
+  // max_grammar_bytes; reaching that error must take seconds, not the hours
+  // a quadratic rule-naming loop once took.
+  const auto union_not = [](const std::string& a, const std::string& b, const std::string& c) {
+    return R"({"not": {"anyOf": [{"pattern": ")" + a + R"("}, {"pattern": ")" + b +
+           R"("}, {"pattern": ")" + c + R"("}]}})";
+  };
+  std::string terms;
+  for (const char letter : {'q', 'r', 's'}) {
+    const std::string l(1, letter);
+    terms += R"({"not": {"allOf": [)" + union_not("^x{3}$", l + "7", "7" + l) + ", " +
+             union_not("^[a-z]+$", "\\\\d{2}", "[xy]") + ", " + union_not("^[0-9]", "5.*6", "zz") +
+             "]}}, ";
+  }
+  const std::string schema =
+      R"({"type": "string", "allOf": [)" + terms + R"({"minLength": 4}, {"maxLength": 24}]})";
+  const auto start = std::chrono::steady_clock::now();
+  const Status status = json_schema_to_gbnf(schema).status();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(status.ok() || status.code() == ErrorCode::kLimitExceeded) << status.to_string();
+  EXPECT_LT(seconds, 120.0) << "conversion took " << seconds << " s";
 }
 
 // --- noexcept functions with extreme arguments -------------------------------------------
