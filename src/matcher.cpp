@@ -292,9 +292,12 @@ class MatcherState {
   bool advance(const uint32_t* from_begin, const uint32_t* from_end, uint8_t byte,
                size_t out_begin) {
     const ByteGrammar& grammar = *data_->grammar;
+    // The sources usually live in pool_ itself, which push_back may move
+    // (a use after free the matcher fuzzer found): read them from a copy.
+    sources_.assign(from_begin, from_end);
     bool all_pure = true;
-    for (const uint32_t* s = from_begin; s != from_end; ++s) {
-      const uint32_t next = grammar.next(*s, byte);
+    for (const uint32_t source : sources_) {
+      const uint32_t next = grammar.next(source, byte);
       if (next == kNoState) continue;
       if (std::find(pool_.begin() + out_begin, pool_.end(), next) != pool_.end()) continue;
       pool_.push_back(next);
@@ -570,6 +573,7 @@ class MatcherState {
   std::vector<uint8_t> path_;
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> mask_cache_;
+  std::vector<uint32_t> sources_;  // advance()'s copy of its input states
   std::vector<uint64_t> pure_key_;
   std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash> pure_walks_;
   size_t pure_walk_bytes_ = 0;
