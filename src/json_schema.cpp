@@ -743,6 +743,16 @@ class Converter {
   std::string after() const;
   std::string colon() const;
   bool indented() const { return options_.whitespace == JsonSchemaOptions::Whitespace::kIndented; }
+  // Bounds the time spent on string automata (a disjunction of negated
+  // pattern unions can ask for thousands of them).
+  void charge_automaton(size_t states, const std::string& keyword, const std::string& pointer) {
+    constexpr size_t kAutomatonWork = size_t{1} << 18;
+    automaton_work_ += states;
+    if (automaton_work_ > kAutomatonWork)
+      refuse(keyword, pointer,
+             "the string constraints need more than " + std::to_string(kAutomatonWork) +
+                 " automaton states in all");
+  }
   void check_repeat(uint64_t count, const std::string& keyword, const std::string& pointer) const {
     if (count > options_.max_repeat)
       refuse(keyword, pointer,
@@ -771,6 +781,7 @@ class Converter {
   size_t grammar_bytes_ = 0;
   std::set<std::string> base_rules_;
   std::string key_char_rule_;
+  size_t automaton_work_ = 0;  // states built for string constraints so far
 };
 
 // ---------------------------------------------------------------------------
@@ -2026,8 +2037,40 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
   const Disj& d = normalize(sub);
   std::vector<std::string> options;
   Disj clauses = d;
+  // String alternatives that each need an automaton (a disjunction of
+  // negated pattern unions multiplies them) become one automaton, their
+  // union, instead of one set of rules each.
+  auto needs_automaton = [](const Clause& c) {
+    return c.type == JType::kString && !c.has_values &&
+           (!c.negated_patterns.empty() || !c.excluded.empty() || c.patterns.size() > 1);
+  };
+  if (std::count_if(clauses.begin(), clauses.end(), needs_automaton) > 1) {
+    std::optional<internal::CharDfa> strings;
+    Disj rest;
+    for (const Clause& clause : clauses) {
+      if (!needs_automaton(clause)) {
+        rest.push_back(clause);
+        continue;
+      }
+      internal::CharDfa part = string_dfa(clause, clause.max_length);
+      if (strings) {
+        Result<internal::CharDfa> both = internal::dfa_product(
+            *strings, part, [](uint32_t x, uint32_t y) -> uint32_t { return x | y ? 1 : 0; });
+        const std::string& where = doc_.info(sub.nodes.empty() ? nullptr : sub.nodes[0]).pointer;
+        if (!both.ok()) refuse("anyOf", where, both.status().message());
+        charge_automaton(both->states.size(), "anyOf", where);
+        part = internal::dfa_minimize(*both, [](uint32_t label) { return label != 0; });
+      }
+      strings = std::move(part);
+    }
+    std::string start = dfa_rules(
+        *strings, [](uint32_t label) { return label != 0; }, name + "-s");
+    if (!start.empty())
+      options.push_back(add_rule(name + "-str", seq({"\"\\\"\"", start, "\"\\\"\""})));
+    clauses = std::move(rest);
+  }
   for (const Clause& clause : clauses) {
-    std::string expr = clause_expression(clause, clauses.size() == 1 ? name : "", name, depth);
+    std::string expr = clause_expression(clause, d.size() == 1 ? name : "", name, depth);
     if (!expr.empty()) options.push_back(expr);
   }
   if (options.empty()) {
@@ -2405,6 +2448,7 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
     Result<internal::CharDfa> both = internal::dfa_intersection(dfa, *part);
     if (!both.ok()) refuse(keyword, pointer, both.status().message(), both.status().code());
     dfa = std::move(both).value();
+    charge_automaton(dfa.states.size() + part->states.size(), keyword, pointer);
   };
   auto regex_dfa = [&](const std::string& text, const std::string& keyword,
                        const std::string& pointer) {

@@ -372,9 +372,37 @@ CharDfa dfa_minimize(const CharDfa& a, const std::function<bool(uint32_t)>& keep
   CharDfa empty;
   empty.states.resize(1);
   if (n == 0 || !useful[0]) return empty;
-  // Moore refinement: start from the kept labels, split by where each
-  // code point leads, until the partition stops changing.
+  // The code point intervals on which every edge is constant: columns of
+  // a dense transition table.
+  std::vector<uint32_t> bounds;
+  for (uint32_t s = 0; s < n; ++s) {
+    if (!useful[s]) continue;
+    for (const CharDfa::Edge& e : a.states[s].edges)
+      for (const CodePointRange& r : e.chars)
+        bounds.push_back(r.first), bounds.push_back(r.last + 1);
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  const size_t columns = bounds.empty() ? 0 : bounds.size() - 1;
+  auto column_of = [&](uint32_t cp) {
+    return static_cast<size_t>(std::upper_bound(bounds.begin(), bounds.end(), cp) -
+                               bounds.begin()) -
+           1;
+  };
+  std::vector<uint32_t> table(n * columns, kDead);
+  for (uint32_t s = 0; s < n; ++s) {
+    if (!useful[s]) continue;
+    for (const CharDfa::Edge& e : a.states[s].edges) {
+      if (!useful[e.target]) continue;
+      for (const CodePointRange& r : e.chars)
+        for (size_t c = column_of(r.first); c < columns && bounds[c] <= r.last; ++c)
+          table[s * columns + c] = e.target;
+    }
+  }
+  // Moore refinement: start from the kept labels, split by the block each
+  // column leads to, until the partition stops changing.
   std::vector<uint32_t> block(n, 0);
+  size_t blocks = 0;
   {
     std::map<uint32_t, uint32_t> by_label;
     for (uint32_t s = 0; s < n; ++s) {
@@ -382,42 +410,24 @@ CharDfa dfa_minimize(const CharDfa& a, const std::function<bool(uint32_t)>& keep
       uint32_t label = keep(a.states[s].label) ? a.states[s].label : 0;
       block[s] = by_label.emplace(label, static_cast<uint32_t>(by_label.size())).first->second;
     }
+    blocks = by_label.size();
   }
-  // A state's transitions by target block: (block, code points) sorted.
-  auto transitions = [&](uint32_t s) {
-    std::map<uint32_t, CodePointSet> by_block;
-    for (const CharDfa::Edge& e : a.states[s].edges) {
-      if (!useful[e.target]) continue;
-      CodePointSet& set = by_block[block[e.target]];
-      set.insert(set.end(), e.chars.begin(), e.chars.end());
-    }
-    std::vector<std::pair<uint32_t, CodePointSet>> out;
-    for (auto& [b, set] : by_block) out.emplace_back(b, normalize_set(std::move(set)));
-    return out;
-  };
-  size_t blocks = 0;
-  for (uint32_t s = 0; s < n; ++s)
-    if (useful[s]) blocks = std::max<size_t>(blocks, block[s] + 1);
+  std::vector<uint32_t> signature(columns + 1);
   while (true) {
-    std::map<std::pair<uint32_t, std::vector<uint32_t>>, uint32_t> signatures;
+    std::map<std::vector<uint32_t>, uint32_t> ids;
     std::vector<uint32_t> next(n, 0);
     for (uint32_t s = 0; s < n; ++s) {
       if (!useful[s]) continue;
-      std::vector<uint32_t> key;
-      for (const auto& [b, set] : transitions(s)) {
-        key.push_back(b);
-        key.push_back(static_cast<uint32_t>(set.size()));
-        for (const CodePointRange& r : set) key.push_back(r.first), key.push_back(r.last);
+      signature[0] = block[s];
+      for (size_t c = 0; c < columns; ++c) {
+        uint32_t t = table[s * columns + c];
+        signature[c + 1] = t == kDead ? kDead : block[t];
       }
-      next[s] = signatures
-                    .emplace(std::make_pair(block[s], std::move(key)),
-                             static_cast<uint32_t>(signatures.size()))
-                    .first->second;
+      next[s] = ids.emplace(signature, static_cast<uint32_t>(ids.size())).first->second;
     }
-    const size_t count = signatures.size();
     block = std::move(next);
-    if (count == blocks) break;
-    blocks = count;
+    if (ids.size() == blocks) break;
+    blocks = ids.size();
   }
   // Renumber with the start first.
   std::vector<uint32_t> order(blocks, kDead);
@@ -436,7 +446,13 @@ CharDfa dfa_minimize(const CharDfa& a, const std::function<bool(uint32_t)>& keep
   for (size_t i = 0; i < representative.size(); ++i) {
     const uint32_t s = representative[i];
     out.states[i].label = keep(a.states[s].label) ? a.states[s].label : 0;
-    for (auto& [b, set] : transitions(s)) out.states[i].edges.push_back({std::move(set), order[b]});
+    std::map<uint32_t, CodePointSet> by_target;
+    for (size_t c = 0; c < columns; ++c) {
+      uint32_t t = table[s * columns + c];
+      if (t != kDead) by_target[order[block[t]]].push_back({bounds[c], bounds[c + 1] - 1});
+    }
+    for (auto& [target, set] : by_target)
+      out.states[i].edges.push_back({normalize_set(std::move(set)), target});
   }
   return out;
 }
