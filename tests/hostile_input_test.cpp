@@ -675,9 +675,8 @@ TEST(HostileSchema, NotJsonOrNotASchema) {
 
 TEST(HostileSchema, NegatedPatternUnionsStayBounded) {
   // allOf of three negated conjunctions of negated pattern unions: 3^6
-  // branches, each a string automaton. The grammar grows past
-  // max_grammar_bytes; reaching that error must take seconds, not the hours
-  // a quadratic rule-naming loop once took.
+  // branches, each a string automaton, too large a grammar in all. Saying so
+  // must take seconds, not the hours a quadratic rule-naming loop once took.
   const auto union_not = [](const std::string& a, const std::string& b, const std::string& c) {
     return R"({"not": {"anyOf": [{"pattern": ")" + a + R"("}, {"pattern": ")" + b +
            R"("}, {"pattern": ")" + c + R"("}]}})";
@@ -695,7 +694,11 @@ TEST(HostileSchema, NegatedPatternUnionsStayBounded) {
   const Status status = json_schema_to_gbnf(schema).status();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_TRUE(status.ok() || status.code() == ErrorCode::kLimitExceeded) << status.to_string();
+  // Converted, or refused for size (kLimitExceeded, or kUnsupported when an
+  // automaton would pass its state bound): either way quickly.
+  EXPECT_TRUE(status.ok() || status.code() == ErrorCode::kLimitExceeded ||
+              status.code() == ErrorCode::kUnsupported)
+      << status.to_string();
   EXPECT_LT(seconds, 120.0) << "conversion took " << seconds << " s";
 }
 
