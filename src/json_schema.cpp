@@ -2443,9 +2443,9 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
   limits.max_repeat = options_.max_repeat;
   internal::CharDfa dfa = internal::dfa_any();
   auto narrow = [&](Result<internal::CharDfa> part, const std::string& keyword,
-                    const std::string& pointer) {
+                    const std::string& pointer, size_t budget = internal::kDefaultDfaStates) {
     if (!part.ok()) refuse(keyword, pointer, part.status().message(), part.status().code());
-    Result<internal::CharDfa> both = internal::dfa_intersection(dfa, *part);
+    Result<internal::CharDfa> both = internal::dfa_intersection(dfa, *part, budget);
     if (!both.ok()) refuse(keyword, pointer, both.status().message(), both.status().code());
     dfa = std::move(both).value();
     charge_automaton(dfa.states.size() + part->states.size(), keyword, pointer);
@@ -2475,9 +2475,13 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
     for (const Json* v : clause.excluded) names.push_back(v->get<std::string>());
     narrow(internal::dfa_complement(internal::dfa_words(names)), "not", clause.values_pointer);
   }
+  // A length bound multiplies the states by the bound (maxLength 1024 on
+  // an e-mail address is some ten thousand).
+  constexpr size_t kLengthStates = size_t{1} << 15;
   if (clause.min_length > 0 || max_length)
-    narrow(internal::dfa_length(clause.min_length, max_length),
-           clause.min_length > 0 && !max_length ? "minLength" : "maxLength", clause.length_pointer);
+    narrow(internal::dfa_length(clause.min_length, max_length, kLengthStates),
+           clause.min_length > 0 && !max_length ? "minLength" : "maxLength", clause.length_pointer,
+           kLengthStates);
   return dfa;
 }
 
@@ -2486,9 +2490,15 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
 std::string Converter::dfa_rules(const internal::CharDfa& dfa,
                                  const std::function<bool(uint32_t)>& keep,
                                  const std::string& hint) {
+  // Past a few dozen states, the chains of state rules would be copied into
+  // one another by the lowering: each state stays a rule of its own.
+  constexpr size_t kInlinedStates = 64;
+  const bool separate = dfa.states.size() > kInlinedStates;
   return internal::dfa_to_gbnf(
       dfa, keep, [&] { return unique_name(hint); },
-      [&](const std::string& name, const std::string& body) { define_rule(name, body); });
+      [&](const std::string& name, const std::string& body) {
+        define_rule(name, separate ? "(" + body + ") | " + base_rule("never") + " " + name : body);
+      });
 }
 
 // Several patterns, a pattern the string must not match, excluded values or

@@ -412,8 +412,18 @@ CharDfa dfa_minimize(const CharDfa& a, const std::function<bool(uint32_t)>& keep
     }
     blocks = by_label.size();
   }
+  // Refinement costs a pass per distinguishing length: past a few thousand
+  // states (a length bound times a pattern, already minimal but for the
+  // counting) only the useless states go.
+  constexpr size_t kRefinedStates = 2048;
+  size_t useful_count = static_cast<size_t>(std::count(useful.begin(), useful.end(), true));
+  if (useful_count > kRefinedStates) {
+    blocks = 0;
+    for (uint32_t s = 0; s < n; ++s)
+      if (useful[s]) block[s] = static_cast<uint32_t>(blocks++);
+  }
   std::vector<uint32_t> signature(columns + 1);
-  while (true) {
+  while (useful_count <= kRefinedStates) {
     std::map<std::vector<uint32_t>, uint32_t> ids;
     std::vector<uint32_t> next(n, 0);
     for (uint32_t s = 0; s < n; ++s) {
