@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -697,8 +698,13 @@ struct ThreadPool::Impl {
 
 ThreadPool::ThreadPool(size_t threads) : impl_(std::make_unique<Impl>()) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  for (size_t t = 1; t < threads; ++t)
-    impl_->workers.emplace_back([this] { impl_->worker_loop(); });
+  try {
+    for (size_t t = 1; t < threads; ++t)
+      impl_->workers.emplace_back([this] { impl_->worker_loop(); });
+  } catch (const std::system_error&) {
+    // The system refused a thread: run with the workers that did start (the
+    // calling thread always works too), rather than end the process.
+  }
 }
 
 ThreadPool::~ThreadPool() {

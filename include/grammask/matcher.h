@@ -132,7 +132,8 @@ class Matcher {
 class ThreadPool {
  public:
   // threads == 0: hardware concurrency. The calling thread also works, so a
-  // pool of n threads starts n - 1 workers.
+  // pool of n threads starts n - 1 workers; if the system refuses to start
+  // some, the pool runs with those that started (size() says how many).
   explicit ThreadPool(size_t threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
