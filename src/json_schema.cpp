@@ -1482,23 +1482,18 @@ bool Converter::disjoint(const Disj& a, const Disj& b, int depth) {
   return true;
 }
 
-// Two object clauses are disjoint when both require a property whose
-// schemas are disjoint (the tagged-union pattern: {"kind": {"const": "a"}}
-// against {"kind": {"const": "b"}}).
+// Two object clauses are disjoint when one requires a property whose value
+// the other cannot accept: both require it with disjoint schemas (the
+// tagged union: {"kind": {"const": "a"}} against {"kind": {"const": "b"}}),
+// or the other forbids it (not declared, additionalProperties false).
 bool Converter::objects_disjoint_by_required(const Clause& x, const Clause& y, int depth) {
-  auto declared = [](const Clause& c, const std::string& name) -> const Sub* {
-    for (const auto& [key, sub] : c.properties)
-      if (key == name) return &sub;
-    return nullptr;
-  };
-  for (const std::string& name : x.required) {
-    if (!y.required.count(name)) continue;
-    const Sub* px = declared(x, name);
-    const Sub* py = declared(y, name);
-    if (px == nullptr || py == nullptr) continue;
-    const Disj dx = normalize(*px);
-    const Disj dy = normalize(*py);
-    if (disjoint(dx, dy, depth + 1)) return true;
+  for (const Clause* a : {&x, &y}) {
+    const Clause* b = a == &x ? &y : &x;
+    for (const std::string& name : a->required) {
+      const Sub in_a = property_schema(*a, name);
+      const Sub in_b = property_schema(*b, name);
+      if (disjoint(normalize(in_a), normalize(in_b), depth + 1)) return true;
+    }
   }
   return false;
 }

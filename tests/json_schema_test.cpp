@@ -507,6 +507,14 @@ TEST(JsonSchemaTest, OneOfTaggedUnionIsDisjoint) {
   expect_language(
       schema, {R"({"kind":"file","name":"xa"})", R"({"kind":"dir","name":"b"})"},
       {R"({"kind":"file","name":"b"})", R"({"kind":"dir"})", R"({"kind":"x","name":"a"})"});
+  // A branch that requires a property the other forbids cannot overlap it.
+  expect_language(R"({"type": "object", "oneOf": [
+      {"properties": {"name": {"type": "string"}}, "required": ["name"],
+       "additionalProperties": false},
+      {"properties": {"path": {"type": "string"}, "name": {"const": 1}}, "required": ["path"],
+       "additionalProperties": false}]})",
+                  {R"({"name":"x"})", R"({"path":"y"})", R"({"path":"y","name":1})"},
+                  {"{}", R"({"name":"x","path":"y"})", R"({"name":1})"});
   // Without a shared required tag the branches overlap: exactly one of them.
   expect_language(R"({"oneOf": [
       {"type": "object", "properties": {"kind": {"const": "file"}, "name": {"pattern": "a"}}},
