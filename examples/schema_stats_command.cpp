@@ -179,6 +179,7 @@ class InstanceWriter {
   explicit InstanceWriter(grammask::Matcher& matcher) : matcher_(&matcher) {}
 
   bool write(const Json& value, std::string& text) {
+    pushed_ = 0;
     for (bool reorder : {false, true}) {
       text_.clear();
       if (recognizer_) recognizer_->reset();
@@ -209,6 +210,11 @@ class InstanceWriter {
     text_.resize(m.text);
   }
   bool push(const std::string& bytes) {
+    // The search may write parts again and again; past this many bytes it
+    // gives up (the instance counts as rejected).
+    constexpr size_t kSearchBytes = size_t{1} << 22;
+    pushed_ += bytes.size();
+    if (pushed_ > kSearchBytes) return false;
     const Mark before = mark();
     bool ok = recognizer_ ? recognizer_->push_bytes(bytes) == bytes.size()
                           : matcher_->accept_bytes(bytes).ok();
@@ -221,6 +227,12 @@ class InstanceWriter {
   }
   static std::string key_text(const std::string& key) { return Json(key).dump() + ":"; }
   bool value_fits(const Json& value) {
+    if (value.is_array() || value.is_object()) {
+      // As written, when the grammar takes it so.
+      const Mark before = mark();
+      if (push(value.dump())) return true;
+      rollback(before);
+    }
     if (value.is_array()) {
       if (!push("[")) return false;
       for (size_t i = 0; i < value.size(); ++i)
@@ -276,6 +288,7 @@ class InstanceWriter {
   grammask::Recognizer* recognizer_ = nullptr;
   grammask::Matcher* matcher_ = nullptr;
   std::string text_;
+  size_t pushed_ = 0;
 };
 
 struct SplitStats {
