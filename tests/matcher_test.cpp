@@ -80,8 +80,8 @@ int random_walk_compare(const Grammar& grammar, const CompiledGrammar& compiled,
           ++shown;
         }
         ADD_FAILURE() << "mask differs after '" << text << "': " << got.size() << " allowed vs "
-                      << want.size() << " expected; first differences (+ extra, - missing):"
-                      << diff;
+                      << want.size()
+                      << " expected; first differences (+ extra, - missing):" << diff;
         return compared;
       }
       ++compared;
