@@ -781,6 +781,7 @@ class Converter {
   size_t grammar_bytes_ = 0;
   std::set<std::string> base_rules_;
   std::string key_char_rule_;
+  std::unordered_map<std::string, std::string> other_ascii_memo_;  // trie children -> class
   size_t automaton_work_ = 0;  // states built for string constraints so far
 };
 
@@ -1791,7 +1792,7 @@ std::string sanitize(const std::string& hint) {
       out.push_back(static_cast<char>(std::tolower(c)));
     else if (!out.empty() && out.back() != '-')
       out.push_back('-');
-    if (out.size() >= 40) break;
+    if (out.size() >= 24) break;  // names are repeated at every use
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.empty() ? "r" : out;
@@ -2502,7 +2503,7 @@ std::string Converter::emit_string_automaton(const Clause& clause,
                                              std::optional<uint64_t> max_length,
                                              const std::string& hint) {
   std::string start = dfa_rules(
-      string_dfa(clause, max_length), [](uint32_t label) { return label != 0; }, hint + "-s");
+      string_dfa(clause, max_length), [](uint32_t label) { return label != 0; }, "s");
   if (start.empty()) return "";
   return add_rule(hint + "-str", seq({"\"\\\"\"", start, "\"\\\"\""}));
 }
@@ -2573,9 +2574,11 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
       key_char_rule_ = unshared_rule("key-char", internal::json_char_gbnf(shared));
     return key_char_rule_;
   };
-  const std::string base = unique_name(hint + "-other");
+  // Short names: a trie has a rule per node, and names repeat at every use.
+  (void)hint;
+  const std::string base = unique_name("k");
   auto node_name = [&](const char* kind, int index) {
-    std::string name = base + kind + (index == 0 ? "" : "-" + std::to_string(index));
+    std::string name = base + kind + (index == 0 ? "" : std::to_string(index));
     names_.insert(name);
     return name;
   };
@@ -2583,19 +2586,29 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
     const Node& node = trie[static_cast<size_t>(index)];
     std::vector<std::string> options;
     internal::CodePointSet used;
+    std::string used_key;
     for (const auto& [cp, child] : node.children) {
       used.push_back({cp, cp});
+      used_key += std::to_string(cp) + ",";
       options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), deviate(child)}));
     }
     // Spellings differ ("/" or "\/"), but each decodes to one code point,
     // and the branches split by code point. Where no name continues with a
     // non-ASCII or escaped character (nearly always), those characters are
     // one rule shared by every node.
-    internal::CodePointSet others = internal::complement_set(internal::normalize_set(used));
-    if (internal::intersect_sets(internal::normalize_set(used), shared).empty()) {
-      internal::CodePointSet ascii =
-          internal::intersect_sets(others, internal::complement_set(shared));
-      if (!ascii.empty()) options.push_back(internal::gbnf_char_class(ascii));
+    used = internal::normalize_set(std::move(used));
+    internal::CodePointSet others = internal::complement_set(used);
+    if (internal::intersect_sets(used, shared).empty()) {
+      // Most nodes continue with the same few letters: the class is cached.
+      auto cached = other_ascii_memo_.find(used_key);
+      if (cached == other_ascii_memo_.end()) {
+        internal::CodePointSet ascii =
+            internal::intersect_sets(others, internal::complement_set(shared));
+        cached = other_ascii_memo_
+                     .emplace(used_key, ascii.empty() ? "" : internal::gbnf_char_class(ascii))
+                     .first;
+      }
+      if (!cached->second.empty()) options.push_back(cached->second);
       options.push_back(shared_rule());
     } else {
       internal::CodePointSet raw =
@@ -2604,7 +2617,7 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
       std::string special = internal::json_char_gbnf(internal::intersect_sets(others, escaped));
       if (!special.empty()) options.push_back(add_rule(hint + "-esc", special));
     }
-    std::string name = node_name("-dev", index);
+    std::string name = node_name("d", index);
     define_rule(name, alternatives(options));
     return name;
   };
@@ -2617,7 +2630,7 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
       if (auto rest = stop(child))
         options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), *rest}));
     if (options.empty()) return node.terminal ? std::nullopt : std::optional<std::string>("");
-    std::string name = node_name("-end", index);
+    std::string name = node_name("e", index);
     define_rule(name, alternatives(options));
     return node.terminal ? name : group(name) + "?";
   };
@@ -2642,6 +2655,7 @@ std::string Converter::emit_members(const std::vector<Member>& members,
                                     const std::string& additional, uint64_t min_count,
                                     std::optional<uint64_t> max_count, const std::string& hint,
                                     uint32_t depth, const std::string& pointer) {
+  (void)hint;  // state rules get short names of their own
   // Non-empty member lists only: callers add the empty object themselves.
   uint64_t minimum = std::max<uint64_t>(min_count, 1);
   if (max_count && *max_count == 0) return "";
@@ -2654,7 +2668,7 @@ std::string Converter::emit_members(const std::vector<Member>& members,
   uint64_t cap = std::max<uint64_t>(minimum, max_count ? *max_count : 0);
   if (max_count) check_repeat(*max_count, "maxProperties", pointer);
   check_repeat(minimum, "minProperties", pointer);
-  std::string base = unique_name(hint + "-obj");
+  std::string base = unique_name("o");  // short: one rule per state
   // State: (position or subset, members so far capped at `cap`).
   std::map<std::pair<uint64_t, uint64_t>, std::string> names;
   std::map<std::pair<uint64_t, uint64_t>, bool> productive;
@@ -2855,7 +2869,7 @@ std::string Converter::other_members(const Clause& clause, const std::vector<std
     std::string value_rule = rule_for(value, hint + "-pattern-value", depth + 1);
     if (value_rule.empty()) continue;
     std::string key = dfa_rules(
-        keys, [label](uint32_t l) { return l == label; }, hint + "-pattern-key");
+        keys, [label](uint32_t l) { return l == label; }, "pk");
     if (key.empty()) continue;
     options.push_back(seq({"\"\\\"\"", key, "\"\\\"\"", colon(), value_rule}));
   }

@@ -86,8 +86,8 @@ TEST(SchemaStats, CountsPerSplit) {
             (std::vector<std::string>{"3", "3", "100.0%", "2", "66.7%", "4", "3", "1", "1"}));
   EXPECT_EQ(counts("total"),
             (std::vector<std::string>{"5", "4", "80.0%", "2", "40.0%", "7", "5", "5", "3"}));
-  EXPECT_TRUE(
-      has_line_starting(run.output, "conversion time (schema text to grammar IR), ms: p50 "));
+  EXPECT_TRUE(has_line_starting(
+      run.output, "conversion time (schema text to grammar IR, thread CPU time), ms: p50 "));
   EXPECT_TRUE(has_line(run.output, "refused: 1 schemas, by keyword:"));
   EXPECT_TRUE(has_line(run.output, "  1  pattern"));
   // {"b":1,"a":2} is accepted as {"a":2,"b":1}, the order the grammar fixes.
@@ -115,14 +115,14 @@ TEST(SchemaStats, ReplayWithVocabulary) {
   EXPECT_TRUE(has_line_starting(run.output, "tokenization: greedy longest match")) << run.output;
   EXPECT_TRUE(
       has_line(run.output, "compiled: 4 of 4 grammars (a failure is counted as a refusal above)"));
-  EXPECT_TRUE(has_line_starting(run.output, "compile time, ms: p50 "));
+  EXPECT_TRUE(has_line_starting(run.output, "compile time (thread CPU time), ms: p50 "));
   // {"a":1} is {" a ": 1 } (5 tokens), {"a":-25,"b":"xy"} 15, "x" and "y" 3
   // each, {"a":2,"b":1} (reordered) 10; one mask per token plus the final
   // one, where the stop token is allowed.
   EXPECT_TRUE(has_line(run.output,
                        "replay: 5 valid instances, 36 tokens, 41 masks (one thread); token "
                        "refused: 0; untokenizable: 0; stop token allowed at the end: 5 of 5"));
-  EXPECT_TRUE(has_line_starting(run.output, "mask time, us: mean "));
+  EXPECT_TRUE(has_line_starting(run.output, "mask time (thread CPU time), us: mean "));
   for (const char* field : {" p50 ", " p99 ", " p99.9 ", " max "})
     EXPECT_NE(run.output.find(field), std::string::npos) << field;
 }
