@@ -178,11 +178,10 @@ class GreedyTokenizer {
 // Writes an instance as compact JSON into a Recognizer or a Matcher. The
 // instance's own text first; if the grammar rejects it, object members are
 // placed in the order the grammar wants: grammars fix the order of declared
-// properties (other members may go anywhere), so at each position the
-// member to write is one that fits and after which the most of the
-// remaining keys still fit (the earliest declared one), ties going to the
-// instance's order. Returns whether the grammar accepted a whole
-// serialization; `text` is what was written.
+// properties (other members may go anywhere), so members are tried in the
+// order of how many of the others may still follow them, with backtracking
+// (bounded: past 1 MB written the search gives up). Returns whether the
+// grammar accepted a whole serialization; `text` is what was written.
 class InstanceWriter {
  public:
   explicit InstanceWriter(grammask::Recognizer& recognizer) : recognizer_(&recognizer) {}
@@ -222,7 +221,7 @@ class InstanceWriter {
   bool push(const std::string& bytes) {
     // The search may write parts again and again; past this many bytes it
     // gives up (the instance counts as rejected).
-    constexpr size_t kSearchBytes = size_t{1} << 22;
+    constexpr size_t kSearchBytes = size_t{1} << 20;
     pushed_ += bytes.size();
     if (pushed_ > kSearchBytes) return false;
     const Mark before = mark();
@@ -251,48 +250,59 @@ class InstanceWriter {
     }
     if (!value.is_object()) return push(value.dump());
     if (!push("{")) return false;
-    std::vector<Json::const_iterator> remaining;
-    for (auto it = value.begin(); it != value.end(); ++it) remaining.push_back(it);
-    for (bool first = true; !remaining.empty(); first = false) {
-      if (!first && !push(",")) return false;
-      // The number of other remaining keys that may follow after a comma.
-      auto keys_still_fitting = [&](size_t placed) {
-        size_t count = 0;
-        const Mark before = mark();
-        if (push(",")) {
-          for (size_t j = 0; j < remaining.size(); ++j) {
-            if (j == placed) continue;
-            const Mark probe = mark();
-            if (push(key_text(remaining[j].key()))) ++count;
-            rollback(probe);
-          }
-        }
-        rollback(before);
-        return count;
-      };
-      std::optional<size_t> best;
-      size_t best_score = 0;
-      bool committed = false;
-      for (size_t k = 0; k < remaining.size() && !committed; ++k) {
-        const Mark before = mark();
-        if (push(key_text(remaining[k].key())) && value_fits(remaining[k].value())) {
-          size_t score = keys_still_fitting(k);
-          if (score + 1 == remaining.size()) {
-            committed = true;  // nothing is lost by writing it here
-            best = k;
-            break;
-          }
-          if (!best || score > best_score) best = k, best_score = score;
-        }
-        rollback(before);
-      }
-      if (!best) return false;
-      if (!committed &&
-          !(push(key_text(remaining[*best].key())) && value_fits(remaining[*best].value())))
-        return false;
-      remaining.erase(remaining.begin() + static_cast<long>(*best));
+    std::vector<Json::const_iterator> members;
+    for (auto it = value.begin(); it != value.end(); ++it) members.push_back(it);
+    return members_fit(members, true);
+  }
+
+  // Places the remaining members (then "}"): each one that fits is tried,
+  // those after which most of the others still fit next first (the
+  // earliest declared one usually), backtracking on dead ends.
+  bool members_fit(const std::vector<Json::const_iterator>& remaining, bool first) {
+    if (remaining.empty()) return push("}");
+    auto write_member = [&](size_t k) {
+      return (first || push(",")) && push(key_text(remaining[k].key())) &&
+             value_fits(remaining[k].value());
+    };
+    struct Candidate {
+      size_t index, score;
+    };
+    // The members that fit here. Among them, the earliest declared one is
+    // followed by all the others (those between are optional, since the
+    // later ones fit here too); a later one loses the earlier ones.
+    std::vector<size_t> fitting;
+    for (size_t k = 0; k < remaining.size(); ++k) {
+      const Mark before = mark();
+      if (write_member(k)) fitting.push_back(k);
+      rollback(before);
     }
-    return push("}");
+    std::vector<Candidate> candidates;
+    for (size_t k : fitting) {
+      const Mark before = mark();
+      size_t score = 0;
+      if (write_member(k) && push(",")) {
+        for (size_t j : fitting) {
+          const Mark probe = mark();
+          if (j != k && push(key_text(remaining[j].key()))) ++score;
+          rollback(probe);
+        }
+      }
+      candidates.push_back({k, score});
+      rollback(before);
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+    for (const Candidate& c : candidates) {
+      const Mark before = mark();
+      std::vector<Json::const_iterator> rest = remaining;
+      rest.erase(rest.begin() + static_cast<long>(c.index));
+      if (write_member(c.index) && members_fit(rest, false)) return true;
+      rollback(before);
+      // After a member all the others that fit here may follow, writing it
+      // first lost nothing: the dead end is not about the order here.
+      if (c.score + 1 == fitting.size()) return false;
+    }
+    return false;
   }
 
   grammask::Recognizer* recognizer_ = nullptr;
