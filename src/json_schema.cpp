@@ -2686,6 +2686,59 @@ std::string Converter::emit_members(const std::vector<Member>& members,
     return std::min(count + 1, cap);
   };
   std::vector<std::pair<std::string, std::string>> pending;
+  // Past a few members, each state stays a rule of its own: copied into
+  // one another by the lowering, a long member list would cost quadratic
+  // space.
+  constexpr size_t kInlinedMembers = 8;
+  auto define_states = [&]() {
+    for (auto& [name, body] : pending) {
+      std::string text = body.empty() ? "\"\"" : body;
+      if (n > kInlinedMembers) text = "(" + text + ") | " + base_rule("never") + " " + name;
+      define_rule(name, text);
+    }
+  };
+  if (!any_order && !max_count && minimum == 1) {
+    // Any number of members: one parse per object. Other members go right
+    // after the member they follow (or first); declared ones in order.
+    //   first ::= A ("," A)* after_0 | take_0
+    //   take_i ::= m_i ("," A)* after_(i+1) | take_(i+1)     (the latter if m_i is optional)
+    //   after_i ::= ("," m_i ("," A)*)? after_(i+1)           (no "?" if m_i is required)
+    const std::string others =
+        additional.empty() ? "" : group(member_text(additional, false)) + "*";
+    auto after = [&](size_t i) { return base + "-a" + std::to_string(i); };
+    auto take = [&](size_t i) { return base + "-t" + std::to_string(i); };
+    // The first declared member that is required: none can be skipped past it.
+    size_t first_required = n;
+    for (size_t i = 0; i < n; ++i)
+      if (members[i].required) {
+        first_required = i;
+        break;
+      }
+    for (size_t i = 0; i <= n; ++i) {
+      names_.insert(after(i));
+      std::string body;
+      if (i < n) {
+        std::string written = seq({member_text(members[i].text, false), others});
+        body = seq({members[i].required ? written : group(written) + "?", after(i + 1)});
+      }
+      pending.emplace_back(after(i), body);
+    }
+    for (size_t i = 0; i < n && i <= first_required; ++i) {
+      names_.insert(take(i));
+      std::vector<std::string> options = {
+          seq({member_text(members[i].text, true), others, after(i + 1)})};
+      if (!members[i].required && i + 1 < n && i + 1 <= first_required)
+        options.push_back(take(i + 1));
+      pending.emplace_back(take(i), alternatives(options));
+    }
+    std::vector<std::string> first;
+    if (!additional.empty())
+      first.push_back(seq({member_text(additional, true), others, after(0)}));
+    if (n > 0) first.push_back(take(0));
+    if (first.empty()) return "";
+    define_states();
+    return group(alternatives(first));
+  }
   if (!any_order) {
     // Productive states, computed from the end.
     for (int i = static_cast<int>(n); i >= 0; --i) {
@@ -2787,15 +2840,7 @@ std::string Converter::emit_members(const std::vector<Member>& members,
       }
     }
   }
-  // Each state names the next ones; copied into one another by the lowering,
-  // a long member list would cost quadratic space, so past a few members
-  // every state stays a rule of its own.
-  constexpr size_t kInlinedMembers = 8;
-  for (auto& [name, body] : pending) {
-    std::string text = body.empty() ? "\"\"" : body;
-    if (n > kInlinedMembers) text = "(" + text + ") | " + base_rule("never") + " " + name;
-    define_rule(name, text);
-  }
+  define_states();
   return state_name(0, 0);
 }
 

@@ -260,6 +260,23 @@ TEST(JsonSchemaTest, PropertyNamesWithDeclaredProperties) {
       {R"({"abc":1})"}, {R"({"long_name":1})", R"({"ABC":1})"});
 }
 
+// Many optional properties and many other keys: one parse per object (an
+// ambiguous grammar would run into the recognizer's per-byte work limit).
+TEST(JsonSchemaTest, LongObjectsWithOtherKeysStayUnambiguous) {
+  std::string schema = R"({"type": "object", "properties": {)";
+  std::string instance = "{";
+  for (int i = 0; i < 40; ++i) {
+    schema +=
+        (i ? ", " : "") + std::string("\"p") + std::to_string(i) + "\": {\"type\": \"integer\"}";
+    instance +=
+        (i ? "," : "") + std::string("\"x") + std::to_string(i) + " \":" + std::to_string(i);
+  }
+  schema += "}}";
+  instance += ",\"p39\":1}";
+  expect_language(schema, {instance, R"({"p3":1,"x":2,"p7":3})", "{}"},
+                  {R"({"p7":1,"p3":2})", R"({"p1":"s"})"});
+}
+
 TEST(JsonSchemaTest, AdditionalPropertiesDefaultOption) {
   JsonSchemaOptions options = compact();
   options.additional_properties_default = false;
