@@ -298,9 +298,6 @@ class InstanceWriter {
       rest.erase(rest.begin() + static_cast<long>(c.index));
       if (write_member(c.index) && members_fit(rest, false)) return true;
       rollback(before);
-      // After a member all the others that fit here may follow, writing it
-      // first lost nothing: the dead end is not about the order here.
-      if (c.score + 1 == fitting.size()) return false;
     }
     return false;
   }
