@@ -493,17 +493,39 @@ const std::set<std::string>& schema_keywords() {
 
 // draft-07 and older: $ref replaces its siblings, "#name" ids are anchors.
 bool legacy(Draft draft) {
-  return draft == Draft::kDraft7 || draft == Draft::kDraft4;
+  return draft == Draft::kDraft7 || draft == Draft::kDraft6 || draft == Draft::kDraft4;
 }
 
 Draft draft_from_uri(const std::string& uri, Draft fallback) {
   if (uri.find("draft-04") != std::string::npos || uri.find("draft-03") != std::string::npos)
     return Draft::kDraft4;
-  if (uri.find("draft-07") != std::string::npos || uri.find("draft-06") != std::string::npos)
-    return Draft::kDraft7;
+  if (uri.find("draft-06") != std::string::npos) return Draft::kDraft6;
+  if (uri.find("draft-07") != std::string::npos) return Draft::kDraft7;
   if (uri.find("2019-09") != std::string::npos) return Draft::kDraft2019_09;
   if (uri.find("2020-12") != std::string::npos) return Draft::kDraft2020_12;
   return fallback;
+}
+
+// Keywords a draft does not define are annotations in schemas of that
+// draft (validators ignore unknown keywords): a draft-04 schema's `const`
+// or `if` asserts nothing.
+bool defined_in(const std::string& keyword, Draft draft) {
+  static const std::set<std::string> since6 = {"const", "contains", "propertyNames"};
+  static const std::set<std::string> since7 = {"if", "then", "else"};
+  static const std::set<std::string> since2019 = {
+      "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
+      "minContains",       "maxContains",      "$recursiveRef"};
+  static const std::set<std::string> since2020 = {"prefixItems", "$dynamicRef"};
+  const int level = draft == Draft::kDraft4         ? 4
+                    : draft == Draft::kDraft6       ? 6
+                    : draft == Draft::kDraft7       ? 7
+                    : draft == Draft::kDraft2019_09 ? 2019
+                                                    : 2020;
+  if (since6.count(keyword)) return level >= 6;
+  if (since7.count(keyword)) return level >= 7;
+  if (since2019.count(keyword)) return level >= 2019;
+  if (since2020.count(keyword)) return level >= 2020;
+  return true;
 }
 
 class Document {
@@ -877,7 +899,7 @@ Disj Converter::normalize_object(const Json* node) {
       "default", "examples",    "$vocabulary", "then",           "else"};
   for (auto it = node->begin(); it != node->end(); ++it) {
     const std::string& key = it.key();
-    if (applicators.count(key)) continue;
+    if (applicators.count(key) || !defined_in(key, where.draft)) continue;
     with_lenience(key, [&] { apply_keyword(local, node, key, it.value(), where); });
   }
   // Object keywords that read their siblings.
@@ -955,7 +977,7 @@ Disj Converter::normalize_object(const Json* node) {
     const std::string& key = it.key();
     const Json& value = it.value();
     std::string pointer = where.pointer + "/" + escape_pointer_token(key);
-    if (!applicators.count(key)) {
+    if (!applicators.count(key) || !defined_in(key, where.draft)) {
       if (!local_applied && !identifiers.count(key)) {
         d = intersect(d, local, where.pointer);
         local_applied = true;
@@ -1081,7 +1103,8 @@ Disj Converter::normalize_object(const Json* node) {
     });
   }
   if (!local_applied) d = intersect(d, local, where.pointer);
-  with_lenience("unevaluatedProperties", [&] { apply_unevaluated(d, node, where); });
+  if (defined_in("unevaluatedProperties", where.draft))
+    with_lenience("unevaluatedProperties", [&] { apply_unevaluated(d, node, where); });
   // Drop clauses that became unsatisfiable.
   Disj kept;
   for (Clause& clause : d) {

@@ -312,6 +312,19 @@ TEST(JsonSchemaTest, EnumAndConst) {
   expect_language(R"({"enum": [1, 2, 3, "x"], "minimum": 2})", {"2", "3", "\"x\""}, {"1"});
 }
 
+// Keywords a draft does not define are annotations in its schemas.
+TEST(JsonSchemaTest, KeywordsFollowTheDraft) {
+  const char* draft4 = R"({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+      "properties": {"a": {"const": 1}}, "if": {"required": ["a"]}, "then": {"required": ["b"]}})";
+  expect_language(draft4, {R"({"a":2})", R"({"a":1})"}, {"1"});
+  const char* draft6 = R"({"$schema": "http://json-schema.org/draft-06/schema#", "type": "object",
+      "properties": {"a": {"const": 1}}, "if": {"required": ["a"]}, "then": {"required": ["b"]}})";
+  expect_language(draft6, {R"({"a":1})"}, {R"({"a":2})"});
+  const char* draft7 = R"({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+      "properties": {"a": {"const": 1}}, "if": {"required": ["a"]}, "then": {"required": ["b"]}})";
+  expect_language(draft7, {R"({"a":1,"b":0})", "{}"}, {R"({"a":1})", R"({"a":2,"b":0})"});
+}
+
 TEST(JsonSchemaTest, Draft4Integers) {
   const char* schema = R"({"$schema": "http://json-schema.org/draft-04/schema#",
     "properties": {"id": {"type": "integer", "minimum": 5, "exclusiveMinimum": true}}})";

@@ -55,10 +55,11 @@ struct JsonSchemaOptions {
   // 2020-12 default without the format-assertion vocabulary).
   bool assert_formats = true;
 
-  // Which spelling rules apply when the schema has no `$schema`. kDraft7
-  // also covers draft-06; kDraft4 (draft-04/03) has boolean exclusive
-  // bounds, `id`, and integers that may not be written with a fraction.
-  enum class Draft : uint8_t { kDraft2020_12, kDraft2019_09, kDraft7, kDraft4 };
+  // Which spelling rules apply when the schema has no `$schema`. kDraft4
+  // (draft-04/03) has boolean exclusive bounds, `id`, and integers that may
+  // not be written with a fraction. Keywords a draft does not define are
+  // annotations there (`const` in draft-04, `if` before draft-07).
+  enum class Draft : uint8_t { kDraft2020_12, kDraft2019_09, kDraft7, kDraft4, kDraft6 };
   Draft default_draft = Draft::kDraft2020_12;
 
   // Drop keywords that cannot be enforced exactly (one warning each)
