@@ -622,8 +622,8 @@ class Document {
   void walk(const Json& node, const std::string& pointer, std::string base, Draft draft,
             uint32_t depth) {
     if (depth > options_.max_schema_depth)
-      fail(ErrorCode::kLimitExceeded, "schema nesting deeper than " +
-                                          std::to_string(options_.max_schema_depth) + " at " +
+      fail(ErrorCode::kLimitExceeded, "schema nested deeper than max_schema_depth (" +
+                                          std::to_string(options_.max_schema_depth) + ") at " +
                                           display_pointer(pointer));
     if (!node.is_object()) {
       info_[&node] = NodeInfo{pointer, base, draft};
@@ -765,6 +765,47 @@ class Converter {
   std::string after() const;
   std::string colon() const;
   bool indented() const { return options_.whitespace == JsonSchemaOptions::Whitespace::kIndented; }
+  internal::RegexLimits regex_limits() const {
+    internal::RegexLimits limits;
+    limits.max_repeat = options_.max_repeat;
+    limits.max_pattern_length = options_.max_pattern_length;
+    return limits;
+  }
+  // Parses a pattern of the schema; refuses (naming `keyword`) what the
+  // translator cannot take, and patterns over max_pattern_length.
+  internal::RegexNode parse_pattern(const std::string& text, const std::string& keyword,
+                                    const std::string& pointer) {
+    if (text.size() > options_.max_pattern_length)
+      refuse(keyword, pointer,
+             "pattern of " + std::to_string(text.size()) + " bytes is longer than " +
+                 "max_pattern_length (" + std::to_string(options_.max_pattern_length) + ")",
+             ErrorCode::kLimitExceeded);
+    Result<internal::RegexNode> parsed = internal::parse_ecma_regex(text, regex_limits());
+    if (!parsed.ok()) refuse(keyword, pointer, parsed.status().message(), parsed.status().code());
+    return std::move(parsed).value();
+  }
+  // Nesting followed through references: normalize_node and rule_for
+  // recurse once per level, and a chain of $refs can be as long as the
+  // document is large, so it is bounded like the document's own nesting.
+  struct Nesting {
+    Converter& converter;
+    Nesting(Converter& c, const std::string& pointer) : converter(c) {
+      if (++converter.nesting_ > converter.options_.max_schema_depth)
+        fail(ErrorCode::kLimitExceeded, "schema nested deeper than max_schema_depth (" +
+                                            std::to_string(converter.options_.max_schema_depth) +
+                                            ") through references at " + display_pointer(pointer));
+    }
+    ~Nesting() { --converter.nesting_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+  };
+  void count_reference(const std::string& keyword, const std::string& pointer) {
+    if (++references_ > options_.max_ref_expansions)
+      refuse(keyword, pointer,
+             "more than max_ref_expansions (" + std::to_string(options_.max_ref_expansions) +
+                 ") references followed",
+             ErrorCode::kLimitExceeded);
+  }
   // Bounds the time spent on string automata (a disjunction of negated
   // pattern unions can ask for thousands of them).
   void charge_automaton(size_t states, const std::string& keyword, const std::string& pointer) {
@@ -805,6 +846,9 @@ class Converter {
   std::string key_char_rule_;
   std::unordered_map<std::string, std::string> other_ascii_memo_;  // trie children -> class
   size_t automaton_work_ = 0;  // states built for string constraints so far
+  uint32_t nesting_ = 0;       // active normalize_node/rule_for frames
+  uint64_t references_ = 0;    // references followed so far
+  std::string emitting_;       // pointer of the schema being emitted, for size errors
 };
 
 // ---------------------------------------------------------------------------
@@ -841,6 +885,7 @@ const Disj& Converter::normalize_node(const Json* node) {
   if (in_progress_.count(node))
     refuse("$ref", doc_.info(node).pointer,
            "the schema refers to itself without consuming any input");
+  Nesting nesting(*this, doc_.info(node).pointer);
   in_progress_.insert(node);
   struct Leave {
     std::unordered_set<const Json*>& set;
@@ -874,6 +919,7 @@ Disj Converter::normalize_object(const Json* node) {
   if (legacy(where.draft) && node->contains("$ref")) {
     const Json& ref = node->at("$ref");
     if (!ref.is_string()) refuse("$ref", where.pointer, "must be a string", ErrorCode::kSyntax);
+    count_reference("$ref", where.pointer);
     const Json* target = doc_.resolve(node, "$ref", ref.get<std::string>());
     return normalize_node(target);
   }
@@ -920,11 +966,7 @@ Disj Converter::normalize_object(const Json* node) {
         if (!patterns->is_object())
           refuse("patternProperties", where.pointer, "must be an object", ErrorCode::kSyntax);
         for (auto p = patterns->begin(); p != patterns->end(); ++p) {
-          auto parsed = internal::parse_ecma_regex(p.key());
-          if (!parsed.ok())
-            refuse("patternProperties", where.pointer,
-                   "pattern \"" + p.key() + "\": " + parsed.status().message(),
-                   parsed.status().code());
+          parse_pattern(p.key(), "patternProperties", where.pointer);
           clause.pattern_properties.emplace_back(
               Sourced{p.key(), where.pointer + "/patternProperties"}, Sub::of(&p.value()));
           for (auto& [name, sub] : clause.properties) {
@@ -1057,6 +1099,7 @@ Disj Converter::normalize_object(const Json* node) {
         }
         if (key == "$recursiveRef" && doc_.has_recursive_anchor())
           refuse(key, where.pointer, "\"$recursiveAnchor\" scopes are not supported");
+        count_reference(key, where.pointer);
         const Json* target = doc_.resolve(node, key, ref);
         d = intersect(d, normalize_node(target), pointer);
       } else if (key == "dependentRequired" || key == "dependentSchemas" || key == "dependencies") {
@@ -1264,8 +1307,7 @@ void Converter::apply_keyword(Disj& d, const Json* node, const std::string& key,
     });
   } else if (key == "pattern") {
     if (!value.is_string()) refuse(key, pointer, "must be a string", ErrorCode::kSyntax);
-    auto parsed = internal::parse_ecma_regex(value.get<std::string>());
-    if (!parsed.ok()) refuse(key, pointer, parsed.status().message(), parsed.status().code());
+    parse_pattern(value.get<std::string>(), key, pointer);
     each(JType::kString, [&](Clause& c) {
       c.patterns.push_back({value.get<std::string>(), pointer});
     });
@@ -1836,11 +1878,13 @@ std::string Converter::unique_name(const std::string& hint) {
 void Converter::define_rule(const std::string& name, const std::string& body) {
   grammar_bytes_ += name.size() + body.size() + 6;
   if (grammar_bytes_ > options_.max_grammar_bytes)
-    fail(ErrorCode::kLimitExceeded,
-         "grammar exceeds max_grammar_bytes (" + std::to_string(options_.max_grammar_bytes) + ")");
+    fail(ErrorCode::kLimitExceeded, "grammar exceeds max_grammar_bytes (" +
+                                        std::to_string(options_.max_grammar_bytes) +
+                                        ") while converting " + display_pointer(emitting_));
   if (rules_.size() + 1 > options_.max_rules)
-    fail(ErrorCode::kLimitExceeded,
-         "grammar exceeds max_rules (" + std::to_string(options_.max_rules) + ")");
+    fail(ErrorCode::kLimitExceeded, "grammar exceeds max_rules (" +
+                                        std::to_string(options_.max_rules) + ") while converting " +
+                                        display_pointer(emitting_));
   rules_.emplace_back(name, body);
 }
 
@@ -2051,6 +2095,15 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
   std::string key = sub_key(sub) + (indented() ? "@" + std::to_string(depth) : "");
   auto it = rule_memo_.find(key);
   if (it != rule_memo_.end()) return it->second;
+  const std::string& where = doc_.info(sub.nodes.empty() ? nullptr : sub.nodes[0]).pointer;
+  Nesting nesting(*this, where);
+  const std::string outer = emitting_;
+  emitting_ = where;
+  struct Restore {
+    std::string& slot;
+    std::string value;
+    ~Restore() { slot = value; }
+  } restore{emitting_, outer};
   std::string name = unique_name(hint);
   rule_memo_[key] = name;
   const Disj& d = normalize(sub);
@@ -2415,8 +2468,7 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
     return key_not_in(names, hint + "-str");
   }
   if (regexes.size() == 1 && clause.excluded.empty() && clause.negated_patterns.empty()) {
-    internal::RegexLimits limits;
-    limits.max_repeat = options_.max_repeat;
+    const internal::RegexLimits limits = regex_limits();
     auto translated = internal::ecma_regex_to_gbnf(regexes[0].text, base_rule("char"), limits);
     if (!translated.ok())
       refuse(keywords[0], regexes[0].pointer, translated.status().message(),
@@ -2458,8 +2510,6 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
       if (clause_accepts(clause, *v, false)) words.push_back(v->get<std::string>());
     return internal::dfa_words(words);
   }
-  internal::RegexLimits limits;
-  limits.max_repeat = options_.max_repeat;
   internal::CharDfa dfa = internal::dfa_any();
   auto narrow = [&](Result<internal::CharDfa> part, const std::string& keyword,
                     const std::string& pointer, size_t budget = internal::kDefaultDfaStates) {
@@ -2471,9 +2521,7 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
   };
   auto regex_dfa = [&](const std::string& text, const std::string& keyword,
                        const std::string& pointer) {
-    Result<internal::RegexNode> parsed = internal::parse_ecma_regex(text, limits);
-    if (!parsed.ok()) refuse(keyword, pointer, parsed.status().message(), parsed.status().code());
-    return internal::dfa_from_regex(*parsed);
+    return internal::dfa_from_regex(parse_pattern(text, keyword, pointer));
   };
   for (const Sourced& pattern : clause.patterns)
     narrow(regex_dfa(pattern.text, "pattern", pattern.pointer), "pattern", pattern.pointer);
@@ -2605,7 +2653,11 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
     names_.insert(name);
     return name;
   };
-  std::function<std::string(int)> deviate = [&](int index) -> std::string {
+  // Children come after their parents in `trie`: building from the back
+  // needs no recursion (names may be as long as a hostile schema likes).
+  std::vector<std::string> deviations(trie.size());
+  std::vector<std::optional<std::string>> stops(trie.size());
+  auto deviate = [&](int index) -> std::string {
     const Node& node = trie[static_cast<size_t>(index)];
     std::vector<std::string> options;
     internal::CodePointSet used;
@@ -2613,7 +2665,8 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
     for (const auto& [cp, child] : node.children) {
       used.push_back({cp, cp});
       used_key += std::to_string(cp) + ",";
-      options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), deviate(child)}));
+      options.push_back(
+          seq({internal::json_char_gbnf({{cp, cp}}), deviations[static_cast<size_t>(child)]}));
     }
     // Spellings differ ("/" or "\/"), but each decodes to one code point,
     // and the branches split by code point. Where no name continues with a
@@ -2645,20 +2698,23 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
     return name;
   };
   // "" when the empty string is the only way on, nullopt when none is.
-  std::function<std::optional<std::string>(int)> stop =
-      [&](int index) -> std::optional<std::string> {
+  auto stop = [&](int index) -> std::optional<std::string> {
     const Node& node = trie[static_cast<size_t>(index)];
     std::vector<std::string> options;
     for (const auto& [cp, child] : node.children)
-      if (auto rest = stop(child))
+      if (const auto& rest = stops[static_cast<size_t>(child)])
         options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), *rest}));
     if (options.empty()) return node.terminal ? std::nullopt : std::optional<std::string>("");
     std::string name = node_name("e", index);
     define_rule(name, alternatives(options));
     return node.terminal ? name : group(name) + "?";
   };
-  std::string leave = seq({deviate(0), base_rule("cchar") + "*"});
-  std::optional<std::string> end = stop(0);
+  for (size_t i = trie.size(); i-- > 0;) {
+    deviations[i] = deviate(static_cast<int>(i));
+    stops[i] = stop(static_cast<int>(i));
+  }
+  std::string leave = seq({deviations[0], base_rule("cchar") + "*"});
+  const std::optional<std::string>& end = stops[0];
   std::string body = !end ? leave : end->empty() ? group(leave) + "?" : group(leave) + " | " + *end;
   return seq({"\"\\\"\"", group(body), "\"\\\"\""});
 }
@@ -2906,16 +2962,12 @@ std::string Converter::other_members(const Clause& clause, const std::vector<std
         internal::dfa_product(keys, *names, [](uint32_t x, uint32_t y) { return y != 0 ? x : 0u; }),
         "propertyNames", clause.property_names_pointer);
   }
-  internal::RegexLimits limits;
-  limits.max_repeat = options_.max_repeat;
   for (size_t i = 0; i < clause.pattern_properties.size(); ++i) {
     const Sourced& pattern = clause.pattern_properties[i].first;
-    Result<internal::RegexNode> parsed = internal::parse_ecma_regex(pattern.text, limits);
-    if (!parsed.ok())
-      refuse("patternProperties", pattern.pointer, parsed.status().message(),
-             parsed.status().code());
+    const internal::RegexNode parsed =
+        parse_pattern(pattern.text, "patternProperties", pattern.pointer);
     internal::CharDfa matches =
-        limited(internal::dfa_from_regex(*parsed, 1u << i), "patternProperties", pattern.pointer);
+        limited(internal::dfa_from_regex(parsed, 1u << i), "patternProperties", pattern.pointer);
     keys = limited(internal::dfa_product(
                        keys, matches, [](uint32_t x, uint32_t y) { return x != 0 ? x | y : 0u; }),
                    "patternProperties", pattern.pointer);
@@ -3217,26 +3269,53 @@ std::string Converter::convert() {
   return text;
 }
 
-// Rejects documents nested deeper than the limit before nlohmann builds them.
-bool nesting_within(std::string_view text, uint32_t limit) {
-  uint32_t depth = 0;
-  bool in_string = false;
+// Where text nests deeper than `limit` before nlohmann builds it (its
+// parser recurses): the JSON pointer of the first container too deep, or
+// nullopt when the text stays within the limit.
+std::optional<std::string> too_deep_at(std::string_view text, uint32_t limit) {
+  struct Frame {
+    bool array;
+    size_t index = 0;
+    std::string key;
+  };
+  std::vector<Frame> frames;
+  bool in_string = false, expect_key = false;
+  std::string string;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
+      if (c == '\\') {
+        if (i + 1 < text.size()) string.push_back(text[++i]);
+      } else if (c == '"') {
         in_string = false;
+        if (expect_key && !frames.empty() && !frames.back().array) frames.back().key = string;
+        expect_key = false;
+      } else {
+        string.push_back(c);
+      }
     } else if (c == '"') {
       in_string = true;
+      string.clear();
     } else if (c == '{' || c == '[') {
-      if (++depth > limit) return false;
+      frames.push_back(Frame{c == '[', 0, ""});
+      expect_key = c == '{';
+      if (frames.size() > limit) {
+        std::string pointer;
+        for (size_t f = 0; f + 1 < frames.size(); ++f)
+          pointer += "/" + (frames[f].array ? std::to_string(frames[f].index)
+                                            : escape_pointer_token(frames[f].key));
+        return pointer;
+      }
     } else if (c == '}' || c == ']') {
-      if (depth > 0) --depth;
+      if (!frames.empty()) frames.pop_back();
+    } else if (c == ',' && !frames.empty()) {
+      if (frames.back().array)
+        ++frames.back().index;
+      else
+        expect_key = true;
     }
   }
-  return true;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -3244,9 +3323,12 @@ bool nesting_within(std::string_view text, uint32_t limit) {
 Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
                                         const JsonSchemaOptions& options,
                                         std::vector<std::string>* warnings) {
-  if (!nesting_within(schema_json, options.max_schema_depth * 2 + 2))
-    return Status(ErrorCode::kLimitExceeded,
-                  "schema nesting deeper than " + std::to_string(options.max_schema_depth));
+  // Schema nesting counts schemas, JSON nesting containers (a level of
+  // schema is an object and the object of its "properties"): twice as many.
+  if (auto where = too_deep_at(schema_json, options.max_schema_depth * 2 + 2))
+    return Status(ErrorCode::kLimitExceeded, "schema nested deeper than max_schema_depth (" +
+                                                 std::to_string(options.max_schema_depth) +
+                                                 ") at " + display_pointer(*where));
   Json parsed;
   try {
     parsed = Json::parse(schema_json.begin(), schema_json.end());

@@ -111,6 +111,60 @@ TEST(JsonSchemaTest, BadInputNeverCrashes) {
             ErrorCode::kUnsupported);
 }
 
+// Limits for untrusted schemas: each fails with kLimitExceeded, naming the
+// option and the JSON pointer where it was exceeded.
+TEST(JsonSchemaTest, LimitsNameTheOptionAndPointer) {
+  auto expect_limit = [](const std::string& schema, const JsonSchemaOptions& options,
+                         const std::vector<std::string>& parts) {
+    Status status = refusal(schema, options);
+    EXPECT_EQ(status.code(), ErrorCode::kLimitExceeded) << status.to_string();
+    for (const std::string& part : parts)
+      EXPECT_NE(status.message().find(part), std::string::npos) << status.message();
+  };
+  // Nesting of the document, and through a chain of references.
+  JsonSchemaOptions shallow = compact();
+  shallow.max_schema_depth = 8;
+  std::string deep;
+  for (int i = 0; i < 10; ++i) deep += R"({"properties": {"a": )";
+  deep += "{}";
+  for (int i = 0; i < 10; ++i) deep += "}}";
+  expect_limit(deep, shallow,
+               {"max_schema_depth (8)", "/properties/a/properties/a/properties/a/properties/a"});
+  std::string chain = R"({"$ref": "#/$defs/d0", "$defs": {)";
+  for (int i = 0; i < 40; ++i)
+    chain += "\"d" + std::to_string(i) + R"(": {"properties": {"x": {"$ref": "#/$defs/d)" +
+             std::to_string(i + 1) + "\"}}},";
+  chain += R"("d40": {"type": "integer"}}})";
+  expect_limit(chain, shallow, {"max_schema_depth (8) through references at /$defs/d"});
+  EXPECT_TRUE(refusal(chain).ok());
+  // The same chain needs 41 references.
+  JsonSchemaOptions few_refs = compact();
+  few_refs.max_ref_expansions = 10;
+  expect_limit(chain, few_refs, {"\"$ref\" at /$defs/d", "max_ref_expansions (10)"});
+  // Regex size.
+  JsonSchemaOptions short_patterns = compact();
+  short_patterns.max_pattern_length = 8;
+  expect_limit(R"({"properties": {"code": {"pattern": "^[A-Z]{3}-[0-9]{4}$"}}})", short_patterns,
+               {"\"pattern\" at /properties/code", "max_pattern_length (8)"});
+  expect_limit(R"({"patternProperties": {"^x-[a-z0-9]+$": {}}})", short_patterns,
+               {"\"patternProperties\" at /", "max_pattern_length (8)"});
+  // Grammar size, with the schema being converted when it ran out.
+  JsonSchemaOptions tiny = compact();
+  tiny.max_grammar_bytes = 400;
+  std::string values;
+  for (int i = 0; i < 20; ++i) values += (i ? ", \"" : "\"") + std::string(30, 'a' + i) + "\"";
+  expect_limit(R"({"type": "object", "properties": {"a": {"type": "object",
+                 "properties": {"b": {"enum": [)" +
+                   values + "]}}}}}",
+               tiny, {"max_grammar_bytes (400) while converting /properties/a/properties/b"});
+  // Names of any length convert without deep recursion (or fail on a limit).
+  std::string long_name(20000, 'n');
+  EXPECT_TRUE(refusal(R"({"properties": {")" + long_name + R"(": {}, "b": {}}})").ok());
+  long_name.assign(200000, 'n');
+  EXPECT_EQ(refusal(R"({"properties": {")" + long_name + R"(": {}, "b": {}}})").code(),
+            ErrorCode::kLimitExceeded);
+}
+
 TEST(JsonSchemaTest, ErrorsNameKeywordAndPointer) {
   Status status = refusal(R"({"properties": {"tags": {"type": "array", "uniqueItems": true}}})");
   EXPECT_EQ(status.code(), ErrorCode::kUnsupported);

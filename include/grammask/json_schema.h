@@ -66,11 +66,16 @@ struct JsonSchemaOptions {
   // instead of failing. The grammar then accepts more than the schema.
   bool lenient = false;
 
-  // Resource bounds: every limit fails conversion with kLimitExceeded.
-  uint32_t max_schema_depth = 256;       // nesting of the schema document
+  // Resource bounds for schemas from untrusted clients: exceeding one fails
+  // conversion with kLimitExceeded and a message naming the option and the
+  // JSON pointer where it was exceeded.
+  uint32_t max_schema_depth = 256;       // nesting, in the document and through $ref chains
+  uint32_t max_ref_expansions = 100000;  // $ref/$dynamicRef/$recursiveRef followed in all
   uint32_t max_rules = 200000;           // rules in the emitted grammar
   size_t max_grammar_bytes = 16u << 20;  // size of the emitted text
-  uint32_t max_repeat = 10000;           // counted repeats (lengths, items, regex {m,n})
+  uint32_t max_pattern_length = 10000;   // bytes of one regex (pattern, patternProperties)
+  uint32_t max_repeat = 10000;           // regex {m,n}, min/maxProperties, min/maxContains
+                                         // (lengths and item counts of any size are fine)
 };
 
 // Converts a schema to GBNF text with start rule "root". `warnings`, when
