@@ -725,7 +725,7 @@ class Converter {
   std::string rule_for(const Sub& sub, const std::string& hint, uint32_t depth);
   std::string clause_expression(const Clause& clause, const std::string& own_rule,
                                 const std::string& hint, uint32_t depth);
-  std::string emit_clause(Clause clause, const std::string& hint, uint32_t depth);
+  std::string emit_clause(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_clause_once(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_number(const Clause& clause, const std::string& hint);
   std::string emit_string(const Clause& clause, const std::string& hint);
@@ -844,6 +844,7 @@ class Converter {
   size_t grammar_bytes_ = 0;
   std::set<std::string> base_rules_;
   std::string key_char_rule_;
+  std::string key_tail_rule_;
   std::unordered_map<std::string, std::string> other_ascii_memo_;  // trie children -> class
   size_t automaton_work_ = 0;  // states built for string constraints so far
   uint32_t nesting_ = 0;       // active normalize_node/rule_for frames
@@ -865,6 +866,8 @@ void Converter::with_lenience(const std::string& keyword, const std::function<vo
 }
 
 const Disj& Converter::normalize(const Sub& sub) {
+  // One schema: its own normal form, without a copy.
+  if (sub.nodes.size() == 1 && sub.negated.empty()) return normalize_node(sub.nodes[0]);
   std::string key = sub_key(sub);
   auto it = sub_memo_.find(key);
   if (it != sub_memo_.end()) return it->second;
@@ -927,7 +930,32 @@ Disj Converter::normalize_object(const Json* node) {
   // additionalProperties next to properties); applicators are intersected
   // with it in document order, so that declared properties keep the order
   // in which the schema lists them ($ref first when written first).
-  Disj local = all_types();
+  // A well-formed `type` narrows the clauses from the start (the keyword
+  // itself still checks and applies below).
+  Disj local;
+  {
+    auto type = node->find("type");
+    std::set<JType> types;
+    auto add = [&](const Json& name) {
+      static const std::map<std::string, JType> kTypes = {
+          {"null", JType::kNull},      {"boolean", JType::kBoolean}, {"number", JType::kNumber},
+          {"integer", JType::kNumber}, {"string", JType::kString},   {"array", JType::kArray},
+          {"object", JType::kObject}};
+      auto known = name.is_string() ? kTypes.find(name.get<std::string>()) : kTypes.end();
+      if (known == kTypes.end()) return false;
+      types.insert(known->second);
+      return true;
+    };
+    bool valid = type != node->end() && (type->is_string() || type->is_array());
+    if (valid && type->is_string()) valid = add(*type);
+    if (valid && type->is_array())
+      for (const Json& name : *type) valid = valid && add(name);
+    for (JType t : kAllTypes) {
+      if (valid && !types.count(t)) continue;
+      local.emplace_back();
+      local.back().type = t;
+    }
+  }
   static const std::set<std::string> applicators = {"allOf",
                                                     "anyOf",
                                                     "oneOf",
@@ -1857,7 +1885,7 @@ std::string sanitize(const std::string& hint) {
       out.push_back(static_cast<char>(std::tolower(c)));
     else if (!out.empty() && out.back() != '-')
       out.push_back('-');
-    if (out.size() >= 24) break;  // names are repeated at every use
+    if (out.size() >= 16) break;  // names are repeated at every use
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.empty() ? "r" : out;
@@ -2108,7 +2136,8 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
   rule_memo_[key] = name;
   const Disj& d = normalize(sub);
   std::vector<std::string> options;
-  Disj clauses = d;
+  std::vector<const Clause*> clauses;
+  for (const Clause& clause : d) clauses.push_back(&clause);
   // String alternatives that each need an automaton (a disjunction of
   // negated pattern unions multiplies them) become one automaton, their
   // union, instead of one set of rules each.
@@ -2116,12 +2145,14 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
     return c.type == JType::kString && !c.has_values &&
            (!c.negated_patterns.empty() || !c.excluded.empty() || c.patterns.size() > 1);
   };
-  if (std::count_if(clauses.begin(), clauses.end(), needs_automaton) > 1) {
+  if (std::count_if(clauses.begin(), clauses.end(),
+                    [&](const Clause* c) { return needs_automaton(*c); }) > 1) {
     std::optional<internal::CharDfa> strings;
-    Disj rest;
-    for (const Clause& clause : clauses) {
+    std::vector<const Clause*> rest;
+    for (const Clause* c : clauses) {
+      const Clause& clause = *c;
       if (!needs_automaton(clause)) {
-        rest.push_back(clause);
+        rest.push_back(c);
         continue;
       }
       internal::CharDfa part = string_dfa(clause, clause.max_length);
@@ -2141,8 +2172,8 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
       options.push_back(add_rule(name + "-str", seq({"\"\\\"\"", start, "\"\\\"\""})));
     clauses = std::move(rest);
   }
-  for (const Clause& clause : clauses) {
-    std::string expr = clause_expression(clause, d.size() == 1 ? name : "", name, depth);
+  for (const Clause* clause : clauses) {
+    std::string expr = clause_expression(*clause, d.size() == 1 ? name : "", name, depth);
     if (!expr.empty()) options.push_back(expr);
   }
   if (options.empty()) {
@@ -2178,12 +2209,15 @@ std::string Converter::clause_expression(const Clause& clause, const std::string
   return expr.empty() ? "" : rule;
 }
 
-std::string Converter::emit_clause(Clause clause, const std::string& hint, uint32_t depth) {
+std::string Converter::emit_clause(const Clause& original, const std::string& hint,
+                                   uint32_t depth) {
+  if (!options_.lenient) return emit_clause_once(original, hint, depth);
+  Clause clause = original;  // lenient mode drops what it cannot enforce
   while (true) {
     try {
       return emit_clause_once(clause, hint, depth);
     } catch (Refusal& refusal) {
-      if (!options_.lenient || refusal.status.code() != ErrorCode::kUnsupported) throw;
+      if (refusal.status.code() != ErrorCode::kUnsupported) throw;
       const std::string& k = refusal.keyword;
       bool dropped = true;
       if (k == "pattern")
@@ -2545,6 +2579,14 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
   // A length bound multiplies the states by the bound (maxLength 1024 on
   // an e-mail address is some ten thousand).
   constexpr size_t kLengthStates = size_t{1} << 15;
+  // Each state is counted up to the bound: past the budget, refuse before
+  // building most of it.
+  if (max_length && static_cast<double>(dfa.states.size()) * static_cast<double>(*max_length + 1) >
+                        static_cast<double>(kLengthStates))
+    refuse("maxLength", clause.length_pointer,
+           "the pattern's " + std::to_string(dfa.states.size()) +
+               " automaton states times the length bound are more than " +
+               std::to_string(kLengthStates));
   if (clause.min_length > 0 || max_length)
     narrow(internal::dfa_length(clause.min_length, max_length, kLengthStates),
            clause.min_length > 0 && !max_length ? "minLength" : "maxLength", clause.length_pointer,
@@ -2592,131 +2634,113 @@ std::string Converter::key_not_in(const std::vector<std::string>& names, const s
 
 std::string Converter::key_not_in_uncached(const std::vector<std::string>& names,
                                            const std::string& hint) {
+  (void)hint;
+  // A trie of the names, its nodes merged where their futures are equal
+  // (names sharing their ends): the minimal automaton of the names, built
+  // bottom-up since children come after their parents.
   struct Node {
-    std::map<uint32_t, int> children;
+    std::map<uint32_t, uint32_t> children;
     bool terminal = false;
   };
   std::vector<Node> trie(1);
   for (const std::string& name : names) {
-    int at = 0;
-    std::u32string code_points;
-    // Decode UTF-8 (input came from a JSON parser: valid).
+    uint32_t at = 0;
     for (size_t i = 0; i < name.size();) {
-      uint8_t b = static_cast<uint8_t>(name[i]);
-      uint32_t cp;
-      size_t extra;
-      if (b < 0x80)
-        cp = b, extra = 0;
-      else if ((b & 0xE0) == 0xC0)
-        cp = b & 0x1F, extra = 1;
-      else if ((b & 0xF0) == 0xE0)
-        cp = b & 0x0F, extra = 2;
-      else
-        cp = b & 0x07, extra = 3;
+      // UTF-8 from a JSON parser: valid.
+      const auto b = static_cast<uint8_t>(name[i]);
+      const size_t extra = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : 3;
+      uint32_t cp = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
       for (size_t k = 1; k <= extra && i + k < name.size(); ++k)
         cp = (cp << 6) | (static_cast<uint8_t>(name[i + k]) & 0x3F);
       i += extra + 1;
-      code_points.push_back(cp);
-    }
-    for (uint32_t cp : code_points) {
-      auto it = trie[static_cast<size_t>(at)].children.find(cp);
-      if (it == trie[static_cast<size_t>(at)].children.end()) {
-        trie.push_back(Node{});
-        int index = static_cast<int>(trie.size()) - 1;
-        trie[static_cast<size_t>(at)].children[cp] = index;
-        at = index;
-      } else {
+      auto it = trie[at].children.find(cp);
+      if (it != trie[at].children.end()) {
         at = it->second;
+        continue;
       }
+      trie.emplace_back();
+      const auto index = static_cast<uint32_t>(trie.size() - 1);
+      trie[at].children[cp] = index;
+      at = index;
     }
-    trie[static_cast<size_t>(at)].terminal = true;
+    trie[at].terminal = true;
   }
-  // A string not in the set either leaves the trie (a prefix of names,
-  // then a code point no name continues with, then anything) or stops at
-  // a trie node that ends no name. Two tries of rules, `-dev` and `-end`,
-  // so that the `anything` tail is written once, not once per node.
-  const internal::CodePointSet escaped =
-      internal::normalize_set({{0x00, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}});
+  std::vector<uint32_t> canonical(trie.size());
+  std::vector<uint32_t> representative;  // canonical id -> a node
+  std::map<std::vector<uint32_t>, uint32_t> ids;
+  for (size_t i = trie.size(); i-- > 0;) {
+    std::vector<uint32_t> signature = {trie[i].terminal ? 1u : 0u};
+    for (const auto& [cp, child] : trie[i].children) {
+      signature.push_back(cp);
+      signature.push_back(canonical[child]);
+    }
+    auto [it, inserted] = ids.emplace(std::move(signature), static_cast<uint32_t>(ids.size()));
+    if (inserted) representative.push_back(static_cast<uint32_t>(i));
+    canonical[i] = it->second;
+  }
+  // One rule per merged state: characters that continue some name lead to
+  // other states, the others leave the names, then anything (the shared
+  // rule `key-tail`); states that end no name may end the key.
   const internal::CodePointSet shared = internal::normalize_set(
       {{0x00, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {0x80, kMaxCodePoint}});
-  // Named from each node of each trie.
-  auto shared_rule = [&]() -> std::string {
-    if (key_char_rule_.empty())
-      key_char_rule_ = unshared_rule("key-char", internal::json_char_gbnf(shared));
-    return key_char_rule_;
-  };
-  // Short names: a trie has a rule per node, and names repeat at every use.
-  (void)hint;
+  if (key_tail_rule_.empty()) {
+    key_tail_rule_ = unshared_rule("key-tail", base_rule("cchar") + "*");
+    key_char_rule_ = unshared_rule("key-char", internal::json_char_gbnf(shared));
+  }
   const std::string base = unique_name("k");
-  auto node_name = [&](const char* kind, int index) {
-    std::string name = base + kind + (index == 0 ? "" : std::to_string(index));
-    names_.insert(name);
-    return name;
+  auto state_name = [&](uint32_t id) {
+    return id == canonical[0] ? base : base + "s" + std::to_string(id);
   };
-  // Children come after their parents in `trie`: building from the back
-  // needs no recursion (names may be as long as a hostile schema likes).
-  std::vector<std::string> deviations(trie.size());
-  std::vector<std::optional<std::string>> stops(trie.size());
-  auto deviate = [&](int index) -> std::string {
-    const Node& node = trie[static_cast<size_t>(index)];
-    std::vector<std::string> options;
-    internal::CodePointSet used;
+  for (uint32_t id = 0; id < representative.size(); ++id) {
+    const Node& node = trie[representative[id]];
+    // Characters that need no escape and are ASCII: the common case, kept
+    // off the code point set machinery.
+    auto plain = [](uint32_t cp) {
+      return cp >= 0x20 && cp < 0x7F && cp != '"' && cp != '\\' && cp != '/';
+    };
+    std::string body;
+    bool all_plain = true;
     std::string used_key;
     for (const auto& [cp, child] : node.children) {
-      used.push_back({cp, cp});
+      if (!body.empty()) body += " | ";
+      if (plain(cp)) {
+        body += internal::gbnf_char_class({{cp, cp}});
+      } else {
+        body += internal::json_char_gbnf({{cp, cp}});
+        all_plain = false;
+      }
+      body += " " + state_name(canonical[child]);
       used_key += std::to_string(cp) + ",";
-      options.push_back(
-          seq({internal::json_char_gbnf({{cp, cp}}), deviations[static_cast<size_t>(child)]}));
     }
-    // Spellings differ ("/" or "\/"), but each decodes to one code point,
-    // and the branches split by code point. Where no name continues with a
-    // non-ASCII or escaped character (nearly always), those characters are
-    // one rule shared by every node.
-    used = internal::normalize_set(std::move(used));
-    internal::CodePointSet others = internal::complement_set(used);
-    if (internal::intersect_sets(used, shared).empty()) {
-      // Most nodes continue with the same few letters: the class is cached.
+    if (!body.empty()) body += " | ";
+    // Spellings differ ("/" or "\/"), but each decodes to one code point:
+    // the branches split by code point.
+    if (all_plain) {
+      // Nearly always: the ASCII characters no name continues with (one
+      // rule per set of continuations), and the shared rest.
       auto cached = other_ascii_memo_.find(used_key);
       if (cached == other_ascii_memo_.end()) {
-        internal::CodePointSet ascii =
-            internal::intersect_sets(others, internal::complement_set(shared));
-        cached = other_ascii_memo_
-                     .emplace(used_key, ascii.empty() ? "" : internal::gbnf_char_class(ascii))
-                     .first;
+        internal::CodePointSet used;
+        for (const auto& [cp, child] : node.children) used.push_back({cp, cp});
+        const internal::CodePointSet ascii = internal::intersect_sets(
+            internal::complement_set(internal::normalize_set(std::move(used))),
+            internal::complement_set(shared));
+        std::string leave = key_char_rule_;
+        if (!ascii.empty()) leave = internal::gbnf_char_class(ascii) + " | " + leave;
+        cached = other_ascii_memo_.emplace(used_key, add_rule("kc", leave)).first;
       }
-      if (!cached->second.empty()) options.push_back(cached->second);
-      options.push_back(shared_rule());
+      body += cached->second + " " + key_tail_rule_;
     } else {
-      internal::CodePointSet raw =
-          internal::intersect_sets(others, internal::complement_set(escaped));
-      if (!raw.empty()) options.push_back(internal::gbnf_char_class(raw));
-      std::string special = internal::json_char_gbnf(internal::intersect_sets(others, escaped));
-      if (!special.empty()) options.push_back(add_rule(hint + "-esc", special));
+      internal::CodePointSet used;
+      for (const auto& [cp, child] : node.children) used.push_back({cp, cp});
+      body += internal::json_char_gbnf(internal::complement_set(internal::normalize_set(used))) +
+              " " + key_tail_rule_;
     }
-    std::string name = node_name("d", index);
-    define_rule(name, alternatives(options));
-    return name;
-  };
-  // "" when the empty string is the only way on, nullopt when none is.
-  auto stop = [&](int index) -> std::optional<std::string> {
-    const Node& node = trie[static_cast<size_t>(index)];
-    std::vector<std::string> options;
-    for (const auto& [cp, child] : node.children)
-      if (const auto& rest = stops[static_cast<size_t>(child)])
-        options.push_back(seq({internal::json_char_gbnf({{cp, cp}}), *rest}));
-    if (options.empty()) return node.terminal ? std::nullopt : std::optional<std::string>("");
-    std::string name = node_name("e", index);
-    define_rule(name, alternatives(options));
-    return node.terminal ? name : group(name) + "?";
-  };
-  for (size_t i = trie.size(); i-- > 0;) {
-    deviations[i] = deviate(static_cast<int>(i));
-    stops[i] = stop(static_cast<int>(i));
+    if (!node.terminal) body = group(body) + "?";
+    names_.insert(state_name(id));
+    define_rule(state_name(id), body);
   }
-  std::string leave = seq({deviations[0], base_rule("cchar") + "*"});
-  const std::optional<std::string>& end = stops[0];
-  std::string body = !end ? leave : end->empty() ? group(leave) + "?" : group(leave) + " | " + *end;
-  return seq({"\"\\\"\"", group(body), "\"\\\"\""});
+  return seq({"\"\\\"\"", base, "\"\\\"\""});
 }
 
 std::string Converter::emit_string_key_rule(const Sub& names, const std::string& hint) {
@@ -2797,15 +2821,19 @@ std::string Converter::emit_members(const std::vector<Member>& members,
       names_.insert(after(i));
       std::string body;
       if (i < n) {
-        std::string written = seq({member_text(members[i].text, false), others});
+        // Member i and the other members after it, named once: both the
+        // first member and a later one write it.
+        const std::string member = base + "-m" + std::to_string(i);
+        names_.insert(member);
+        pending.emplace_back(member, seq({member_text(members[i].text, true), others}));
+        std::string written = seq({"\",\"", member});
         body = seq({members[i].required ? written : group(written) + "?", after(i + 1)});
       }
       pending.emplace_back(after(i), body);
     }
     for (size_t i = 0; i < n && i <= first_required; ++i) {
       names_.insert(take(i));
-      std::vector<std::string> options = {
-          seq({member_text(members[i].text, true), others, after(i + 1)})};
+      std::vector<std::string> options = {seq({base + "-m" + std::to_string(i), after(i + 1)})};
       if (!members[i].required && i + 1 < n && i + 1 <= first_required)
         options.push_back(take(i + 1));
       pending.emplace_back(take(i), alternatives(options));
@@ -3021,7 +3049,7 @@ std::string Converter::emit_object(const Clause& clause, const std::string& hint
   if (!clause.pattern_properties.empty() ||
       (!clause.property_names.is_true() && !declared_names.empty())) {
     std::string options = other_members(clause, declared_names, hint, depth);
-    if (!options.empty()) additional_member = unshared_rule(hint + "-more", options);
+    if (!options.empty()) additional_member = unshared_rule("m", options);
   } else if (additional_allowed) {
     std::string additional_key;
     if (!clause.property_names.is_true())
@@ -3034,7 +3062,7 @@ std::string Converter::emit_object(const Clause& clause, const std::string& hint
         additional_key.empty() ? "" : rule_for(clause.additional, hint + "-additional", depth + 1);
     // Written between every two declared members: one rule, not a copy each.
     if (!value_rule.empty())
-      additional_member = unshared_rule(hint + "-more", seq({additional_key, colon(), value_rule}));
+      additional_member = unshared_rule("m", seq({additional_key, colon(), value_rule}));
   }
   bool empty_ok = clause.required.empty() && clause.min_properties == 0;
   std::string body =
