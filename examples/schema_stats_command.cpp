@@ -345,6 +345,26 @@ void replay(const grammask::CompiledGrammar& compiled, const grammask::Vocabular
             const std::string& where, bool verbose) {
   grammask::Matcher matcher(compiled);
   ++out.instances;
+  const size_t first_mask = out.mask_us.size();
+  // Names instances with slow masks (--verbose), for whoever tunes them.
+  struct SlowReport {
+    const ReplayStats& out;
+    size_t first;
+    const std::string& where;
+    bool verbose;
+    ~SlowReport() {
+      if (!verbose || out.mask_us.size() == first) return;
+      double total = 0, slowest = 0;
+      for (size_t k = first; k < out.mask_us.size(); ++k) {
+        total += out.mask_us[k];
+        slowest = std::max<double>(slowest, out.mask_us[k]);
+      }
+      if (slowest >= 1000)
+        std::cout << "slow-masks " << where << ": " << out.mask_us.size() - first << " masks, mean "
+                  << fixed(total / static_cast<double>(out.mask_us.size() - first), 1)
+                  << " us, max " << fixed(slowest, 1) << " us\n";
+    }
+  } slow_report{out, first_mask, where, verbose};
   for (size_t i = 0;; ++i) {
     const auto start = Clock::now();
     grammask::Status filled = matcher.fill_mask(words.data(), words.size());
