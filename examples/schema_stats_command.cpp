@@ -441,6 +441,7 @@ int run_schema_stats(int argc, char** argv) {
   std::vector<std::string> invalid_accepted;
   size_t valid_rejected = 0, skipped = 0, with_tests = 0, unserializable = 0;
   size_t valid_reordered = 0, invalid_reordered = 0;  // accepted only with members reordered
+  size_t empty_languages = 0;                         // converted schemas that accept no value
   ReplayStats replayed;
   std::vector<uint32_t> words, tokens;
   const grammask::JsonSchemaOptions convert_options;
@@ -477,7 +478,13 @@ int run_schema_stats(int argc, char** argv) {
     std::optional<grammask::Recognizer> recognizer;
     std::optional<grammask::CompiledGrammar> compiled;
     std::string refusal;
-    if (!grammar.ok()) {
+    // A schema that accepts no value (kInvalidArgument) is converted: its
+    // language is empty, and every instance is rejected.
+    const bool accepts_nothing =
+        !grammar.ok() && grammar.status().code() == grammask::ErrorCode::kInvalidArgument;
+    if (accepts_nothing) {
+      ++empty_languages;
+    } else if (!grammar.ok()) {
       refusal = grammar.status().message();
     } else if (vocab) {
       const auto compile_start = Clock::now();
@@ -497,7 +504,7 @@ int run_schema_stats(int argc, char** argv) {
       else
         refusal = "lowering: " + created.status().message();
     }
-    if (!recognizer && !compiled) {
+    if (!recognizer && !compiled && !accepts_nothing) {
       ++refusals[refusal_group(refusal)];
       if (options.verbose) std::cout << "refused " << name << ": " << refusal << "\n";
       continue;
@@ -515,8 +522,11 @@ int run_schema_stats(int argc, char** argv) {
       try {
         const Json& data = test.contains("data") ? test["data"] : Json(nullptr);
         instance = data.dump();
-        accepted = checker ? InstanceWriter(*checker).write(data, written)
-                           : InstanceWriter(*recognizer).write(data, written);
+        if (accepts_nothing)
+          accepted = false;
+        else
+          accepted = checker ? InstanceWriter(*checker).write(data, written)
+                             : InstanceWriter(*recognizer).write(data, written);
       } catch (const nlohmann::json::exception&) {
         ++unserializable;
         all_right = false;
@@ -597,6 +607,8 @@ int run_schema_stats(int argc, char** argv) {
   std::vector<std::pair<std::string, size_t>> groups(refusals.begin(), refusals.end());
   std::stable_sort(groups.begin(), groups.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::cout << "\nconverted schemas that accept no value (every instance rejected): "
+            << empty_languages << "\n";
   std::cout << "\nrefused: " << total.schemas - total.converted << " schemas, by keyword:\n";
   for (const auto& [group, count] : groups) std::cout << "  " << count << "  " << group << "\n";
 

@@ -67,7 +67,7 @@ TEST(SchemaStats, CountsPerSplit) {
   ToolRun run = run_tool("schema-stats \"" + kFixture + "\"");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(
-      has_line(run.output, "files: 5 schemas (4 with test instances), 1 other files skipped"))
+      has_line(run.output, "files: 6 schemas (5 with test instances), 1 other files skipped"))
       << run.output;
   // split schemas converted conv% passing pass% valid accepted invalid rejected p50 p99 max
   const std::vector<std::string> header = {"split",  "schemas", "converted", "conv%",   "passing",
@@ -83,11 +83,14 @@ TEST(SchemaStats, CountsPerSplit) {
             (std::vector<std::string>{"2", "1", "50.0%", "0", "0.0%", "3", "2", "4", "2"}))
       << run.output;
   EXPECT_EQ(counts("Beta"),
-            (std::vector<std::string>{"3", "3", "100.0%", "2", "66.7%", "4", "3", "1", "1"}));
+            (std::vector<std::string>{"4", "4", "100.0%", "3", "75.0%", "4", "3", "2", "2"}));
   EXPECT_EQ(counts("total"),
-            (std::vector<std::string>{"5", "4", "80.0%", "2", "40.0%", "7", "5", "5", "3"}));
+            (std::vector<std::string>{"6", "5", "83.3%", "3", "50.0%", "7", "5", "6", "4"}));
   EXPECT_TRUE(has_line_starting(
       run.output, "conversion time (schema text to grammar IR, thread CPU time), ms: p50 "));
+  // A schema that accepts no value converts to an empty language.
+  EXPECT_TRUE(
+      has_line(run.output, "converted schemas that accept no value (every instance rejected): 1"));
   EXPECT_TRUE(has_line(run.output, "refused: 1 schemas, by keyword:"));
   EXPECT_TRUE(has_line(run.output, "  1  pattern"));
   // {"b":1,"a":2} is accepted as {"a":2,"b":1}, the order the grammar fixes.
