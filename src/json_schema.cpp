@@ -737,6 +737,7 @@ class Converter {
   std::string other_members(const Clause& clause, const std::vector<std::string>& declared,
                             const std::string& hint, uint32_t depth);
   std::string emit_array(const Clause& clause, const std::string& hint, uint32_t depth);
+  std::string emit_contains_all(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_object(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_value(const Json& value, uint32_t depth);
   std::string emit_string_key_rule(const Sub& names, const std::string& hint);
@@ -3072,6 +3073,88 @@ std::string Converter::emit_object(const Clause& clause, const std::string& hint
   return add_rule(hint + "-object", wrap_container("\"{\"", "\"}\"", body, empty_ok, depth));
 }
 
+// Several `contains` (from allOf, or a negated `items`), each with a
+// minimum and no maximum: states count the matches of each (capped at its
+// minimum); an item may count for any set of them it matches, written as
+// the conjunction of their schemas with `items`.
+std::string Converter::emit_contains_all(const Clause& clause, const std::string& hint,
+                                         uint32_t depth) {
+  const std::vector<Contains>& all = clause.contains;
+  constexpr size_t kMaxContains = 4;
+  constexpr uint64_t kMaxStates = 256;
+  if (all.size() > kMaxContains)
+    refuse("contains", all[kMaxContains].pointer,
+           "more than " + std::to_string(kMaxContains) + " contains constraints on one array");
+  uint64_t states = 1;
+  for (const Contains& c : all) {
+    if (c.max) refuse("contains", c.pointer, "maxContains next to another contains");
+    states *= c.min + 1;
+    if (states > kMaxStates)
+      refuse(
+          "contains", c.pointer,
+          "minContains counts need more than " + std::to_string(kMaxStates) + " states together");
+  }
+  if (!clause.prefix.empty()) refuse("contains", all[0].pointer, "combined with prefixItems");
+  if (clause.max_items || clause.min_items > 0)
+    refuse("contains", all[0].pointer, "combined with minItems/maxItems");
+  auto item_text = [&](const std::string& rule, bool first) {
+    return seq({first ? "" : "\",\"", inner(depth), rule, after()});
+  };
+  // One item rule per set of constraints it counts for.
+  const size_t k = all.size();
+  std::vector<std::string> item_rules(size_t{1} << k);
+  for (size_t subset = 0; subset < item_rules.size(); ++subset) {
+    Sub schema = clause.items;
+    for (size_t i = 0; i < k; ++i)
+      if (subset & (size_t{1} << i)) schema = conj(schema, all[i].schema);
+    item_rules[subset] = rule_for(schema, hint + "-item", depth + 1);
+  }
+  // A state is the capped counts, as one number in mixed radix.
+  auto counts_of = [&](uint64_t state) {
+    std::vector<uint64_t> counts(k);
+    for (size_t i = 0; i < k; ++i) {
+      counts[i] = state % (all[i].min + 1);
+      state /= all[i].min + 1;
+    }
+    return counts;
+  };
+  auto state_of = [&](const std::vector<uint64_t>& counts) {
+    uint64_t state = 0;
+    for (size_t i = k; i-- > 0;) state = state * (all[i].min + 1) + counts[i];
+    return state;
+  };
+  const std::string base = unique_name("c");
+  auto name = [&](uint64_t state, bool started) {
+    std::string n = base + "-" + std::to_string(state) + (started ? "s" : "");
+    names_.insert(n);
+    return n;
+  };
+  for (uint64_t state = 0; state < states; ++state) {
+    const std::vector<uint64_t> counts = counts_of(state);
+    bool satisfied = true;
+    for (size_t i = 0; i < k; ++i) satisfied = satisfied && counts[i] >= all[i].min;
+    for (bool started : {false, true}) {
+      std::vector<std::string> options;
+      for (size_t subset = 0; subset < item_rules.size(); ++subset) {
+        if (item_rules[subset].empty()) continue;
+        std::vector<uint64_t> next = counts;
+        for (size_t i = 0; i < k; ++i)
+          if (subset & (size_t{1} << i)) next[i] = std::min(next[i] + 1, all[i].min);
+        options.push_back(
+            seq({item_text(item_rules[subset], !started), name(state_of(next), true)}));
+      }
+      std::string body = alternatives(options);
+      if (satisfied && started) body = body.empty() ? "\"\"" : "(" + body + ")?";
+      if (body.empty()) body = base_rule("never");
+      define_rule(name(state, started), body);
+    }
+  }
+  bool empty_ok = true;
+  for (const Contains& c : all) empty_ok = empty_ok && c.min == 0;
+  return add_rule(hint + "-array",
+                  wrap_container("\"[\"", "\"]\"", name(0, false), empty_ok, depth));
+}
+
 std::string Converter::emit_array(const Clause& clause, const std::string& hint, uint32_t depth) {
   const std::string& count_pointer = clause.items_count_pointer;
   std::optional<uint64_t> max_items = clause.max_items;
@@ -3157,9 +3240,8 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
     if (body.empty() && !empty_ok) return "";
     return add_rule(hint + "-array", wrap_container("\"[\"", "\"]\"", body, empty_ok, depth));
   }
+  if (clause.contains.size() > 1) return emit_contains_all(clause, hint, depth);
   if (!clause.contains.empty()) {
-    if (clause.contains.size() > 1)
-      refuse("contains", clause.contains[1].pointer, "several contains constraints");
     const Contains& contains = clause.contains[0];
     if (!clause.prefix.empty()) refuse("contains", contains.pointer, "combined with prefixItems");
     if (max_items || clause.min_items > contains.min)

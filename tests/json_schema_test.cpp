@@ -545,6 +545,13 @@ TEST(JsonSchemaTest, ContainsAndUnique) {
   expect_language(
       R"({"type": "array", "contains": {"type": "string"}, "minContains": 2, "maxContains": 2})",
       {"[\"a\",\"b\"]", "[1,\"a\",2,\"b\"]"}, {"[\"a\"]", "[\"a\",\"b\",\"c\"]"});
+  // Several contains at once; one item may count for both.
+  expect_language(R"({"type": "array", "allOf": [{"contains": {"multipleOf": 2}},
+                     {"contains": {"multipleOf": 3}, "minContains": 2}]})",
+                  {"[2,3,9]", "[6,3]", "[1,6,9,4]"}, {"[]", "[2,4]", "[6]", "[3,9]", "[2,3]"});
+  expect_language(R"({"type": "array", "items": {"type": "integer"},
+                     "not": {"items": {"maximum": 5}}, "contains": {"const": 1}})",
+                  {"[1,7]", "[9,1]"}, {"[1]", "[7]", "[1,2.5,7]"});
   expect_language(R"({"type": "array", "items": {"enum": ["x", "y"]}, "uniqueItems": true})",
                   {"[]", "[\"x\"]", "[\"y\",\"x\"]"}, {"[\"x\",\"x\"]", "[\"x\",\"y\",\"x\"]"});
 }
