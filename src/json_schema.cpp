@@ -846,6 +846,7 @@ class Converter {
   std::set<std::string> base_rules_;
   std::string key_char_rule_;
   std::string key_tail_rule_;
+  std::unordered_set<std::string> handed_out_;  // rule names returned by the memos
   std::unordered_map<std::string, std::string> other_ascii_memo_;  // trie children -> class
   size_t automaton_work_ = 0;  // states built for string constraints so far
   uint32_t nesting_ = 0;       // active normalize_node/rule_for frames
@@ -1987,6 +1988,13 @@ std::string alternatives(const std::vector<std::string>& options) {
   return out;
 }
 
+// A rule name alone (what rule_for may return instead of an alias).
+bool bare_name(const std::string& expr) {
+  return !expr.empty() && std::all_of(expr.begin(), expr.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
 std::string group(const std::string& expr) {
   return "(" + expr + ")";
 }
@@ -2123,7 +2131,10 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
   if (sub.is_true()) return base_rule("value");
   std::string key = sub_key(sub) + (indented() ? "@" + std::to_string(depth) : "");
   auto it = rule_memo_.find(key);
-  if (it != rule_memo_.end()) return it->second;
+  if (it != rule_memo_.end()) {
+    handed_out_.insert(it->second);
+    return it->second;
+  }
   const std::string& where = doc_.info(sub.nodes.empty() ? nullptr : sub.nodes[0]).pointer;
   Nesting nesting(*this, where);
   const std::string outer = emitting_;
@@ -2182,6 +2193,12 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
     rule_memo_[key] = "";
     return "";
   }
+  // A rule that would only name another one is left out, unless its name
+  // was already handed out (to a recursive use).
+  if (options.size() == 1 && bare_name(options[0]) && !handed_out_.count(name)) {
+    rule_memo_[key] = options[0];
+    return options[0];
+  }
   define_rule(name, alternatives(options));
   return name;
 }
@@ -2195,7 +2212,10 @@ std::string Converter::clause_expression(const Clause& clause, const std::string
                                          const std::string& hint, uint32_t depth) {
   std::string key = clause_key(clause) + (indented() ? "@" + std::to_string(depth) : "");
   auto known = clause_memo_.find(key);
-  if (known != clause_memo_.end()) return known->second;
+  if (known != clause_memo_.end()) {
+    handed_out_.insert(known->second);
+    return known->second;
+  }
   if (clause.type != JType::kObject && clause.type != JType::kArray) {
     std::string expr = emit_clause(clause, hint, depth);
     clause_memo_.emplace(std::move(key), expr);
@@ -2205,7 +2225,16 @@ std::string Converter::clause_expression(const Clause& clause, const std::string
   clause_memo_[key] = rule;
   std::string expr = emit_clause(clause, hint, depth);
   if (expr.empty()) clause_memo_[key] = "";
-  if (!own_rule.empty()) return expr;
+  if (!own_rule.empty()) {
+    // The caller may leave its rule out (see rule_for): then later uses
+    // name the emitted rule itself.
+    if (bare_name(expr) && !handed_out_.count(own_rule)) clause_memo_[key] = expr;
+    return expr;
+  }
+  if (!expr.empty() && bare_name(expr) && !handed_out_.count(rule)) {
+    clause_memo_[key] = expr;  // no alias rule
+    return expr;
+  }
   define_rule(rule, expr.empty() ? base_rule("never") : expr);
   return expr.empty() ? "" : rule;
 }
