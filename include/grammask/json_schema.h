@@ -1,9 +1,12 @@
 // JSON Schema -> GBNF: exact or refused.
 //
-// The converter accepts a JSON Schema (draft 2020-12; draft-07 and 2019-09
-// spellings too) and writes a GBNF grammar whose language is exactly the
-// JSON texts (in the chosen whitespace and key-order style) that the schema
-// validates. A keyword it cannot enforce exactly makes conversion fail with
+// The converter accepts a JSON Schema (draft 2020-12; 2019-09, draft-07,
+// -06 and -04 by their `$schema`) and writes a GBNF grammar whose language
+// is exactly the JSON texts (in the chosen whitespace and key-order style)
+// that the schema validates. String constraints that a pattern alone cannot
+// express (several patterns or formats, a negated pattern, a pattern with
+// length bounds, the keys of patternProperties) go through automata over
+// code points; lengths and item counts of any size are counted in blocks. A keyword it cannot enforce exactly makes conversion fail with
 // kUnsupported and a message naming the keyword and its JSON pointer, e.g.
 //   unsupported keyword "uniqueItems" at /properties/tags: ...
 // unless `lenient` is set, in which case the keyword is dropped and a
