@@ -629,6 +629,12 @@ TEST(JsonSchemaTest, RefsAndRecursion) {
       R"({"$id": "http://x.test/root.json", "$defs": {"a": {"$anchor": "thing", "type": "boolean"}},
                      "items": {"$ref": "#thing"}})",
       {"[true]"}, {"[1]"});
+  // A required property that refers back to its own schema is recursion
+  // through input, not a cycle.
+  expect_language(R"({"type": "object", "required": ["child"],
+                     "properties": {"child": {"anyOf": [{"type": "null"}, {"$ref": "#"}]}}})",
+                  {R"({"child":null})", R"({"child":{"child":null}})"},
+                  {"{}", R"({"child":{}})", R"({"child":1})"});
 }
 
 TEST(JsonSchemaTest, UnevaluatedProperties) {
