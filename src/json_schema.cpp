@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -466,6 +467,7 @@ struct NodeInfo {
   std::string pointer;
   std::string base;
   Draft draft = Draft::kDraft2020_12;
+  int scope = -1;  // the dynamic scope of a copy (see Document), else -1
 };
 
 const std::set<std::string>& schema_map_keywords() {
@@ -530,6 +532,19 @@ bool defined_in(const std::string& keyword, Draft draft) {
   return true;
 }
 
+std::optional<std::string> too_deep_at(std::string_view text, uint32_t limit);
+
+// The schema and the other documents its references reach, indexed: where
+// each node is, its base URI and draft, the resources ($id) and anchors.
+//
+// $dynamicRef: when an anchor name is defined by more than one resource,
+// what a $dynamicRef to it means depends on the resources that evaluation
+// went through to get there (the outermost one that defines the name
+// wins). The bindings that matter, name -> anchor node, form a "scope";
+// each resource is then converted as a copy per scope it is reached in,
+// so that a copy's nodes (and the rules made from them) carry their
+// scope. Copies are made only for such documents, and bounded by
+// max_dynamic_scopes.
 class Document {
  public:
   Document(Json root, const JsonSchemaOptions& options)
@@ -542,11 +557,21 @@ class Document {
       if (schema != root_.end() && schema->is_string())
         draft = draft_from_uri(schema->get<std::string>(), draft);
     }
-    walk(root_, "", "", draft, 0);
+    walk(root_, "", "", draft, 0, &root_);
     if (resources_.find("") == resources_.end()) resources_[""] = &root_;
+    roots_.push_back(&root_);
+    load_referenced_documents();
+    for (const auto& [name, count] : dynamic_anchors_)
+      if (count > 1) dynamic_ = true;
+    if (dynamic_) index_resources();
   }
 
-  const Json& root() const { return root_; }
+  // Where conversion starts: the root, or its copy for the scope of the
+  // root resource.
+  const Json* start() {
+    if (!dynamic_) return &root_;
+    return copy_of(&root_, extend(scope_id({}), &root_), "");
+  }
 
   const NodeInfo& info(const Json* node) const {
     static const NodeInfo kSynthetic;
@@ -554,17 +579,47 @@ class Document {
     return it == info_.end() ? kSynthetic : it->second;
   }
 
-  // Resolves a reference written in `from`; refuses remote documents.
+  // Resolves a reference written in `from` ($ref, $dynamicRef or
+  // $recursiveRef); refuses documents that were not supplied.
   const Json* resolve(const Json* from, const std::string& keyword, const std::string& ref) {
+    const Json* target = resolve_static(from, keyword, ref);
+    if (!dynamic_) return target;
+    const NodeInfo& where = info(from);
+    if (where.scope < 0)
+      refuse(keyword, where.pointer, "reference from a schema outside the dynamic scopes");
+    if (keyword == "$dynamicRef") {
+      size_t hash = ref.find('#');
+      std::string name = hash == std::string::npos ? "" : percent_decode(ref.substr(hash + 1));
+      auto anchor = target->is_object() ? target->find("$dynamicAnchor") : target->end();
+      if (!name.empty() && name[0] != '/' && anchor != target->end() && anchor->is_string() &&
+          anchor->get<std::string>() == name) {
+        const auto& bindings = scopes_[where.scope];
+        auto bound = bindings.find(name);
+        if (bound != bindings.end()) target = bound->second;
+      }
+    }
+    return copy_of(target, extend(where.scope, resource_of_.at(target)), where.pointer);
+  }
+
+  bool dynamic_scopes() const { return dynamic_; }
+  bool has_recursive_anchor() const { return has_recursive_anchor_; }
+
+ private:
+  const Json* resolve_static(const Json* from, const std::string& keyword, const std::string& ref) {
     const NodeInfo& where = info(from);
     std::string target = resolve_uri(where.base, ref);
     size_t hash = target.find('#');
     std::string document = target.substr(0, hash);
     std::string fragment = hash == std::string::npos ? "" : percent_decode(target.substr(hash + 1));
     auto resource = resources_.find(document);
-    if (resource == resources_.end())
+    if (resource == resources_.end()) {
+      auto failed = unavailable_.find(document);
       refuse(keyword, where.pointer,
-             "reference \"" + ref + "\" leaves the document (" + target + ")");
+             "reference \"" + ref + "\" leaves the document (" + target + ")" +
+                 (failed != unavailable_.end() && !failed->second.empty()
+                      ? ": " + failed->second
+                      : std::string(" and no such document was supplied")));
+    }
     if (fragment.empty()) return resource->second;
     if (fragment[0] == '/') {
       const Json* node = resource->second;
@@ -614,15 +669,67 @@ class Document {
     return anchor->second;
   }
 
-  int dynamic_anchor_count(const std::string& name) const {
-    auto it = dynamic_anchors_.find(name);
-    return it == dynamic_anchors_.end() ? 0 : it->second;
+  // Reads, before conversion, every document that a reference in the
+  // schema (or in a document read so far) names and that is not already
+  // known: from options.documents, else options.fetch_document. A document
+  // that cannot be had is remembered with the reason; only following a
+  // reference into it refuses.
+  void load_referenced_documents() {
+    for (size_t i = 0; i < references_.size(); ++i) {
+      const auto [node, keyword] = references_[i];
+      auto value = node->find(keyword);
+      if (value == node->end() || !value->is_string()) continue;
+      const NodeInfo& where = info(node);
+      std::string target = resolve_uri(where.base, value->get<std::string>());
+      std::string uri = target.substr(0, target.find('#'));
+      if (resources_.count(uri) || unavailable_.count(uri)) continue;
+      std::optional<std::string> text;
+      auto supplied = options_.documents.find(uri);
+      if (supplied != options_.documents.end())
+        text = supplied->second;
+      else if (options_.fetch_document)
+        text = options_.fetch_document(uri);
+      if (!text) {
+        unavailable_[uri] = "";
+        continue;
+      }
+      if (documents_.size() >= options_.max_documents)
+        refuse(keyword, where.pointer,
+               "reference to \"" + uri + "\" needs more than max_documents (" +
+                   std::to_string(options_.max_documents) + ") other documents",
+               ErrorCode::kLimitExceeded);
+      if (too_deep_at(*text, options_.max_schema_depth * 2 + 2)) {
+        unavailable_[uri] = "the document nests deeper than max_schema_depth (" +
+                            std::to_string(options_.max_schema_depth) + ")";
+        continue;
+      }
+      Json parsed;
+      try {
+        parsed = Json::parse(*text);
+      } catch (const std::exception& e) {
+        unavailable_[uri] = std::string("the document is not valid JSON: ") + e.what();
+        continue;
+      }
+      if (!parsed.is_object() && !parsed.is_boolean()) {
+        unavailable_[uri] = "the document is not a schema (an object or a boolean)";
+        continue;
+      }
+      documents_.push_back(std::move(parsed));
+      const Json& document = documents_.back();
+      Draft draft = where.draft;
+      if (document.is_object()) {
+        auto schema = document.find("$schema");
+        if (schema != document.end() && schema->is_string())
+          draft = draft_from_uri(schema->get<std::string>(), draft);
+      }
+      resources_[uri] = &document;
+      roots_.push_back(&document);
+      walk(document, uri + "#", uri, draft, 0, &document);
+    }
   }
-  bool has_recursive_anchor() const { return has_recursive_anchor_; }
 
- private:
   void walk(const Json& node, const std::string& pointer, std::string base, Draft draft,
-            uint32_t depth) {
+            uint32_t depth, const Json* resource) {
     if (depth > options_.max_schema_depth)
       fail(ErrorCode::kLimitExceeded, "schema nested deeper than max_schema_depth (" +
                                           std::to_string(options_.max_schema_depth) + ") at " +
@@ -645,6 +752,8 @@ class Document {
         std::string document = base.substr(0, base.find('#'));
         base = document;
         resources_[document] = &node;
+        resource_roots_.insert(&node);
+        resource = &node;
       }
     }
     info_[&node] = NodeInfo{pointer, base, draft};
@@ -652,10 +761,14 @@ class Document {
       auto anchor = node.find(anchor_keyword);
       if (anchor != node.end() && anchor->is_string()) {
         resources_[base + "#" + anchor->get<std::string>()] = &node;
-        if (std::string(anchor_keyword) == "$dynamicAnchor")
+        if (std::string(anchor_keyword) == "$dynamicAnchor") {
           ++dynamic_anchors_[anchor->get<std::string>()];
+          resource_anchors_[resource].emplace_back(anchor->get<std::string>(), &node);
+        }
       }
     }
+    for (const char* reference : {"$ref", "$dynamicRef", "$recursiveRef"})
+      if (node.contains(reference)) references_.emplace_back(&node, reference);
     auto recursive = node.find("$recursiveAnchor");
     if (recursive != node.end() && recursive->is_boolean() && recursive->get<bool>())
       has_recursive_anchor_ = true;
@@ -668,24 +781,126 @@ class Document {
         for (auto member = it->begin(); member != it->end(); ++member) {
           if (key == "dependencies" && member->is_array()) continue;
           walk(*member, child_pointer + "/" + escape_pointer_token(member.key()), base, draft,
-               depth + 1);
+               depth + 1, resource);
         }
       } else if (schema_array_keywords().count(key) && it->is_array()) {
         info_[&*it] = NodeInfo{child_pointer, base, draft};
         for (size_t i = 0; i < it->size(); ++i)
-          walk((*it)[i], child_pointer + "/" + std::to_string(i), base, draft, depth + 1);
+          walk((*it)[i], child_pointer + "/" + std::to_string(i), base, draft, depth + 1, resource);
       } else if (schema_keywords().count(key)) {
-        walk(*it, child_pointer, base, draft, depth + 1);
+        walk(*it, child_pointer, base, draft, depth + 1, resource);
       }
     }
   }
 
+  // --- dynamic scopes ---------------------------------------------------
+
+  using Bindings = std::map<std::string, const Json*>;
+
+  // The resource of every node of every document (nodes outside schema
+  // positions too: a reference may point anywhere).
+  void index_resources() {
+    for (const Json* root : roots_) {
+      std::vector<std::pair<const Json*, const Json*>> stack = {{root, root}};
+      while (!stack.empty()) {
+        auto [node, resource] = stack.back();
+        stack.pop_back();
+        if (resource_roots_.count(node)) resource = node;
+        resource_of_[node] = resource;
+        if (node->is_object() || node->is_array())
+          for (const Json& child : *node) stack.emplace_back(&child, resource);
+      }
+    }
+  }
+
+  int scope_id(const Bindings& bindings) {
+    auto it = scope_ids_.find(bindings);
+    if (it != scope_ids_.end()) return it->second;
+    scopes_.push_back(bindings);
+    return scope_ids_[bindings] = static_cast<int>(scopes_.size()) - 1;
+  }
+
+  // The scope after entering `resource`: its dynamic anchors bind the names
+  // that no outer resource bound.
+  int extend(int scope, const Json* resource) {
+    auto anchors = resource_anchors_.find(resource);
+    if (anchors == resource_anchors_.end()) return scope;
+    Bindings bindings = scopes_[scope];
+    for (const auto& [name, node] : anchors->second) bindings.emplace(name, node);
+    return scope_id(bindings);
+  }
+
+  // The copy of `node` (a node of a document) seen in `scope`, made with
+  // the copy of its whole resource on first use.
+  const Json* copy_of(const Json* node, int scope, const std::string& pointer) {
+    auto found = copies_.find({node, scope});
+    if (found == copies_.end()) {
+      const Json* resource = resource_of_.at(node);
+      if (copy_count_ >= options_.max_dynamic_scopes)
+        refuse("$dynamicRef", pointer,
+               "needs more than max_dynamic_scopes (" +
+                   std::to_string(options_.max_dynamic_scopes) + ") copies of schema resources",
+               ErrorCode::kLimitExceeded);
+      ++copy_count_;
+      copied_.push_back(*resource);
+      struct Pair {
+        const Json* original;
+        const Json* copy;
+        int scope;
+      };
+      std::vector<Pair> stack = {{resource, &copied_.back(), scope}};
+      while (!stack.empty()) {
+        Pair p = stack.back();
+        stack.pop_back();
+        if (p.original != resource && resource_roots_.count(p.original))
+          p.scope = extend(p.scope, p.original);
+        copies_.emplace(std::make_pair(p.original, p.scope), p.copy);
+        auto known = info_.find(p.original);
+        if (known != info_.end()) {
+          NodeInfo copy_info = known->second;
+          copy_info.scope = p.scope;
+          info_[p.copy] = copy_info;
+        }
+        if (p.original->is_object()) {
+          auto o = p.original->begin();
+          auto c = p.copy->begin();
+          for (; o != p.original->end(); ++o, ++c) stack.push_back({&*o, &*c, p.scope});
+        } else if (p.original->is_array()) {
+          for (size_t i = 0; i < p.original->size(); ++i)
+            stack.push_back({&(*p.original)[i], &(*p.copy)[i], p.scope});
+        }
+      }
+      found = copies_.find({node, scope});
+    }
+    const Json* copy = found->second;
+    if (info_.find(copy) == info_.end()) {
+      NodeInfo copy_info = info(node);
+      copy_info.scope = scope;
+      info_[copy] = copy_info;
+    }
+    return copy;
+  }
+
   Json root_;
   const JsonSchemaOptions& options_;
+  std::deque<Json> documents_;                                // other documents (stable addresses)
+  std::vector<const Json*> roots_;                            // the schema and the other documents
+  std::unordered_map<std::string, std::string> unavailable_;  // URI -> why (may be empty)
+  std::vector<std::pair<const Json*, const char*>> references_;
   std::unordered_map<const Json*, NodeInfo> info_;
   std::unordered_map<std::string, const Json*> resources_;
+  std::unordered_set<const Json*> resource_roots_;  // nodes with a $id (not an anchor)
+  std::unordered_map<const Json*, std::vector<std::pair<std::string, const Json*>>>
+      resource_anchors_;  // resource -> its $dynamicAnchors
   std::unordered_map<std::string, int> dynamic_anchors_;
   bool has_recursive_anchor_ = false;
+  bool dynamic_ = false;
+  std::unordered_map<const Json*, const Json*> resource_of_;
+  std::vector<Bindings> scopes_;
+  std::map<Bindings, int> scope_ids_;
+  std::map<std::pair<const Json*, int>, const Json*> copies_;
+  std::deque<Json> copied_;
+  uint32_t copy_count_ = 0;
 };
 
 // ---------------------------------------------------------------------------
@@ -1119,14 +1334,6 @@ Disj Converter::normalize_object(const Json* node) {
       } else if (key == "$ref" || key == "$dynamicRef" || key == "$recursiveRef") {
         if (!value.is_string()) refuse(key, where.pointer, "must be a string", ErrorCode::kSyntax);
         std::string ref = value.get<std::string>();
-        if (key == "$dynamicRef") {
-          size_t hash = ref.find('#');
-          std::string anchor = hash == std::string::npos ? "" : ref.substr(hash + 1);
-          if (doc_.dynamic_anchor_count(anchor) > 1)
-            refuse(key, where.pointer,
-                   "dynamic scopes with several \"$dynamicAnchor\": \"" + anchor +
-                       "\" are not supported");
-        }
         if (key == "$recursiveRef" && doc_.has_recursive_anchor())
           refuse(key, where.pointer, "\"$recursiveAnchor\" scopes are not supported");
         count_reference(key, where.pointer);
@@ -3393,8 +3600,9 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
 }
 
 std::string Converter::convert() {
-  Sub root = Sub::of(&doc_.root());
-  if (doc_.root().is_boolean() && !doc_.root().get<bool>())
+  const Json* start_node = doc_.start();
+  Sub root = Sub::of(start_node);
+  if (start_node->is_boolean() && !start_node->get<bool>())
     fail(ErrorCode::kInvalidArgument, "the schema is `false`: it accepts no value");
   std::string start = rule_for(root, "schema", 0);
   if (start.empty()) fail(ErrorCode::kInvalidArgument, "the schema accepts no value");

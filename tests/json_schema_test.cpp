@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -635,6 +636,100 @@ TEST(JsonSchemaTest, RefsAndRecursion) {
                      "properties": {"child": {"anyOf": [{"type": "null"}, {"$ref": "#"}]}}})",
                   {R"({"child":null})", R"({"child":{"child":null}})"},
                   {"{}", R"({"child":{}})", R"({"child":1})"});
+}
+
+TEST(JsonSchemaTest, ExternalDocuments) {
+  JsonSchemaOptions options = compact();
+  options.documents["http://x.test/defs.json"] = R"({
+      "$defs": {"positive": {"type": "integer", "minimum": 1},
+                "named": {"$anchor": "name", "type": "string", "maxLength": 3},
+                "viaSibling": {"$ref": "other.json"}}})";
+  options.documents["http://x.test/other.json"] = R"({"type": "boolean"})";
+  // A document whose $id differs from where it was found: its own
+  // references resolve against the $id.
+  options.documents["http://x.test/moved.json"] = R"({
+      "$id": "http://y.test/dir/moved.json", "items": {"$ref": "item.json"}})";
+  options.documents["http://y.test/dir/item.json"] = R"({"type": "null"})";
+  expect_language(R"({"$id": "http://x.test/root.json", "type": "object", "properties": {
+                     "p": {"$ref": "defs.json#/$defs/positive"},
+                     "n": {"$ref": "http://x.test/defs.json#name"},
+                     "b": {"$ref": "defs.json#/$defs/viaSibling"},
+                     "m": {"$ref": "moved.json"}}})",
+                  {R"({"p":1})", R"({"n":"abc"})", R"({"b":true})", R"({"m":[null,null]})", "{}"},
+                  {R"({"p":0})", R"({"p":"1"})", R"({"n":"abcd"})", R"({"b":1})", R"({"m":[1]})"},
+                  options);
+  // Without the documents, the same references are refused, naming the URI.
+  Status status = refusal(R"({"$id": "http://x.test/root.json", "items": {"$ref": "defs.json"}})");
+  EXPECT_EQ(status.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(status.message().find("\"$ref\" at /items"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("http://x.test/defs.json"), std::string::npos)
+      << status.message();
+  // A fetcher is asked once per document; a document it cannot give is
+  // refused only where a reference leads into it.
+  JsonSchemaOptions fetching = compact();
+  std::vector<std::string> asked;
+  fetching.fetch_document = [&](const std::string& uri) -> std::optional<std::string> {
+    asked.push_back(uri);
+    if (uri == "urn:example:int") return std::string(R"({"type": "integer"})");
+    return std::nullopt;
+  };
+  expect_language(R"({"prefixItems": [{"$ref": "urn:example:int"}, {"$ref": "urn:example:int"}],
+                     "items": false})",
+                  {"[1,2]", "[3]"}, {R"(["a"])", "[1,2,3]"}, fetching);
+  EXPECT_EQ(asked, std::vector<std::string>{"urn:example:int"});
+  status = refusal(R"({"properties": {"a": {"$ref": "urn:example:none#/x"}}})", fetching);
+  EXPECT_NE(status.message().find("\"$ref\" at /properties/a"), std::string::npos)
+      << status.message();
+  // Errors inside another document name it in the pointer.
+  JsonSchemaOptions broken = compact();
+  broken.documents["http://x.test/bad.json"] = R"({"properties": {"a": {"uniqueItems": true}}})";
+  status = refusal(R"({"$ref": "http://x.test/bad.json"})", broken);
+  EXPECT_NE(status.message().find("http://x.test/bad.json#/properties/a"), std::string::npos)
+      << status.message();
+  broken.documents["http://x.test/bad.json"] = "{not json";
+  status = refusal(R"({"$ref": "http://x.test/bad.json"})", broken);
+  EXPECT_NE(status.message().find("not valid JSON"), std::string::npos) << status.message();
+  // Limits.
+  JsonSchemaOptions limited = options;
+  limited.max_documents = 1;
+  status = refusal(R"({"$id": "http://x.test/root.json", "properties": {
+                     "p": {"$ref": "defs.json#/$defs/positive"}, "b": {"$ref": "other.json"}}})",
+                   limited);
+  EXPECT_EQ(status.code(), ErrorCode::kLimitExceeded);
+  EXPECT_NE(status.message().find("max_documents"), std::string::npos) << status.message();
+}
+
+TEST(JsonSchemaTest, DynamicRefFollowsTheDynamicScope) {
+  // A generic list whose item type each user binds with its own
+  // $dynamicAnchor: the outermost binding on the way to the list wins.
+  const char* lists = R"({"$id": "https://x.test/root", "type": "object", "properties": {
+      "strings": {"$ref": "strings"}, "ints": {"$ref": "ints"}, "any": {"$ref": "list"}},
+    "$defs": {
+      "list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#item"},
+               "$defs": {"item": {"$dynamicAnchor": "item"}}},
+      "strings": {"$id": "strings", "$ref": "list",
+                  "$defs": {"item": {"$dynamicAnchor": "item", "type": "string"}}},
+      "ints": {"$id": "ints", "$ref": "list",
+               "$defs": {"item": {"$dynamicAnchor": "item", "type": "integer"}}}}})";
+  expect_language(lists,
+                  {R"({"strings":["a"],"ints":[1],"any":[1,"a",null]})", R"({"strings":[]})"},
+                  {R"({"strings":[1]})", R"({"ints":["a"]})", R"({"ints":[1.5]})"});
+  // The root binds the name first: every list below takes its items.
+  const char* rooted = R"({"$id": "https://x.test/root", "$dynamicAnchor": "item",
+      "type": ["boolean", "array"], "items": {"$ref": "strings"},
+    "$defs": {
+      "list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#item"},
+               "$defs": {"item": {"$dynamicAnchor": "item"}}},
+      "strings": {"$id": "strings", "$ref": "list",
+                  "$defs": {"item": {"$dynamicAnchor": "item", "type": "string"}}}}})";
+  expect_language(rooted, {"true", "[[true]]", "[[[[false]]]]", "[[],[]]"},
+                  {R"([["a"]])", "[[1]]", "[true]", "[[[false]],[]]"});
+  // Copies per scope are bounded.
+  JsonSchemaOptions limited = compact();
+  limited.max_dynamic_scopes = 2;
+  Status status = refusal(lists, limited);
+  EXPECT_EQ(status.code(), ErrorCode::kLimitExceeded);
+  EXPECT_NE(status.message().find("max_dynamic_scopes"), std::string::npos) << status.message();
 }
 
 TEST(JsonSchemaTest, UnevaluatedProperties) {

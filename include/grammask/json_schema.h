@@ -6,8 +6,9 @@
 // that the schema validates. String constraints that a pattern alone cannot
 // express (several patterns or formats, a negated pattern, a pattern with
 // length bounds, the keys of patternProperties) go through automata over
-// code points; lengths and item counts of any size are counted in blocks. A keyword it cannot enforce exactly makes conversion fail with
-// kUnsupported and a message naming the keyword and its JSON pointer, e.g.
+// code points; lengths and item counts of any size are counted in blocks. A keyword it cannot
+// enforce exactly makes conversion fail with kUnsupported and a message naming the keyword and its
+// JSON pointer, e.g.
 //   unsupported keyword "uniqueItems" at /properties/tags: ...
 // unless `lenient` is set, in which case the keyword is dropped and a
 // warning is recorded instead. The grammar may reject some valid but unusual
@@ -18,6 +19,9 @@
 #define GRAMMASK_JSON_SCHEMA_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +73,21 @@ struct JsonSchemaOptions {
   // instead of failing. The grammar then accepts more than the schema.
   bool lenient = false;
 
+  // Documents other than the schema, for references that leave it
+  // (`"$ref": "http://example.com/defs.json#/$defs/name"`, or a relative
+  // reference resolved against a `$id`). grammask never reaches the network:
+  // a document is found in `documents`, keyed by its absolute URI without
+  // fragment, or else asked of `fetch_document` (when set), which returns
+  // the JSON text or nullopt. A reference to a document found in neither
+  // (the official metaschemas too, unless supplied) is refused, naming the
+  // URI. Supplied documents are read as schemas: their `$id`, `$anchor` and
+  // `$dynamicAnchor` count, relative references resolve against their own
+  // base URI, and they follow their own `$schema` (else the draft of the
+  // schema that refers to them). Only documents that some reference
+  // reaches are read (fetch_document is called at most once per URI).
+  std::map<std::string, std::string> documents;
+  std::function<std::optional<std::string>(const std::string& uri)> fetch_document;
+
   // Resource bounds for schemas from untrusted clients: exceeding one fails
   // conversion with kLimitExceeded and a message naming the option and the
   // JSON pointer where it was exceeded.
@@ -79,6 +98,9 @@ struct JsonSchemaOptions {
   uint32_t max_pattern_length = 10000;   // bytes of one regex (pattern, patternProperties)
   uint32_t max_repeat = 10000;           // regex {m,n}, min/maxProperties, min/maxContains
                                          // (lengths and item counts of any size are fine)
+  uint32_t max_documents = 64;           // other documents read for references
+  uint32_t max_dynamic_scopes = 256;     // copies of schema resources made for $dynamicRef
+                                         // (one per resource and set of bindings it is seen in)
 };
 
 // Converts a schema to GBNF text with start rule "root". `warnings`, when
