@@ -599,7 +599,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
 Result<CompiledGrammar> CompiledGrammar::from_gbnf(std::string_view gbnf,
                                                    const Vocabulary& vocabulary,
                                                    const CompileOptions& options) {
-  GbnfOptions parse_options;
+  GbnfOptions parse_options = options.gbnf;
   parse_options.root = options.root;
   auto grammar = parse_gbnf(gbnf, parse_options);
   if (!grammar.ok()) return grammar.status();
@@ -617,10 +617,18 @@ size_t CompiledGrammar::mask_words() const noexcept {
 
 Matcher::Matcher(const CompiledGrammar& grammar)
     : state_(std::make_unique<internal::MatcherState>(grammar.data_)) {}
+namespace {
+// What the calls of a moved-from Matcher return.
+Status moved_from() {
+  return Status(ErrorCode::kInvalidState, "this Matcher was moved from and holds no state");
+}
+}  // namespace
+
 Matcher::Matcher(const Matcher& other)
-    : state_(std::make_unique<internal::MatcherState>(*other.state_)) {}
+    : state_(other.state_ ? std::make_unique<internal::MatcherState>(*other.state_) : nullptr) {}
 Matcher& Matcher::operator=(const Matcher& other) {
-  if (this != &other) state_ = std::make_unique<internal::MatcherState>(*other.state_);
+  if (this != &other)
+    state_ = other.state_ ? std::make_unique<internal::MatcherState>(*other.state_) : nullptr;
   return *this;
 }
 Matcher::Matcher(Matcher&&) noexcept = default;
@@ -628,40 +636,46 @@ Matcher& Matcher::operator=(Matcher&&) noexcept = default;
 Matcher::~Matcher() = default;
 
 Status Matcher::fill_mask(uint32_t* words, size_t n_words) {
+  if (!state_) return moved_from();
+  // An empty vocabulary needs no words, so no buffer either.
+  if (n_words == 0 && state_->data().vocabulary.size() == 0) return Status();
   return state_->fill_mask(words, n_words);
 }
 Status Matcher::accept_token(uint32_t token) {
+  if (!state_) return moved_from();
   return state_->accept_token(token);
 }
 bool Matcher::is_token_allowed(uint32_t token) const {
-  return state_->is_token_allowed(token);
+  return state_ && state_->is_token_allowed(token);
 }
 Status Matcher::accept_bytes(std::string_view bytes) {
+  if (!state_) return moved_from();
   return state_->accept_bytes(bytes);
 }
 Status Matcher::rollback(size_t n_tokens) {
+  if (!state_) return moved_from();
   return state_->rollback(n_tokens);
 }
 void Matcher::reset() noexcept {
-  state_->reset();
+  if (state_) state_->reset();
 }
 size_t Matcher::num_tokens() const noexcept {
-  return state_->num_tokens();
+  return state_ ? state_->num_tokens() : 0;
 }
 bool Matcher::is_accepting() const noexcept {
-  return state_->is_accepting();
+  return state_ && state_->is_accepting();
 }
 bool Matcher::is_terminated() const noexcept {
-  return state_->terminated();
+  return state_ && state_->terminated();
 }
 std::string Matcher::forced_bytes(size_t max_bytes) const {
-  return state_->forced_bytes(max_bytes);
+  return state_ ? state_->forced_bytes(max_bytes) : std::string();
 }
 size_t Matcher::mask_cache_hits() const noexcept {
-  return state_->hits();
+  return state_ ? state_->hits() : 0;
 }
 size_t Matcher::mask_cache_misses() const noexcept {
-  return state_->misses();
+  return state_ ? state_->misses() : 0;
 }
 
 struct ThreadPool::Impl {

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grammask/gbnf.h"
 #include "grammask/grammar.h"
 #include "grammask/recognizer.h"
 #include "grammask/status.h"
@@ -37,6 +38,10 @@ class MatcherState;
 struct CompileOptions {
   std::string root = "root";     // start rule
   RecognizerOptions recognizer;  // lowering and per-byte work limits
+  // Bounds for parsing the text given to from_gbnf (untrusted grammars:
+  // GbnfOptions::max_rules etc.). Its `root` is not used: `root` above names
+  // the start rule. compile() does not parse and ignores it.
+  GbnfOptions gbnf;
   // Upper bound on the work of one mask computation (token-trie nodes
   // visited plus Earley work; see RecognizerOptions::max_work_per_byte).
   // Ordinary grammars stay far below it on a 150k vocabulary; at the default
@@ -53,7 +58,9 @@ class CompiledGrammar {
   // Cost: lowering the grammar (linear in its lowered size); no per-token work.
   static Result<CompiledGrammar> compile(const Grammar& grammar, const Vocabulary& vocabulary,
                                          const CompileOptions& options = {});
-  // parse_gbnf + compile. Syntax errors carry line:column.
+  // parse_gbnf (with options.gbnf, root options.root) + compile. Syntax
+  // errors carry line:column; a bound of options.gbnf passed fails with
+  // kLimitExceeded naming it.
   static Result<CompiledGrammar> from_gbnf(std::string_view gbnf, const Vocabulary& vocabulary,
                                            const CompileOptions& options = {});
 
@@ -71,6 +78,13 @@ class CompiledGrammar {
 // The state of one sequence being decoded. Not thread-safe: use one Matcher
 // per sequence (fork() for beams); many Matchers may share one
 // CompiledGrammar across threads.
+//
+// A moved-from Matcher holds no state: its calls do not crash but fail
+// (fill_mask, accept_token, accept_bytes and rollback with kInvalidState)
+// or report nothing (is_token_allowed, is_accepting, is_terminated: false;
+// num_tokens and the cache counters: 0; forced_bytes: empty); reset() does
+// nothing, and a copy of it is moved-from too. Assigning a Matcher to it
+// makes it usable again.
 class Matcher {
  public:
   explicit Matcher(const CompiledGrammar& grammar);
@@ -84,8 +98,10 @@ class Matcher {
   // may come next. Stop tokens are allowed exactly when the output so far is
   // complete; after a stop token only stop tokens are. Words past the
   // vocabulary are zeroed. Fails with kInvalidArgument (writing nothing) if
-  // n_words < mask_words(), and with kLimitExceeded (all words zero) if the
-  // computation would pass CompileOptions::max_mask_work. Cost: a memcpy
+  // n_words < mask_words() or words is null (with an empty vocabulary,
+  // fill_mask(nullptr, 0) succeeds and writes nothing), and with
+  // kLimitExceeded (all words zero) if the computation would pass
+  // CompileOptions::max_mask_work. Cost: a memcpy
   // when this parser state was seen before by this Matcher, else a walk of
   // the token trie.
   Status fill_mask(uint32_t* words, size_t n_words);
