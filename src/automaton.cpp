@@ -185,51 +185,122 @@ class Lowering {
     inline_size_.assign(grammar_.rules().size(), -1);
     // A rule whose automaton blows up is lowered again with its parts split
     // into rules of their own (the Earley engine then carries the
-    // nondeterminism); each retry splits one more body, so this ends.
-    for (int attempt = 0;; ++attempt) {
-      const Expr* blown_up = attempt_lowering(static_cast<uint32_t>(root_index));
+    // nondeterminism). Only that rule's automaton is rebuilt: the rules
+    // before it keep theirs. Each retry splits one more body, so this ends.
+    start_over(static_cast<uint32_t>(root_index));
+    for (int splits = 0;;) {
+      const size_t blown = determinize_from(static_cast<uint32_t>(root_index));
       if (!status_.ok()) return status_;
-      if (blown_up == nullptr) break;
-      if (split_bodies_.count(blown_up) || attempt >= kMaxSplitRetries) {
+      if (blown == kAllFit) break;
+      const Expr* body = pending_[blown].body;
+      if (split_bodies_.count(body) || splits >= kMaxSplitRetries) {
         return Status(ErrorCode::kLimitExceeded,
                       "a rule of the grammar needs too many automaton states even after "
                       "splitting it",
-                      blown_up->where);
+                      body->where);
       }
-      split_bodies_.insert(blown_up);
+      split_bodies_.insert(body);
+      ++splits;
+      truncate_states(dfa_begin_[blown]);
+      next_rule_ = blown;
     }
     finish();
     return std::shared_ptr<const ByteGrammar>(std::move(out_));
   }
 
  private:
-  // One lowering pass. Returns the body of a rule whose determinization
-  // exceeded its budget, or nullptr when every rule fit.
-  const Expr* attempt_lowering(uint32_t root_index) {
+  static constexpr size_t kAllFit = SIZE_MAX;
+
+  // Discards everything and builds the automata of all rules reachable from
+  // the root afresh (split bodies split), ready to determinize from rule 0.
+  void start_over(uint32_t root_index) {
     out_ = std::make_shared<ByteGrammar>();
     lowered_of_source_.assign(grammar_.rules().size(), kNoState);
     pending_.clear();
     nfas_.clear();
+    nfa_charge_.clear();
+    built_split_.clear();
+    dfa_begin_.clear();
     pending_rule_edges_.clear();
     total_nfa_states_ = 0;
+    next_rule_ = 0;
     out_->root_rule_ = lowered_rule_for_source(root_index);
     out_->max_work_per_byte_ = options_.max_work_per_byte;
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      building_rule_ = static_cast<uint32_t>(i);
-      Nfa nfa;
-      nfa.start = nfa.add();
-      const Expr& body = *pending_[i].body;
-      nfa.accept = split_bodies_.count(&body) ? build_split(body, nfa.start, nfa, 0)
-                                              : build(body, nfa.start, nfa, 0);
-      if (!status_.ok()) return nullptr;
-      nfas_.push_back(std::move(nfa));
+    build_pending_nfas();
+    if (status_.ok()) compute_byte_classes();
+  }
+
+  // Builds the NFA of every pending rule that has none yet (building one may
+  // add more).
+  void build_pending_nfas() {
+    while (nfas_.size() < pending_.size() && status_.ok()) {
+      nfas_.emplace_back();
+      nfa_charge_.push_back(0);
+      built_split_.push_back(false);
+      dfa_begin_.push_back(0);
+      build_nfa(static_cast<uint32_t>(nfas_.size() - 1));
     }
-    compute_byte_classes();
-    for (size_t i = 0; i < nfas_.size(); ++i) {
-      if (!determinize(static_cast<uint32_t>(i))) return pending_[i].body;
-      if (!status_.ok()) return nullptr;
+  }
+
+  // (Re)builds the NFA of lowered rule `i`, split if its body is marked.
+  void build_nfa(uint32_t i) {
+    total_nfa_states_ -= nfa_charge_[i];
+    const size_t charged_before = total_nfa_states_;
+    building_rule_ = i;
+    Nfa nfa;
+    nfa.start = nfa.add();
+    const Expr& body = *pending_[i].body;
+    built_split_[i] = split_bodies_.count(&body) != 0;
+    nfa.accept =
+        built_split_[i] ? build_split(body, nfa.start, nfa, 0) : build(body, nfa.start, nfa, 0);
+    nfa_charge_[i] = total_nfa_states_ - charged_before;
+    nfas_[i] = std::move(nfa);
+  }
+
+  // Determinizes the rules from next_rule_ on, rebuilding first those whose
+  // body was marked for splitting after their NFA was built. Returns the
+  // rule whose automaton exceeded its budget, or kAllFit.
+  size_t determinize_from(uint32_t root_index) {
+    while (next_rule_ < pending_.size()) {
+      const uint32_t i = next_rule_;
+      if (!built_split_[i] && split_bodies_.count(pending_[i].body)) {
+        build_nfa(i);
+        build_pending_nfas();
+        if (!status_.ok()) return kAllFit;
+        if (!byte_classes_fit()) {
+          // The new automata cut the bytes differently: the transition
+          // tables of the rules done so far do not fit; begin again.
+          start_over(root_index);
+          if (!status_.ok()) return kAllFit;
+          continue;
+        }
+      }
+      dfa_begin_[i] = out_->states_.size();
+      if (!determinize(i)) return i;
+      if (!status_.ok()) return kAllFit;
+      ++next_rule_;
     }
-    return nullptr;
+    return kAllFit;
+  }
+
+  void truncate_states(size_t n) {
+    out_->states_.resize(n);
+    out_->byte_next_.resize(n * out_->num_classes_);
+    pending_rule_edges_.resize(n);
+  }
+
+  // Counts lowering work (automaton states built, NFA states and edges
+  // visited by the subset construction); past
+  // RecognizerOptions::max_lowering_work lowering fails.
+  bool add_work(size_t units) {
+    work_ += units;
+    if (work_ > options_.max_lowering_work && status_.ok()) {
+      status_ = Status(ErrorCode::kLimitExceeded,
+                       "lowering the grammar takes too much work (more than " +
+                           std::to_string(options_.max_lowering_work) +
+                           " units; see RecognizerOptions::max_lowering_work)");
+    }
+    return status_.ok();
   }
 
   // Like build(), but alternatives and repeated parts that are not plain
@@ -394,6 +465,7 @@ class Lowering {
 
   bool charge(size_t states) {
     total_nfa_states_ += states;
+    add_work(states);
     if (total_nfa_states_ > options_.max_states && status_.ok()) {
       status_ = Status(ErrorCode::kLimitExceeded,
                        "grammar too large after lowering (more than " +
@@ -550,6 +622,19 @@ class Lowering {
     out_->num_classes_ = cls + 1;
   }
 
+  // True if every byte edge of every NFA starts and ends on a boundary of
+  // the current byte classes.
+  bool byte_classes_fit() const {
+    const uint8_t* cls = out_->byte_class_;
+    for (const Nfa& nfa : nfas_)
+      for (const NfaState& s : nfa.states)
+        for (const ByteEdge& b : s.bytes) {
+          if (b.lo > 0 && cls[b.lo] == cls[b.lo - 1]) return false;
+          if (b.hi < 255 && cls[b.hi] == cls[b.hi + 1]) return false;
+        }
+    return true;
+  }
+
   void closure(const Nfa& nfa, std::vector<uint32_t>& set) {
     // Stamped marks: no per-call clearing of an NFA-sized array.
     if (seen_stamp_.size() < nfa.states.size()) seen_stamp_.resize(nfa.states.size(), 0);
@@ -557,11 +642,14 @@ class Lowering {
       std::fill(seen_stamp_.begin(), seen_stamp_.end(), 0);
       stamp_ = 1;
     }
-    std::vector<uint32_t> stack(set.begin(), set.end());
+    std::vector<uint32_t>& stack = closure_stack_;
+    stack.assign(set.begin(), set.end());
     for (uint32_t s : set) seen_stamp_[s] = stamp_;
+    size_t visited = 0;
     while (!stack.empty()) {
       uint32_t s = stack.back();
       stack.pop_back();
+      visited += 1 + nfa.states[s].epsilon.size();
       for (uint32_t t : nfa.states[s].epsilon)
         if (seen_stamp_[t] != stamp_) {
           seen_stamp_[t] = stamp_;
@@ -570,20 +658,28 @@ class Lowering {
         }
     }
     std::sort(set.begin(), set.end());
+    add_work(visited + set.size());
   }
 
   // Subset construction for lowered rule `rule`; DFA states are appended to
-  // the global state table.
+  // the global state table. Each DFA state is stepped once per run of byte
+  // classes that its NFA edges treat alike (not once per class), and the
+  // closure of a set of NFA targets is computed once per rule.
   // Returns false if the automaton outgrew its budget (the caller splits the
-  // rule and retries).
+  // rule and retries); true otherwise, also when status_ says lowering failed.
   bool determinize(uint32_t rule) {
     const Nfa& nfa = nfas_[rule];
     const uint32_t classes = out_->num_classes_;
+    const uint8_t* byte_class = out_->byte_class_;
     // NFA state sets are interned by hash; the map's nodes own the sets and
     // `sets` points at them in creation order (node addresses are stable).
     std::unordered_map<std::vector<uint32_t>, uint32_t, StateSetHash> ids;
     std::vector<const std::vector<uint32_t>*> sets;
+    // The DFA state reached from each set of NFA targets of a byte, before
+    // closure.
+    std::unordered_map<std::vector<uint32_t>, uint32_t, StateSetHash> moves;
     auto intern = [&](std::vector<uint32_t>& set) -> uint32_t {
+      add_work(set.size());
       auto [it, inserted] = ids.try_emplace(std::move(set), 0);
       if (!inserted) return it->second;
       const uint32_t id = static_cast<uint32_t>(out_->states_.size());
@@ -602,33 +698,80 @@ class Lowering {
     const uint32_t first = intern(scratch);
     out_->rules_[rule].start = first;
     const size_t budget = std::max<size_t>(kMinDfaBudget, 4 * nfa.states.size());
-    std::vector<std::vector<uint32_t>> by_class(classes);
-    std::vector<uint32_t> touched_classes;
+    struct ClassEdge {
+      uint32_t lo, hi;  // byte classes, inclusive
+      uint32_t target;
+    };
+    struct Run {
+      size_t hash;
+      uint32_t bucket;
+      uint32_t state;
+    };
+    std::vector<ClassEdge> edges;
+    std::vector<uint8_t> is_cut(classes + 1, 0);
+    std::vector<uint32_t> cuts;                  // where runs of classes begin
+    std::vector<std::vector<uint32_t>> buckets;  // NFA targets per run
+    std::vector<Run> resolved;
     std::vector<RuleEdge> by_rule;  // (rule, NFA target), sorted per DFA state
     for (size_t done = 0; done < sets.size(); ++done) {
       if (sets.size() > budget) return false;
+      if (!status_.ok()) return true;
       const uint32_t id = first + static_cast<uint32_t>(done);
-      touched_classes.clear();
+      edges.clear();
+      cuts.clear();
       by_rule.clear();
       for (uint32_t s : *sets[done]) {
-        for (const ByteEdge& b : nfa.states[s].bytes)
-          for (uint32_t c = out_->byte_class_[b.lo]; c <= out_->byte_class_[b.hi]; ++c) {
-            if (by_class[c].empty()) touched_classes.push_back(c);
-            by_class[c].push_back(b.target);
-          }
+        for (const ByteEdge& b : nfa.states[s].bytes) {
+          const uint32_t lo = byte_class[b.lo], hi = byte_class[b.hi];
+          edges.push_back({lo, hi, b.target});
+          is_cut[lo] = 1;
+          is_cut[hi + 1] = 1;
+        }
         for (const RuleEdge& r : nfa.states[s].rules) by_rule.push_back(r);
       }
-      std::sort(touched_classes.begin(), touched_classes.end());
-      for (uint32_t c : touched_classes) {
-        scratch.swap(by_class[c]);
-        by_class[c].clear();
-        std::sort(scratch.begin(), scratch.end());
-        scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
-        closure(nfa, scratch);
-        const uint32_t t = intern(scratch);
-        scratch.clear();
-        out_->byte_next_[static_cast<size_t>(id) * classes + c] = t;
+      add_work(sets[done]->size() + edges.size() + by_rule.size());
+      for (uint32_t c = 0; c <= classes; ++c)
+        if (is_cut[c]) {
+          cuts.push_back(c);
+          is_cut[c] = 0;
+        }
+      const size_t runs = cuts.empty() ? 0 : cuts.size() - 1;
+      if (buckets.size() < runs) buckets.resize(runs);
+      for (const ClassEdge& e : edges) {
+        size_t k =
+            static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), e.lo) - cuts.begin());
+        for (; cuts[k] <= e.hi; ++k) buckets[k].push_back(e.target);
       }
+      resolved.clear();
+      for (uint32_t k = 0; k < runs; ++k) {
+        std::vector<uint32_t>& bucket = buckets[k];
+        if (bucket.empty()) continue;
+        std::sort(bucket.begin(), bucket.end());
+        bucket.erase(std::unique(bucket.begin(), bucket.end()), bucket.end());
+        add_work(bucket.size());
+        const size_t hash = StateSetHash()(bucket);
+        uint32_t t = kNoState;
+        for (const Run& r : resolved)
+          if (r.hash == hash && buckets[r.bucket] == bucket) {
+            t = r.state;
+            break;
+          }
+        if (t == kNoState) {
+          // The same NFA targets from another DFA state: no closure again.
+          auto [it, inserted] = moves.try_emplace(bucket, kNoState);
+          if (inserted) {
+            scratch.assign(bucket.begin(), bucket.end());
+            closure(nfa, scratch);
+            it->second = intern(scratch);
+            scratch.clear();
+          }
+          t = it->second;
+          resolved.push_back({hash, k, t});
+        }
+        for (uint32_t c = cuts[k]; c < cuts[k + 1]; ++c)
+          out_->byte_next_[static_cast<size_t>(id) * classes + c] = t;
+      }
+      for (uint32_t k = 0; k < runs; ++k) buckets[k].clear();
       std::sort(by_rule.begin(), by_rule.end(), [](const RuleEdge& a, const RuleEdge& b) {
         return a.rule != b.rule ? a.rule < b.rule : a.target < b.target;
       });
@@ -793,6 +936,12 @@ class Lowering {
   std::vector<PendingRule> pending_;
   std::set<const Expr*> split_bodies_;
   std::vector<Nfa> nfas_;
+  std::vector<size_t> nfa_charge_;  // states each rule's NFA charged
+  std::vector<bool> built_split_;   // whether each rule's NFA was built split
+  std::vector<size_t> dfa_begin_;   // first DFA state of each determinized rule
+  size_t next_rule_ = 0;            // the next rule to determinize
+  uint64_t work_ = 0;
+  std::vector<uint32_t> closure_stack_;
   std::vector<std::vector<RuleEdge>> pending_rule_edges_;
   std::vector<uint32_t> seen_stamp_;
   uint32_t stamp_ = 0;

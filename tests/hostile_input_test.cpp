@@ -13,8 +13,10 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "grammask/bitmask.h"
@@ -634,6 +636,89 @@ TEST(HostileCalls, MaskBufferTooSmall) {
   EXPECT_EQ(idle.accept_token(0).code(), ErrorCode::kInvalidArgument);
 }
 
+TEST(HostileCalls, EmptyVocabularyNeedsNoBuffer) {
+  auto nothing = Vocabulary::from_token_bytes({}, {});
+  ASSERT_TRUE(nothing.ok());
+  const CompiledGrammar compiled = compile("root ::= \"a\"", *nothing);
+  ASSERT_EQ(compiled.mask_words(), 0u);
+  Matcher m(compiled);
+  EXPECT_TRUE(m.fill_mask(nullptr, 0).ok());
+  EXPECT_EQ(m.fill_mask(nullptr, 1).code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(m.accept_bytes("a").ok());
+  EXPECT_TRUE(m.fill_mask(nullptr, 0).ok());
+  Matcher second(compiled);
+  Matcher* matchers[] = {&m, &second};
+  EXPECT_TRUE(fill_masks(matchers, 2, nullptr, 0, 2).ok());
+  ThreadPool pool(2);
+  EXPECT_TRUE(fill_masks(matchers, 2, nullptr, 0, pool).ok());
+}
+
+TEST(HostileCalls, MovedFromMatcher) {
+  const Vocabulary vocab = hostile_vocab();
+  const CompiledGrammar compiled = compile("root ::= \"a\" [ab]*", vocab);
+  Matcher m(compiled);
+  ASSERT_TRUE(m.accept_token(0).ok());
+  Matcher taken = std::move(m);
+  // Every call on the moved-from object fails or reports nothing.
+  std::vector<uint32_t> mask(compiled.mask_words(), 0xDEADBEEF);
+  EXPECT_TRUE(FailsWith(m.fill_mask(mask.data(), mask.size()), ErrorCode::kInvalidState,  // NOLINT
+                        "moved from"));
+  EXPECT_EQ(mask[0], 0xDEADBEEF);
+  EXPECT_EQ(m.fill_mask(nullptr, 0).code(), ErrorCode::kInvalidState);     // NOLINT
+  EXPECT_EQ(m.accept_token(1).code(), ErrorCode::kInvalidState);           // NOLINT
+  EXPECT_EQ(m.accept_token(UINT32_MAX).code(), ErrorCode::kInvalidState);  // NOLINT
+  EXPECT_EQ(m.accept_bytes("b").code(), ErrorCode::kInvalidState);         // NOLINT
+  EXPECT_EQ(m.rollback(0).code(), ErrorCode::kInvalidState);               // NOLINT
+  EXPECT_EQ(m.rollback(SIZE_MAX).code(), ErrorCode::kInvalidState);        // NOLINT
+  EXPECT_FALSE(m.is_token_allowed(1));                                     // NOLINT
+  EXPECT_FALSE(m.is_accepting());                                          // NOLINT
+  EXPECT_FALSE(m.is_terminated());                                         // NOLINT
+  EXPECT_EQ(m.num_tokens(), 0u);                                           // NOLINT
+  EXPECT_EQ(m.forced_bytes(), "");                                         // NOLINT
+  EXPECT_EQ(m.mask_cache_hits(), 0u);                                      // NOLINT
+  EXPECT_EQ(m.mask_cache_misses(), 0u);                                    // NOLINT
+  m.reset();                                                               // NOLINT
+  // Copies of it are moved-from too; batches report the state error.
+  Matcher copy(m);  // NOLINT
+  EXPECT_EQ(copy.accept_token(1).code(), ErrorCode::kInvalidState);
+  Matcher assigned(compiled);
+  assigned = copy;
+  EXPECT_EQ(assigned.num_tokens(), 0u);
+  EXPECT_EQ(assigned.accept_token(0).code(), ErrorCode::kInvalidState);
+  Matcher* matchers[] = {&taken, &m};
+  std::vector<uint32_t> rows(2 * compiled.mask_words(), 0);
+  EXPECT_EQ(fill_masks(matchers, 2, rows.data(), compiled.mask_words(), 2).code(),
+            ErrorCode::kInvalidState);
+  // The Matcher it moved into carries on; assigning makes the old one usable.
+  EXPECT_EQ(taken.num_tokens(), 1u);
+  EXPECT_TRUE(taken.accept_token(1).ok());
+  m = taken;  // NOLINT
+  EXPECT_EQ(m.num_tokens(), 2u);
+  EXPECT_TRUE(m.fill_mask(mask.data(), mask.size()).ok());
+  EXPECT_TRUE(m.is_accepting());
+}
+
+TEST(HostileCalls, FromGbnfTakesParseLimits) {
+  const Vocabulary vocab = hostile_vocab();
+  const std::string_view three_rules = "start ::= x y\nx ::= \"a\"\ny ::= \"b\"";
+  CompileOptions options;
+  options.root = "start";
+  ASSERT_TRUE(CompiledGrammar::from_gbnf(three_rules, vocab, options).ok());
+  options.gbnf.max_rules = 2;
+  EXPECT_TRUE(FailsWith(CompiledGrammar::from_gbnf(three_rules, vocab, options).status(),
+                        ErrorCode::kLimitExceeded, "GbnfOptions::max_rules"));
+  options.gbnf = GbnfOptions();
+  options.gbnf.max_grammar_bytes = 10;
+  EXPECT_TRUE(FailsWith(CompiledGrammar::from_gbnf(three_rules, vocab, options).status(),
+                        ErrorCode::kLimitExceeded, "GbnfOptions::max_grammar_bytes"));
+  // The start rule comes from CompileOptions::root, not from options.gbnf.
+  options.gbnf = GbnfOptions();
+  options.gbnf.root = "x";
+  EXPECT_TRUE(CompiledGrammar::from_gbnf(three_rules, vocab, options).ok());
+  options.root = "nowhere";
+  EXPECT_FALSE(CompiledGrammar::from_gbnf(three_rules, vocab, options).ok());
+}
+
 // --- schemas that are not schemas -------------------------------------------------------
 
 TEST(HostileSchema, NotJsonOrNotASchema) {
@@ -700,6 +785,96 @@ TEST(HostileSchema, NegatedPatternUnionsStayBounded) {
               status.code() == ErrorCode::kUnsupported)
       << status.to_string();
   EXPECT_LT(seconds, 120.0) << "conversion took " << seconds << " s";
+}
+
+// --- grammars that are slow to lower ------------------------------------------------------
+
+// Grammars whose automata stay far below max_states but whose subset
+// construction once took seconds (found by fuzzing): lowering either
+// finishes or fails with kLimitExceeded naming max_lowering_work; a small
+// bound refuses them. Never a timing assertion: the work bound is the
+// guarantee.
+std::vector<std::pair<std::string, std::string>> slow_to_lower_grammars() {
+  std::vector<std::pair<std::string, std::string>> out;
+  // The C-like grammar with its line comment able to span lines.
+  std::ifstream file(std::string(GRAMMASK_SOURCE_DIR) + "/grammars/c-like.gbnf");
+  std::string c_like((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_FALSE(c_like.empty());
+  const size_t at = c_like.find("[^\\n]*");
+  EXPECT_NE(at, std::string::npos);
+  if (at != std::string::npos) c_like.replace(at, 6, "[^$n]*");
+  out.emplace_back("c-like with [^$n]*", c_like);
+  // A regex-like choice of non-blank runs (\S as the JSON Schema converter
+  // spells it), inside a JSON string as the converter wraps patterns.
+  const std::string non_blank =
+      "([\\x21\\x23-\\x5B\\x5D-\\x9F\\xA1-\\u167F\\u1681-\\u1FFF\\u200B-\\u2027\\u202A-\\u202E"
+      "\\u2030-\\u205E\\u2060-\\u2FFF\\u3001-\\uD7FF\\uE000-\\uFEFE\\uFF00-\\U0010FFFF] | "
+      "\"\\\\\" [\"\\\\/bfnrt])+";
+  std::string branches;
+  for (const char* pair : {"ab", "cd", "ef", "gh"}) {
+    if (!branches.empty()) branches += " | ";
+    branches +=
+        "char* " + non_blank + " \"" + pair[0] + "\" " + non_blank + " \"" + pair[1] + "\" char*";
+  }
+  out.emplace_back("regex-like choice", "root ::= \"\\\"\" (" + branches +
+                                            ") \"\\\"\"\nchar ::= [^\"\\\\\\x00-\\x1F] | "
+                                            "\"\\\\\" [\"\\\\/bfnrt]\n");
+  return out;
+}
+
+TEST(HostileGrammar, SlowToLowerGrammarsFinishOrHitTheWorkBound) {
+  for (const auto& [name, text] : slow_to_lower_grammars()) {
+    SCOPED_TRACE(name);
+    auto grammar = parse_gbnf(text);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto made = Recognizer::create(*grammar);
+    if (!made.ok()) {
+      EXPECT_TRUE(FailsWith(made.status(), ErrorCode::kLimitExceeded,
+                            "RecognizerOptions::max_lowering_work"));
+    }
+    RecognizerOptions small;
+    small.max_lowering_work = 100000;
+    EXPECT_TRUE(FailsWith(Recognizer::create(*grammar, "root", small).status(),
+                          ErrorCode::kLimitExceeded, "RecognizerOptions::max_lowering_work"));
+    CompileOptions options;
+    options.recognizer.max_lowering_work = 100000;
+    EXPECT_TRUE(FailsWith(CompiledGrammar::from_gbnf(text, hostile_vocab(), options).status(),
+                          ErrorCode::kLimitExceeded, "RecognizerOptions::max_lowering_work"));
+  }
+}
+
+TEST(HostileGrammar, SlowToLowerGrammarsStayCorrect) {
+  // With room enough, the rules split while lowering still accept exactly
+  // their language.
+  RecognizerOptions roomy;
+  roomy.max_lowering_work = uint64_t{1} << 32;
+  const auto grammars = slow_to_lower_grammars();
+  ASSERT_EQ(grammars.size(), 2u);
+  auto c_like = parse_gbnf(grammars[0].second);
+  ASSERT_TRUE(c_like.ok());
+  auto c = Recognizer::create(*c_like, "root", roomy);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const std::string program =
+      "// a remark\nint main(void) {\n  int x = 1; /* block */\n  return x + 2;\n}\n"
+      "// two\nrows, 1 remark\n";  // the line comment may not hold 'n' or '$'; '\n' it may
+  EXPECT_EQ(c->push_bytes(program), program.size());
+  EXPECT_TRUE(c->is_accepting());
+  c->reset();
+  EXPECT_EQ(c->push_bytes("int x = ;"), 8u);
+  auto regex_like = parse_gbnf(grammars[1].second);
+  ASSERT_TRUE(regex_like.ok());
+  auto r = Recognizer::create(*regex_like, "root", roomy);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const auto accepts = [&](std::string_view text) {
+    r->reset();
+    return r->push_bytes(text) == text.size() && r->is_accepting();
+  };
+  EXPECT_TRUE(accepts("\"xaxb\""));
+  EXPECT_TRUE(accepts("\" q xay\\nb. \""));
+  EXPECT_TRUE(accepts("\"\xC3\xA9g\xE6\x97\xA5h\""));
+  EXPECT_FALSE(accepts("\"xaxc\""));
+  EXPECT_FALSE(accepts("\"ab\""));
+  EXPECT_FALSE(accepts("\"x a xb\""));
 }
 
 // --- noexcept functions with extreme arguments -------------------------------------------

@@ -34,6 +34,15 @@ struct RecognizerOptions {
   // over the bound is refused and work_limit_hit() says why. At the default,
   // one byte costs at most a few milliseconds.
   uint64_t max_work_per_byte = uint64_t{1} << 20;
+  // Upper bound on the work of lowering (automaton states built plus NFA
+  // states and edges visited by the subset construction, summed over the
+  // retries that split rules whose automata blow up). Grammars that stay
+  // small in states can still be costly to determinize (a `.*`-like class
+  // before a choice, inlined many times); past the bound create() fails
+  // with kLimitExceeded (naming this option) instead of running for
+  // seconds. The bundled grammars need under a million units; at the
+  // default, lowering costs at most about a second.
+  uint64_t max_lowering_work = uint64_t{1} << 27;
 };
 
 class Recognizer {
