@@ -24,12 +24,13 @@
 
 namespace grammask::fuzz {
 
-// RecognizerOptions::max_states for the targets that lower fuzzed grammars.
-// Lowering can cost ~100 us per state on adversarial grammars (several
-// seconds at 65536 states, ten times that under ASan), so a small budget
-// keeps every input well under the per-input timeout; hitting it must be a
-// clean kLimitExceeded.
+// RecognizerOptions::max_states and max_lowering_work for the targets that
+// lower fuzzed grammars. Adversarial grammars can be costly to lower while
+// small in states; these bounds (a tenth of a second of lowering in a
+// Release build, some ten times that under ASan) keep every input well under
+// the per-input timeout; hitting one must be a clean kLimitExceeded.
 inline constexpr size_t kFuzzMaxStates = 1u << 13;
+inline constexpr uint64_t kFuzzMaxLoweringWork = uint64_t{1} << 24;
 
 // Reads the input front to back; past the end every read yields zeros / empty.
 class InputCursor {

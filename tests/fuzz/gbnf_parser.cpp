@@ -33,6 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   grammask::RecognizerOptions options;
   options.max_states = grammask::fuzz::kFuzzMaxStates;
+  options.max_lowering_work = grammask::fuzz::kFuzzMaxLoweringWork;
   auto recognizer = grammask::Recognizer::create(*grammar, "root", options);
   if (!recognizer.ok()) {
     FUZZ_CHECK(recognizer.status().code() == grammask::ErrorCode::kLimitExceeded,

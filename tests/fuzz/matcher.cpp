@@ -376,6 +376,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   CompileOptions options;
   options.recognizer.max_states = fuzz::kFuzzMaxStates;
+  options.recognizer.max_lowering_work = fuzz::kFuzzMaxLoweringWork;
   auto compiled = CompiledGrammar::compile(*grammar, fuzz::vocabulary(), options);
   auto oracle = Recognizer::create(*grammar, "root", options.recognizer);
   FUZZ_CHECK(compiled.ok() == oracle.ok(), "compile and Recognizer::create disagree");

@@ -184,6 +184,7 @@ std::optional<Translated> translate(const RegexNode& parsed, uint64_t min_length
   FUZZ_CHECK(grammar.ok(), grammar.status().to_string() + "\n" + escaped(out.gbnf));
   RecognizerOptions options;
   options.max_states = kFuzzMaxStates;
+  options.max_lowering_work = kFuzzMaxLoweringWork;
   auto recognizer = Recognizer::create(*grammar, "root", options);
   if (!recognizer.ok()) {
     FUZZ_CHECK(recognizer.status().code() == ErrorCode::kLimitExceeded,
