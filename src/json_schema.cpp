@@ -146,7 +146,10 @@ size_t code_point_length(const std::string& utf8) {
 struct Sub {
   std::vector<const Json*> nodes;
   std::vector<const Json*> negated;
-  bool is_true() const { return nodes.empty() && negated.empty(); }
+  // Disjunctions, each a sorted list of nodes of which one must hold (what
+  // unevaluatedItems leaves to items that no `contains` matched).
+  std::vector<std::vector<const Json*>> any_of;
+  bool is_true() const { return nodes.empty() && negated.empty() && any_of.empty(); }
   static Sub of(const Json* node) {
     Sub sub;
     if (!(node->is_boolean() && node->get<bool>())) sub.nodes.push_back(node);
@@ -161,6 +164,8 @@ Sub conj(const Sub& a, const Sub& b) {
                  std::back_inserter(result.nodes));
   std::set_union(a.negated.begin(), a.negated.end(), b.negated.begin(), b.negated.end(),
                  std::back_inserter(result.negated));
+  std::set_union(a.any_of.begin(), a.any_of.end(), b.any_of.begin(), b.any_of.end(),
+                 std::back_inserter(result.any_of));
   return result;
 }
 
@@ -170,6 +175,10 @@ std::string sub_key(const Sub& sub) {
   key += "!";
   for (const Json* node : sub.negated)
     key += std::to_string(reinterpret_cast<uintptr_t>(node)) + ",";
+  for (const auto& group : sub.any_of) {
+    key += "|";
+    for (const Json* node : group) key += std::to_string(reinterpret_cast<uintptr_t>(node)) + ",";
+  }
   return key;
 }
 
@@ -218,6 +227,9 @@ struct Clause {
   std::string unique_pointer;
   size_t evaluated_prefix = 0;
   bool items_evaluated = false;
+  // 2020-12: `contains` schemas whose matching items count as evaluated
+  // (an annotation, also with minContains 0).
+  std::vector<const Json*> contains_evaluates;
   // objects
   std::vector<std::pair<std::string, Sub>> properties;
   std::set<std::string> required;
@@ -238,7 +250,8 @@ struct Clause {
            min_items == 0 && !max_items && contains.empty() && !unique && properties.empty() &&
            required.empty() && additional.is_true() && pattern_properties.empty() &&
            property_names.is_true() && min_properties == 0 && !max_properties &&
-           evaluated.empty() && !properties_evaluated && evaluated_prefix == 0 && !items_evaluated;
+           evaluated.empty() && !properties_evaluated && evaluated_prefix == 0 &&
+           !items_evaluated && contains_evaluates.empty();
   }
 };
 using Disj = std::vector<Clause>;
@@ -277,6 +290,7 @@ std::string clause_key(const Clause& c) {
   for (const Contains& k : c.contains)
     add("C" + sub_key(k.schema) + std::to_string(k.min) + "," + optional_number(k.max));
   add(c.unique ? "u" : "");
+  add("E" + pointers(c.contains_evaluates));
   for (const auto& [name, sub] : c.properties)
     add("p" + std::to_string(name.size()) + ":" + name + sub_key(sub));
   for (const std::string& name : c.required) add("r" + std::to_string(name.size()) + ":" + name);
@@ -602,6 +616,7 @@ class Document {
   }
 
   bool dynamic_scopes() const { return dynamic_; }
+  bool has_unevaluated() const { return has_unevaluated_; }
   bool has_recursive_anchor() const { return has_recursive_anchor_; }
 
  private:
@@ -769,6 +784,8 @@ class Document {
     }
     for (const char* reference : {"$ref", "$dynamicRef", "$recursiveRef"})
       if (node.contains(reference)) references_.emplace_back(&node, reference);
+    if (node.contains("unevaluatedItems") || node.contains("unevaluatedProperties"))
+      has_unevaluated_ = true;
     auto recursive = node.find("$recursiveAnchor");
     if (recursive != node.end() && recursive->is_boolean() && recursive->get<bool>())
       has_recursive_anchor_ = true;
@@ -895,6 +912,7 @@ class Document {
   std::unordered_map<std::string, int> dynamic_anchors_;
   bool has_recursive_anchor_ = false;
   bool dynamic_ = false;
+  bool has_unevaluated_ = false;
   std::unordered_map<const Json*, const Json*> resource_of_;
   std::vector<Bindings> scopes_;
   std::map<Bindings, int> scope_ids_;
@@ -1086,7 +1104,8 @@ void Converter::with_lenience(const std::string& keyword, const std::function<vo
 
 const Disj& Converter::normalize(const Sub& sub) {
   // One schema: its own normal form, without a copy.
-  if (sub.nodes.size() == 1 && sub.negated.empty()) return normalize_node(sub.nodes[0]);
+  if (sub.nodes.size() == 1 && sub.negated.empty() && sub.any_of.empty())
+    return normalize_node(sub.nodes[0]);
   std::string key = sub_key(sub);
   auto it = sub_memo_.find(key);
   if (it != sub_memo_.end()) return it->second;
@@ -1097,6 +1116,14 @@ const Disj& Converter::normalize(const Sub& sub) {
     std::optional<Disj> negated = negate(normalize_node(node));
     if (!negated) refuse("not", doc_.info(node).pointer, "cannot negate this schema exactly");
     result = intersect(result, *negated, doc_.info(node).pointer);
+  }
+  for (const auto& group : sub.any_of) {
+    Disj either;
+    for (const Json* node : group) {
+      const Disj& one = normalize_node(node);
+      either.insert(either.end(), one.begin(), one.end());
+    }
+    result = intersect(result, either, group.empty() ? "" : doc_.info(group[0]).pointer);
   }
   return sub_memo_.emplace(key, std::move(result)).first->second;
 }
@@ -1318,7 +1345,23 @@ Disj Converter::normalize_object(const Json* node) {
       } else if (key == "if") {
         auto then_it = node->find("then");
         auto else_it = node->find("else");
-        if (then_it == node->end() && else_it == node->end()) return;
+        if (then_it == node->end() && else_it == node->end()) {
+          // Asserts nothing, but when the condition holds its annotations
+          // count for unevaluated*: split on it when it can be negated
+          // exactly (else leaving it out is stricter, never looser).
+          if (!doc_.has_unevaluated()) return;
+          try {
+            const Disj& condition = normalize_node(&value);
+            std::optional<Disj> otherwise = negate(condition);
+            if (!otherwise) return;
+            Disj both = condition;
+            both.insert(both.end(), otherwise->begin(), otherwise->end());
+            d = intersect(d, both, pointer);
+          } catch (Refusal& refusal) {
+            if (refusal.status.code() != ErrorCode::kUnsupported) throw;
+          }
+          return;
+        }
         const Disj& condition = normalize_node(&value);
         Disj then_part = then_it == node->end()
                              ? condition
@@ -1414,19 +1457,40 @@ void Converter::apply_unevaluated(Disj& d, const Json* node, const NodeInfo& whe
     Sub schema = Sub::of(&props.value());
     for (Clause& clause : d) {
       if (clause.type != JType::kObject || clause.properties_evaluated) continue;
-      if (!clause.pattern_properties.empty())
-        refuse("unevaluatedProperties", where.pointer, "combined with patternProperties");
-      for (auto& [name, sub] : clause.properties)
-        if (!clause.evaluated.count(name)) sub = conj(sub, schema);
+      // Names that a pattern matches are evaluated (patternProperties only
+      // enter a clause from the keyword itself); `additional` covers the
+      // names that neither a declared property nor a pattern takes.
+      for (auto& [name, sub] : clause.properties) {
+        if (clause.evaluated.count(name)) continue;
+        bool matched = false;
+        for (const auto& [pattern, value] : clause.pattern_properties) {
+          auto match = internal::ecma_regex_search(pattern.text, name);
+          if (!match.ok()) refuse("unevaluatedProperties", where.pointer, match.status().message());
+          matched = matched || *match;
+        }
+        if (!matched) sub = conj(sub, schema);
+      }
       clause.additional = conj(clause.additional, schema);
       clause.properties_evaluated = true;
     }
   }
   auto items = node->find("unevaluatedItems");
   if (items != node->end()) {
-    Sub schema = Sub::of(&items.value());
     for (Clause& clause : d) {
       if (clause.type != JType::kArray || clause.items_evaluated) continue;
+      // An item that some `contains` matched is evaluated: the others must
+      // match unevaluatedItems.
+      Sub schema = Sub::of(&items.value());
+      if (!clause.contains_evaluates.empty()) {
+        std::vector<const Json*> group = clause.contains_evaluates;
+        group.push_back(&items.value());
+        bool always = false;
+        for (const Json* node : group) always = always || (node->is_boolean() && node->get<bool>());
+        std::sort(group.begin(), group.end());
+        group.erase(std::unique(group.begin(), group.end()), group.end());
+        schema = Sub();
+        if (!always) schema.any_of.push_back(std::move(group));
+      }
       for (size_t i = clause.evaluated_prefix; i < clause.prefix.size(); ++i)
         clause.prefix[i] = conj(clause.prefix[i], schema);
       clause.items = conj(clause.items, schema);
@@ -1586,6 +1650,8 @@ void Converter::apply_keyword(Disj& d, const Json* node, const std::string& key,
       if (node->contains("maxContains"))
         contains.max = non_negative_integer(node->at("maxContains"), "maxContains", pointer);
     }
+    if (where.draft == Draft::kDraft2020_12)
+      each(JType::kArray, [&](Clause& c) { c.contains_evaluates.push_back(&value); });
     if (contains.min == 0 && !contains.max) return;
     each(JType::kArray, [&](Clause& c) { c.contains.push_back(contains); });
   } else if (key == "uniqueItems") {
@@ -1716,6 +1782,8 @@ std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause
       if (b.unique) c.unique = true, c.unique_pointer = b.unique_pointer;
       c.evaluated_prefix = std::max(a.evaluated_prefix, b.evaluated_prefix);
       c.items_evaluated = a.items_evaluated || b.items_evaluated;
+      c.contains_evaluates.insert(c.contains_evaluates.end(), b.contains_evaluates.begin(),
+                                  b.contains_evaluates.end());
       if (c.max_items && c.min_items > *c.max_items) return std::nullopt;
       break;
     }
@@ -1818,6 +1886,11 @@ std::vector<Sub> negate_sub(const Sub& sub) {
     alternatives.push_back(s);
   }
   for (const Json* node : sub.negated) alternatives.push_back(Sub::of(node));
+  for (const auto& group : sub.any_of) {
+    Sub none;
+    none.negated = group;
+    alternatives.push_back(none);
+  }
   return alternatives;
 }
 
@@ -1914,7 +1987,7 @@ std::optional<Disj> Converter::negate(const Disj& d) {
       Clause probe = clause;
       probe.min_items = 0, probe.max_items.reset(), probe.evaluated_prefix = 0;
       probe.items_evaluated = false, probe.prefix.clear(), probe.items = Sub(),
-      probe.contains.clear();
+      probe.contains.clear(), probe.contains_evaluates.clear();
       if (!probe.unconstrained() || clause.contains.size() > 1) return std::nullopt;
       if (clause.min_items > 0) {
         Clause c = base;
@@ -3494,7 +3567,8 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
     std::string match_rule = rule_for(matching, hint + "-match", depth + 1);
     std::string other_rule;
     if (contains.max) {
-      if (contains.schema.nodes.size() != 1 || !contains.schema.negated.empty())
+      if (contains.schema.nodes.size() != 1 || !contains.schema.negated.empty() ||
+          !contains.schema.any_of.empty())
         refuse("contains", contains.pointer, "maxContains needs a negatable contains schema");
       Sub negated;
       negated.negated.push_back(contains.schema.nodes[0]);

@@ -738,6 +738,34 @@ TEST(JsonSchemaTest, UnevaluatedProperties) {
       {R"({"a":1,"b":2})", "{}"}, {R"({"c":1})"});
 }
 
+TEST(JsonSchemaTest, UnevaluatedSeesContainsPatternsAndConditions) {
+  // 2020-12: items that a `contains` matched are evaluated (minContains 0
+  // too); the others must match unevaluatedItems.
+  expect_language(R"({"allOf": [{"contains": {"multipleOf": 2}}, {"contains": {"multipleOf": 3}}],
+                     "unevaluatedItems": {"multipleOf": 5}})",
+                  {"[2,3,4,5,6]", "[6]", "[2,3]"}, {"[2,3,7]", "[2]", "[2,3,5.5]"});
+  expect_language(
+      R"({"contains": {"type": "string"}, "minContains": 0, "unevaluatedItems": false})",
+      {"[]", R"(["a","b"])"}, {"[1]", R"(["a",1])"});
+  // In 2019-09 contains does not evaluate items.
+  expect_language(R"({"$schema": "https://json-schema.org/draft/2019-09/schema",
+                     "contains": {"type": "string"}, "unevaluatedItems": false})",
+                  {}, {R"(["a"])"});
+  // What `not` leaves is no annotation: its contains evaluates nothing.
+  expect_language(R"({"anyOf": [{"type": "null"}, {"not": {"items": {"type": "string"}}}],
+                     "unevaluatedItems": false})",
+                  {"null"}, {"[1]", R"(["a"])", "[]"});
+  // Names a pattern matches are evaluated.
+  expect_language(R"({"properties": {"foo": {"type": "string"}},
+                     "allOf": [{"patternProperties": {"^bar": {"type": "string"}}}],
+                     "unevaluatedProperties": false})",
+                  {R"({"foo":"a","bar":"b","barx":"c"})", "{}"},
+                  {R"({"baz":"a"})", R"({"bar":1})", R"({"foo":"a","x":1})"});
+  // An `if` without then/else still evaluates when it holds.
+  expect_language(R"({"if": {"prefixItems": [{"const": "a"}]}, "unevaluatedItems": false})",
+                  {"[]", R"(["a"])"}, {R"(["b"])", R"(["a","a"])"});
+}
+
 TEST(JsonSchemaTest, FlexibleWhitespaceDefinesWs) {
   // No generic value is emitted here, yet members are separated by `ws`.
   JsonSchemaOptions flexible;
