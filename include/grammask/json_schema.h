@@ -6,15 +6,29 @@
 // that the schema validates. String constraints that a pattern alone cannot
 // express (several patterns or formats, a negated pattern, a pattern with
 // length bounds, the keys of patternProperties) go through automata over
-// code points; lengths and item counts of any size are counted in blocks. A keyword it cannot
-// enforce exactly makes conversion fail with kUnsupported and a message naming the keyword and its
-// JSON pointer, e.g.
+// code points; lengths and item counts of any size are counted in blocks.
+//
+// References ($ref, $dynamicRef, $recursiveRef) resolve against base URIs
+// ($id), JSON pointers and anchors; into other documents only when the
+// caller supplies them (JsonSchemaOptions::documents, fetch_document):
+// nothing is ever fetched from the network. A $dynamicRef follows the
+// dynamic scope: each schema resource is converted once per set of
+// $dynamicAnchor bindings it is reached with. unevaluatedProperties and
+// unevaluatedItems see the annotations of properties, patternProperties,
+// additionalProperties, prefixItems, items, contains (2020-12), allOf,
+// $ref, oneOf and if/then/else; where an annotation is not tracked (several
+// anyOf branches holding at once, an `if` without then/else whose
+// condition cannot be negated) the grammar is stricter, never looser.
+//
+// A keyword it cannot enforce exactly makes conversion fail with
+// kUnsupported and a message naming the keyword and its JSON pointer, e.g.
 //   unsupported keyword "uniqueItems" at /properties/tags: ...
-// unless `lenient` is set, in which case the keyword is dropped and a
-// warning is recorded instead. The grammar may reject some valid but unusual
-// encodings (\u escapes of printable characters, numbers in exponent form
-// where a range applies, keys out of the chosen order); it never accepts a
-// text whose value the schema rejects.
+// (a pointer into another document starts with its URI) unless `lenient`
+// is set, in which case the keyword is dropped and a warning is recorded
+// instead. The grammar may reject some valid but unusual encodings (\u
+// escapes of printable characters, numbers in exponent form where a range
+// applies, keys out of the chosen order); it never accepts a text whose
+// value the schema rejects.
 #ifndef GRAMMASK_JSON_SCHEMA_H_
 #define GRAMMASK_JSON_SCHEMA_H_
 
