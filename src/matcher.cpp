@@ -18,10 +18,79 @@
 namespace grammask {
 namespace internal {
 
+// A DFA state is "pure" when input from it is plain DFA transitions,
+// whatever its rule was called from: it calls no rule, and it does not end
+// its rule, or its rule is the root and nothing calls the root (then ending
+// it completes nothing, it only makes the output acceptable).
+std::vector<uint8_t> pure_states(const ByteGrammar& grammar);
+
+// The context-free part of a trie walk from a set of pure DFA states: the
+// tokens the states accept on their own, and the frontier, the trie nodes
+// where some path reaches a state that may end its rule or call another
+// (their subtrees need the engine). `paths` holds each frontier node's
+// bytes from the root, node depth bytes each, back to back.
+// The allowed tokens are kept as mask words, or as a list of ids when
+// there are few (most walks: a keyword, a digit), to keep thousands of
+// precomputed walks small.
+struct PureWalk {
+  std::vector<uint32_t> bits;    // mask words; empty when `tokens` is used
+  std::vector<uint32_t> tokens;  // the allowed ids when sparse
+  std::vector<uint32_t> frontier;
+  std::vector<uint8_t> paths;
+
+  // ORs the allowed tokens into `words`.
+  void write_to(uint32_t* words) const {
+    if (bits.empty()) {
+      for (uint32_t id : tokens) set_bit(words, id);
+    } else {
+      for (size_t i = 0; i < bits.size(); ++i) words[i] |= bits[i];
+    }
+  }
+  size_t memory() const {
+    return (bits.size() + tokens.size() + frontier.size()) * sizeof(uint32_t) + paths.size();
+  }
+};
+
+// Walk classes: two pure states are in one class when no path of at most
+// `depth` bytes (the longest token plus one) tells them apart, counting only
+// whether each step reaches no state, a pure state or an impure one. Their
+// PureWalks are then identical, so walks are cached by class: the copies of
+// a string body in every property of a schema share one walk.
+inline constexpr uint32_t kImpureClass = 0;
+std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
+                                           uint32_t& num_classes);
+
+// The PureWalk from one pure state. Gives up (returning false) once it has
+// visited more than `budget` trie nodes; `visited` receives the count.
+// The transitions between pure states, laid out for trie walks: one row of
+// byte-class entries per pure state, each the offset of the next state's row
+// (no multiply per step) or a marker. Built once per CompiledGrammar.
+struct PureTransitions {
+  static constexpr uint32_t kNone = UINT32_MAX;        // no transition
+  static constexpr uint32_t kImpure = UINT32_MAX - 1;  // to an impure state
+  uint8_t byte_class[256] = {};
+  std::vector<uint32_t> rows;
+  std::vector<uint32_t> row_of;  // per DFA state: its row offset, or kImpure
+
+  PureTransitions(const ByteGrammar& grammar, const std::vector<uint32_t>& walk_class);
+};
+
+bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
+                     size_t vocabulary_size, uint32_t start, uint64_t budget, PureWalk& walk,
+                     uint64_t& visited);
+
+// Every state reachable from a rule start, breadth-first (root rule first).
+std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar);
+
 struct CompiledGrammarData {
   std::shared_ptr<const ByteGrammar> grammar;
   Vocabulary vocabulary;
-  uint64_t max_mask_work = 0;  // CompileOptions::max_mask_work
+  uint64_t max_mask_work = 0;        // CompileOptions::max_mask_work
+  std::vector<uint32_t> walk_class;  // per DFA state; kImpureClass for impure ones
+  uint32_t num_walk_classes = 1;
+  std::unique_ptr<const PureTransitions> pure_transitions;
+  // Walks computed at compile time, by class (null: not precomputed).
+  std::vector<std::unique_ptr<const PureWalk>> precomputed_walks;
 };
 
 namespace {
@@ -73,10 +142,13 @@ class MatcherState {
     // Inside a pure DFA stretch whose cached walk has no frontier, the mask
     // depends on the DFA states alone (an all-pure set is never accepting).
     if (top_set_pure_key()) {
-      auto pure = pure_walks_.find(pure_key_);
-      if (pure != pure_walks_.end() && pure->second.frontier.empty()) {
+      const PureWalk* pure = cached_pure_walk();
+      if (pure != nullptr && pure->frontier.empty()) {
         ++hits_;
-        std::copy(pure->second.bits.begin(), pure->second.bits.end(), words);
+        pure->write_to(words);
+        // Pure states of the root may end it.
+        if (engine_.is_accepting())
+          for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
         return Status();
       }
     }
@@ -273,7 +345,7 @@ class MatcherState {
     bool within_limit;
     if (const PureWalk* pure = top_set_pure_walk(deadline)) {
       // std::copy, not memcpy: an empty vocabulary has no words (data() may be null).
-      std::copy(pure->bits.begin(), pure->bits.end(), words);
+      pure->write_to(words);
       within_limit = engine_.work() <= deadline && walk_frontier(*pure, words, base, deadline);
     } else {
       within_limit =
@@ -282,10 +354,6 @@ class MatcherState {
     engine_.set_work_deadline(UINT64_MAX);
     engine_.truncate(base);
     return within_limit;
-  }
-
-  static bool is_pure(const AutomatonState& st) {
-    return !st.is_final && st.rule_edges_begin == st.rule_edges_end;
   }
 
   // Appends the successors of [from_begin, from_end) on `byte` to pool_
@@ -302,7 +370,7 @@ class MatcherState {
       if (next == kNoState) continue;
       if (std::find(pool_.begin() + out_begin, pool_.end(), next) != pool_.end()) continue;
       pool_.push_back(next);
-      all_pure &= is_pure(grammar.states()[next]);
+      all_pure &= data_->walk_class[next] != kImpureClass;
     }
     return all_pure;
   }
@@ -375,53 +443,60 @@ class MatcherState {
     return true;
   }
 
-  // The context-free part of a walk from a set of pure DFA states: the
-  // tokens the states accept on their own, and the frontier, the trie nodes
-  // where some path reaches a state that may end its rule or call another
-  // (their subtrees need the engine). `paths` holds each frontier node's
-  // bytes from the root, node depth bytes each, back to back.
-  struct PureWalk {
-    std::vector<uint32_t> bits;
-    std::vector<uint32_t> frontier;
-    std::vector<uint8_t> paths;
-  };
-
-  // The cached PureWalk of the top set when its items are all pure, else
-  // nullptr. A miss walks the trie once (charged to the work bound).
-  // Sets pure_key_ to the sorted DFA states of the top set and returns true
-  // when they are all pure (and few enough for the fast path).
+  // Sets pure_key_ to the sorted walk classes of the top set's DFA states
+  // (and pure_states_ to the states) and returns true when they are all pure
+  // (and few enough for the fast path).
   bool top_set_pure_key() {
-    const auto& states = data_->grammar->states();
+    const std::vector<uint32_t>& walk_class = data_->walk_class;
     const size_t top = engine_.size();
     const EarleyItem* first = engine_.set_begin(top);
     const EarleyItem* last = engine_.set_end(top);
     if (first == last || last - first > kMaxFastItems) return false;
     pure_key_.clear();
+    pure_states_.clear();
     for (const EarleyItem* it = first; it != last; ++it) {
-      if (!is_pure(states[it->state])) return false;
-      pure_key_.push_back(it->state);
+      const uint32_t cls = walk_class[it->state];
+      if (cls == kImpureClass) return false;
+      if (std::find(pure_key_.begin(), pure_key_.end(), cls) != pure_key_.end()) continue;
+      pure_key_.push_back(cls);
+      pure_states_.push_back(it->state);
     }
     std::sort(pure_key_.begin(), pure_key_.end());
-    pure_key_.erase(std::unique(pure_key_.begin(), pure_key_.end()), pure_key_.end());
     return true;
   }
 
+  // The walk for pure_key_ from the compile-time table or this matcher's
+  // cache, or nullptr.
+  const PureWalk* cached_pure_walk() const {
+    if (pure_key_.size() == 1) {
+      if (const PureWalk* walk = data_->precomputed_walks[pure_key_[0]].get()) return walk;
+    }
+    auto it = pure_walks_.find(pure_key_);
+    return it == pure_walks_.end() ? nullptr : &it->second;
+  }
+
+  // The PureWalk of the top set when its items are all pure, else nullptr.
+  // A miss walks the trie once (charged to the work bound).
   const PureWalk* top_set_pure_walk(uint64_t deadline) {
     if (!top_set_pure_key()) return nullptr;
-    if (auto it = pure_walks_.find(pure_key_); it != pure_walks_.end()) return &it->second;
+    if (const PureWalk* cached = cached_pure_walk()) return cached;
 
     const TokenTrie& trie = data_->vocabulary.trie();
     const auto& nodes = trie.nodes();
     const auto& ids = trie.token_ids();
     PureWalk walk;
-    walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
-    if (pure_key_.size() == 1) {
-      if (!single_state_pure_walk(static_cast<uint32_t>(pure_key_[0]), deadline, walk))
-        return nullptr;
+    if (pure_states_.size() == 1) {
+      const uint64_t budget = deadline > engine_.work() ? deadline - engine_.work() : 0;
+      uint64_t visited = 0;
+      const bool done = walk_from_state(*data_->pure_transitions, trie, data_->vocabulary.size(),
+                                        pure_states_[0], budget, walk, visited);
+      engine_.charge(visited);
+      if (!done || engine_.work() > deadline) return nullptr;
       return remember(std::move(walk));
     }
+    walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     // pool_[fast_begin_[d], fast_end_[d]): the states after the path to depth d.
-    pool_.assign(pure_key_.begin(), pure_key_.end());
+    pool_.assign(pure_states_.begin(), pure_states_.end());
     fast_begin_[0] = 0;
     fast_end_[0] = static_cast<uint32_t>(pool_.size());
     const uint32_t n = static_cast<uint32_t>(nodes.size());
@@ -455,49 +530,9 @@ class MatcherState {
     return remember(std::move(walk));
   }
 
-  // The common case of top_set_pure_walk (one DFA state, e.g. a string
-  // body) without the state-set bookkeeping: one state per depth.
-  bool single_state_pure_walk(uint32_t start, uint64_t deadline, PureWalk& walk) {
-    const ByteGrammar& grammar = *data_->grammar;
-    const auto& states = grammar.states();
-    const TokenTrie& trie = data_->vocabulary.trie();
-    const auto& nodes = trie.nodes();
-    const auto& ids = trie.token_ids();
-    pool_.assign(trie.max_depth() + 2, kNoState);  // pool_[d]: the state after depth d
-    pool_[0] = start;
-    const uint32_t n = static_cast<uint32_t>(nodes.size());
-    uint64_t visited = 0;
-    for (uint32_t i = 1; i < n;) {
-      ++visited;
-      const TokenTrie::Node& node = nodes[i];
-      const size_t depth = node.depth;
-      const uint32_t next = grammar.next(pool_[depth - 1], node.byte);
-      if (next == kNoState) {
-        i = node.subtree_end;
-        continue;
-      }
-      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t)
-        set_bit(walk.bits.data(), ids[t]);
-      path_[depth] = node.byte;
-      if (node.subtree_end != i + 1 && !is_pure(states[next])) {
-        walk.frontier.push_back(i);
-        walk.paths.insert(walk.paths.end(), path_.begin() + 1, path_.begin() + depth + 1);
-        i = node.subtree_end;
-        continue;
-      }
-      pool_[depth] = next;
-      ++i;
-    }
-    pool_.clear();
-    // Charged once: the walk is at most one pass over the trie.
-    engine_.charge(visited);
-    return engine_.work() <= deadline;
-  }
-
   // Caches `walk` under pure_key_, within the cache budget.
   const PureWalk* remember(PureWalk&& walk) {
-    const size_t bytes = walk.bits.size() * sizeof(uint32_t) + walk.frontier.size() * 4 +
-                         walk.paths.size() + pure_key_.size() * 4;
+    const size_t bytes = walk.memory() + pure_key_.size() * 4;
     if (pure_walk_bytes_ + bytes > kMaskCacheBytes) {
       pure_walks_.clear();
       pure_walk_bytes_ = 0;
@@ -574,13 +609,266 @@ class MatcherState {
   std::vector<uint8_t> path_;
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> mask_cache_;
-  std::vector<uint32_t> sources_;  // advance()'s copy of its input states
-  std::vector<uint64_t> pure_key_;
+  std::vector<uint32_t> sources_;      // advance()'s copy of its input states
+  std::vector<uint64_t> pure_key_;     // sorted walk classes of the top set
+  std::vector<uint32_t> pure_states_;  // one DFA state per class of pure_key_
   std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash> pure_walks_;
   size_t pure_walk_bytes_ = 0;
   size_t hits_ = 0;
   size_t misses_ = 0;
 };
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+}  // namespace
+
+std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
+  const auto& states = grammar.states();
+  bool root_is_called = false;
+  for (const RuleEdge& edge : grammar.rule_edges())
+    root_is_called |= edge.rule == grammar.root_rule();
+  std::vector<uint8_t> pure(states.size());
+  for (size_t s = 0; s < states.size(); ++s) {
+    const AutomatonState& state = states[s];
+    pure[s] = state.rule_edges_begin == state.rule_edges_end &&
+              (!state.is_final || (state.rule == grammar.root_rule() && !root_is_called));
+  }
+  return pure;
+}
+
+std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
+                                           uint32_t& num_classes) {
+  const uint32_t n = static_cast<uint32_t>(grammar.states().size());
+  const uint32_t width = grammar.num_classes();
+  const std::vector<uint8_t> is_pure = pure_states(grammar);
+  std::vector<uint8_t> representative(width);
+  for (int b = 255; b >= 0; --b)
+    representative[grammar.byte_class(static_cast<uint8_t>(b))] = static_cast<uint8_t>(b);
+
+  std::vector<uint32_t> cls(n, kImpureClass);
+  std::vector<uint32_t> pure;
+  for (uint32_t s = 0; s < n; ++s) {
+    if (!is_pure[s]) continue;
+    pure.push_back(s);
+    cls[s] = 1;
+  }
+  num_classes = pure.empty() ? 1 : 2;
+  if (pure.empty()) return cls;
+  std::vector<uint32_t> class_size{0, static_cast<uint32_t>(pure.size())};
+
+  // Pure predecessors of each pure state (impure states never change class).
+  std::vector<uint32_t> pred_begin(n + 1, 0), preds;
+  for (uint32_t s : pure)
+    for (uint32_t c = 0; c < width; ++c)
+      if (uint32_t t = grammar.next(s, representative[c]); t != kNoState && cls[t] != kImpureClass)
+        ++pred_begin[t + 1];
+  for (uint32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
+  preds.resize(pred_begin[n]);
+  std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+  for (uint32_t s : pure)
+    for (uint32_t c = 0; c < width; ++c)
+      if (uint32_t t = grammar.next(s, representative[c]); t != kNoState && cls[t] != kImpureClass)
+        preds[fill[t]++] = s;
+
+  auto class_of = [&](uint32_t s, uint32_t c) {
+    const uint32_t t = grammar.next(s, representative[c]);
+    return t == kNoState ? UINT32_MAX : cls[t];
+  };
+  auto same_signature = [&](uint32_t s, uint32_t t) {
+    if (cls[s] != cls[t]) return false;
+    for (uint32_t c = 0; c < width; ++c)
+      if (class_of(s, c) != class_of(t, c)) return false;
+    return true;
+  };
+
+  // Moore refinement, one round per byte of lookahead, until stable. A
+  // round only re-signs the predecessors of the states whose class changed
+  // in the previous one: the other members of a class still agree.
+  std::vector<uint32_t> affected = pure, changed, group_of(n, 0), new_class;
+  std::vector<uint8_t> marked(n, 0);
+  std::unordered_map<uint64_t, uint32_t> group_by_hash;  // signature hash -> group
+  std::vector<uint32_t> group_first, group_class, groups_in_class_seen;
+  std::vector<uint32_t> affected_in_class(class_size.size(), 0);
+  for (size_t round = 0; round < depth && !affected.empty(); ++round) {
+    group_by_hash.clear();
+    group_first.clear();
+    for (uint32_t s : affected) {
+      uint64_t h = cls[s];
+      for (uint32_t c = 0; c < width; ++c) h = mix(h, class_of(s, c));
+      for (;; ++h) {  // linear probing past true hash collisions
+        auto [it, inserted] = group_by_hash.emplace(h, static_cast<uint32_t>(group_first.size()));
+        if (inserted) {
+          group_first.push_back(s);
+          group_of[s] = it->second;
+          break;
+        }
+        if (same_signature(s, group_first[it->second])) {
+          group_of[s] = it->second;
+          break;
+        }
+      }
+    }
+    // A class whose members were all re-signed keeps its id for its first
+    // group; every other group becomes a new class.
+    affected_in_class.assign(class_size.size(), 0);
+    for (uint32_t s : affected) ++affected_in_class[cls[s]];
+    new_class.assign(group_first.size(), UINT32_MAX);
+    for (uint32_t g = 0; g < group_first.size(); ++g) {
+      const uint32_t old = cls[group_first[g]];
+      if (affected_in_class[old] == class_size[old]) {
+        affected_in_class[old] = UINT32_MAX;  // the id is taken
+        new_class[g] = old;
+      } else {
+        new_class[g] = static_cast<uint32_t>(class_size.size());
+        class_size.push_back(0);
+      }
+    }
+    changed.clear();
+    for (uint32_t s : affected) {
+      const uint32_t next = new_class[group_of[s]];
+      if (next == cls[s]) continue;
+      --class_size[cls[s]];
+      ++class_size[next];
+      changed.push_back(s);
+    }
+    for (uint32_t s : changed) cls[s] = new_class[group_of[s]];
+    affected.clear();
+    for (uint32_t t : changed)
+      for (uint32_t i = pred_begin[t]; i < pred_begin[t + 1]; ++i)
+        if (!marked[preds[i]]) {
+          marked[preds[i]] = 1;
+          affected.push_back(preds[i]);
+        }
+    for (uint32_t s : affected) marked[s] = 0;
+  }
+  // Ids of emptied classes are left unused; renumber densely.
+  std::vector<uint32_t> dense(class_size.size(), UINT32_MAX);
+  dense[kImpureClass] = kImpureClass;
+  num_classes = 1;
+  for (uint32_t s : pure) {
+    if (dense[cls[s]] == UINT32_MAX) dense[cls[s]] = num_classes++;
+    cls[s] = dense[cls[s]];
+  }
+  return cls;
+}
+
+std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
+  const auto& states = grammar.states();
+  const uint32_t width = grammar.num_classes();
+  std::vector<uint8_t> representative(width);
+  for (int b = 255; b >= 0; --b)
+    representative[grammar.byte_class(static_cast<uint8_t>(b))] = static_cast<uint8_t>(b);
+  std::vector<uint8_t> seen(states.size(), 0);
+  std::vector<uint32_t> order;
+  order.reserve(states.size());
+  auto visit = [&](uint32_t s) {
+    if (s == kNoState || seen[s]) return;
+    seen[s] = 1;
+    order.push_back(s);
+  };
+  visit(grammar.rules()[grammar.root_rule()].start);
+  for (const LoweredRule& rule : grammar.rules()) visit(rule.start);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const uint32_t s = order[i];
+    for (uint32_t c = 0; c < width; ++c) visit(grammar.next(s, representative[c]));
+    for (uint32_t e = states[s].rule_edges_begin; e < states[s].rule_edges_end; ++e)
+      visit(grammar.rule_edges()[e].target);
+  }
+  return order;
+}
+
+PureTransitions::PureTransitions(const ByteGrammar& grammar,
+                                 const std::vector<uint32_t>& walk_class) {
+  const uint32_t width = grammar.num_classes();
+  std::vector<uint8_t> representative(width);
+  for (int b = 255; b >= 0; --b) {
+    byte_class[b] = grammar.byte_class(static_cast<uint8_t>(b));
+    representative[byte_class[b]] = static_cast<uint8_t>(b);
+  }
+  const size_t n = walk_class.size();
+  row_of.assign(n, kImpure);
+  uint32_t offset = 0;
+  for (size_t s = 0; s < n; ++s) {
+    if (walk_class[s] == kImpureClass) continue;
+    row_of[s] = offset;
+    offset += width;
+  }
+  rows.resize(offset);
+  for (size_t s = 0; s < n; ++s) {
+    if (row_of[s] == kImpure) continue;
+    for (uint32_t c = 0; c < width; ++c) {
+      const uint32_t t = grammar.next(static_cast<uint32_t>(s), representative[c]);
+      rows[row_of[s] + c] = t == kNoState ? kNone : row_of[t];
+    }
+  }
+}
+
+bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
+                     size_t vocabulary_size, uint32_t start, uint64_t budget, PureWalk& walk,
+                     uint64_t& visited) {
+  const TokenTrie::Node* nodes = trie.nodes().data();
+  const uint32_t* ids = trie.token_ids().data();
+  const uint32_t* rows = transitions.rows.data();
+  const uint8_t* byte_class = transitions.byte_class;
+  const size_t words = mask_words(vocabulary_size);
+  const size_t max_sparse = words / 8;  // a list at most 1/8 the words' size
+  walk.bits.assign(words, 0);
+  walk.tokens.clear();
+  walk.frontier.clear();
+  walk.paths.clear();
+  uint32_t* bits = walk.bits.data();
+  size_t allowed = 0;
+  std::vector<uint32_t> row_at(trie.max_depth() + 2, 0);  // the row after depth d
+  std::vector<uint8_t> path(trie.max_depth() + 2, 0);
+  row_at[0] = transitions.row_of[start];
+  const uint32_t n = static_cast<uint32_t>(trie.nodes().size());
+  uint32_t i = 1;
+  uint64_t count = 0;
+  while (i < n) {
+    if (++count > budget) {
+      visited = count;
+      return false;
+    }
+    const TokenTrie::Node& node = nodes[i];
+    const size_t depth = node.depth;
+    const uint32_t next = rows[row_at[depth - 1] + byte_class[node.byte]];
+    if (next == PureTransitions::kNone) {
+      i = node.subtree_end;
+      continue;
+    }
+    for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) {
+      set_bit(bits, ids[t]);
+      if (++allowed <= max_sparse) walk.tokens.push_back(ids[t]);
+    }
+    if (node.subtree_end == i + 1) {
+      ++i;
+      continue;
+    }
+    path[depth] = node.byte;
+    if (next == PureTransitions::kImpure) {
+      walk.frontier.push_back(i);
+      walk.paths.insert(walk.paths.end(), path.begin() + 1, path.begin() + depth + 1);
+      i = node.subtree_end;
+      continue;
+    }
+    row_at[depth] = next;
+    ++i;
+  }
+  visited = count;
+  if (allowed <= max_sparse) {
+    walk.bits.clear();
+    walk.bits.shrink_to_fit();
+  } else {
+    walk.tokens.clear();
+    walk.tokens.shrink_to_fit();
+  }
+  return true;
+}
 
 }  // namespace internal
 
@@ -591,8 +879,31 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
                                                  const CompileOptions& options) {
   auto lowered = internal::ByteGrammar::lower(grammar, options.root, options.recognizer);
   if (!lowered.ok()) return lowered.status();
-  auto data = std::make_shared<internal::CompiledGrammarData>(
-      internal::CompiledGrammarData{std::move(lowered).value(), vocabulary, options.max_mask_work});
+  auto data = std::make_shared<internal::CompiledGrammarData>(internal::CompiledGrammarData{
+      std::move(lowered).value(), vocabulary, options.max_mask_work, {}, 1, {}, {}});
+  const internal::ByteGrammar& byte_grammar = *data->grammar;
+  const internal::TokenTrie& trie = vocabulary.trie();
+  data->walk_class =
+      internal::compute_walk_classes(byte_grammar, trie.max_depth() + 1, data->num_walk_classes);
+  data->precomputed_walks.resize(data->num_walk_classes);
+  data->pure_transitions =
+      std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
+  // Precompute the walk of every class while the budget lasts, nearest
+  // states first (breadth-first from the start of every rule: the states a
+  // decode reaches early and often); the rest are walked on first use.
+  uint64_t budget = options.max_precompute_work;
+  for (uint32_t s : internal::breadth_first_states(byte_grammar)) {
+    if (budget == 0) break;
+    const uint32_t cls = data->walk_class[s];
+    if (cls == internal::kImpureClass || data->precomputed_walks[cls]) continue;
+    auto walk = std::make_unique<internal::PureWalk>();
+    uint64_t visited = 0;
+    if (!internal::walk_from_state(*data->pure_transitions, trie, vocabulary.size(), s, budget,
+                                   *walk, visited))
+      break;
+    budget -= visited;
+    data->precomputed_walks[cls] = std::move(walk);
+  }
   return CompiledGrammar(std::move(data));
 }
 

@@ -100,15 +100,19 @@ int random_walk_compare(const Grammar& grammar, const CompiledGrammar& compiled,
 
 Vocabulary small_vocab() {
   std::vector<std::string> tokens = {
-      "a",    "b",    "ab",   "abc",  "c",        " ",    "\n",  "\"",       "{",
-      "}",    "[",    "]",    ",",    ":",        "1",    "12",  "-",        "é",
-      "\xC3", "\xA9", "日本", "\xE6", "\x97\xA5", "true", "tr",  "ue",       "null",
-      "x",    "xy",   "<s>",  "</s>", "\"a\"",    "{\"",  "\":", ", ",       "0",
-      "00",   "1.5",  "e",    "E+",   "\\",       "\\n",  "🎉",   "\xF0\x9F", "\x8E\x89"};
+      "a",    "b",     "ab",       "abc",      "c",        " ",  "\n",   "\"",   "{",    "}",
+      "[",    "]",     ",",        ":",        "1",        "12", "-",    "é",    "\xC3", "\xA9",
+      "日本", "\xE6",  "\x97\xA5", "true",     "tr",       "ue", "null", "x",    "xy",   "<s>",
+      "</s>", "\"a\"", "{\"",      "\":",      ", ",       "0",  "00",   "1.5",  "e",    "E+",
+      "\\",   "\\n",   "🎉",        "\xF0\x9F", "\x8E\x89", "b]", "c]]",  "ab\n", "\"}"};
   return *Vocabulary::from_token_bytes(tokens, {30}, {29});
 }
 
-TEST(Matcher, MasksMatchOracleOnSmallVocabulary) {
+// Masks do not depend on how much was precomputed at compile time: none,
+// part (the budget runs out mid-grammar) or all.
+class MasksMatchOracle : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(MasksMatchOracle, OnSmallVocabulary) {
   const char* grammars[] = {
       R"gm(root ::= ("a" | "b")+ "c")gm",
       R"gm(root ::= "{" ws ( str ws ":" ws val ( "," ws str ws ":" ws val )* )? "}"
@@ -120,19 +124,33 @@ ws ::= [ \n]*)gm",
       R"gm(root ::= e
 e ::= e "-" t | t
 t ::= "1" | "12" | "(" e ")")gm",
+      // The root may end inside a DFA stretch and go on (its final states
+      // count as pure), unless something calls the root.
+      R"gm(root ::= [a-c]+ ("\n" [a-c]+)*)gm",
+      R"gm(root ::= "a" root | "b" [bc]* | "[" root "]")gm",
+      // Equal string bodies in different rules share one walk class.
+      R"gm(root ::= "{" k ":" v "," k2 ":" v "}"
+k ::= "\"" [^"\\]* "\""
+k2 ::= "\"" [^"\\]* "\""
+v ::= "\"" [^"\\]{0,3} "\"" | [0-9]+)gm",
   };
+  CompileOptions options;
+  options.max_precompute_work = GetParam();
   const Vocabulary vocab = small_vocab();
   int compared = 0;
   for (const char* g : grammars) {
     auto grammar = parse_gbnf(g);
     ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
-    auto compiled = CompiledGrammar::compile(*grammar, vocab);
+    auto compiled = CompiledGrammar::compile(*grammar, vocab, options);
     ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
     for (uint32_t seed = 1; seed <= 20; ++seed)
       compared += random_walk_compare(*grammar, *compiled, vocab, seed, 30, 1);
   }
   EXPECT_GT(compared, 500);
 }
+
+INSTANTIATE_TEST_SUITE_P(PrecomputeBudgets, MasksMatchOracle,
+                         ::testing::Values(CompileOptions{}.max_precompute_work, 0, 5, 60));
 
 TEST(Matcher, RefusesAndKeepsState) {
   const Vocabulary vocab = small_vocab();
