@@ -38,6 +38,16 @@ struct PureWalk {
   std::vector<uint32_t> frontier;
   std::vector<uint8_t> paths;
 
+  // Writes the mask of the allowed tokens over all of words[0, n_words).
+  void write_over(uint32_t* words, size_t n_words) const {
+    if (bits.empty()) {
+      std::fill(words, words + n_words, 0);
+      for (uint32_t id : tokens) set_bit(words, id);
+    } else {
+      std::copy(bits.begin(), bits.end(), words);
+      std::fill(words + bits.size(), words + n_words, 0);
+    }
+  }
   // ORs the allowed tokens into `words`.
   void write_to(uint32_t* words) const {
     if (bits.empty()) {
@@ -134,18 +144,18 @@ class MatcherState {
                         std::to_string(needed) + " needed for " + std::to_string(vocab.size()) +
                         " tokens");
     }
-    std::memset(words, 0, n_words * sizeof(uint32_t));
     if (terminated()) {
+      std::fill(words, words + n_words, 0);
       for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
       return Status();
     }
     // Inside a pure DFA stretch whose cached walk has no frontier, the mask
-    // depends on the DFA states alone (an all-pure set is never accepting).
+    // depends on the DFA states alone.
     if (top_set_pure_key()) {
       const PureWalk* pure = cached_pure_walk();
       if (pure != nullptr && pure->frontier.empty()) {
         ++hits_;
-        pure->write_to(words);
+        pure->write_over(words, n_words);
         // Pure states of the root may end it.
         if (engine_.is_accepting())
           for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
@@ -157,9 +167,11 @@ class MatcherState {
     if (cached != mask_cache_.end()) {
       ++hits_;
       std::copy(cached->second.begin(), cached->second.end(), words);
+      std::fill(words + cached->second.size(), words + n_words, 0);
       return Status();
     }
     ++misses_;
+    std::fill(words, words + n_words, 0);
     if (!walk_trie(words)) {
       std::memset(words, 0, n_words * sizeof(uint32_t));
       return Status(ErrorCode::kLimitExceeded,
