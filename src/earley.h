@@ -137,6 +137,14 @@ class EarleyEngine {
   uint64_t work() const noexcept { return work_; }
   void charge(uint64_t units) noexcept { work_ += units; }
   void set_work_deadline(uint64_t deadline) noexcept { work_deadline_ = deadline; }
+
+  // Context tracking for walks that must not depend on what lies below set
+  // `floor`: reached_below_floor() turns true once a push reads a set under
+  // the floor (completing a rule started there, or a Leo item from there),
+  // and stays true until cleared. The default floor, 0, never trips.
+  void set_floor(size_t floor) noexcept { floor_ = floor; }
+  bool reached_below_floor() const noexcept { return below_floor_; }
+  void clear_below_floor() noexcept { below_floor_ = false; }
   // Pops the newest set. Precondition: size() > 0.
   void pop() noexcept;
   void truncate(size_t length) noexcept;
@@ -177,6 +185,8 @@ class EarleyEngine {
   uint64_t work_ = 0;
   uint64_t work_deadline_ = UINT64_MAX;
   bool work_limit_hit_ = false;
+  size_t floor_ = 0;
+  bool below_floor_ = false;
 };
 
 }  // namespace grammask::internal

@@ -355,13 +355,13 @@ class MatcherState {
     engine_.set_work_deadline(deadline);
     const size_t base = engine_.size();
     bool within_limit;
-    if (const PureWalk* pure = top_set_pure_walk(deadline)) {
-      // std::copy, not memcpy: an empty vocabulary has no words (data() may be null).
-      pure->write_to(words);
-      within_limit = engine_.work() <= deadline && walk_frontier(*pure, words, base, deadline);
+    const PureWalk* walk = top_set_pure_walk(deadline);
+    if (walk == nullptr && engine_.work() <= deadline) walk = top_set_local_walk(base, deadline);
+    if (walk != nullptr) {
+      walk->write_to(words);
+      within_limit = engine_.work() <= deadline && walk_frontier(*walk, words, base, deadline);
     } else {
-      within_limit =
-          walk_nodes(1, static_cast<uint32_t>(trie.nodes().size()), words, base, deadline);
+      within_limit = false;
     }
     engine_.set_work_deadline(UINT64_MAX);
     engine_.truncate(base);
@@ -421,6 +421,10 @@ class MatcherState {
             // (the DFA proved them, so only a work bound can refuse one).
             for (size_t d = engine_.size() - base + 1; d <= depth; ++d)
               if (!engine_.push_byte(path_[d])) return false;
+            if (cut_at_floor(i, depth)) {
+              i = node.subtree_end;
+              continue;
+            }
           }
         }
         ++i;
@@ -448,6 +452,10 @@ class MatcherState {
           pool_.resize(out);
           // The scan bit proved the byte: only a work bound refuses it.
           if (!engine_.push_byte(node.byte)) return false;
+          if (cut_at_floor(i, depth)) {
+            i = node.subtree_end;
+            continue;
+          }
         }
       }
       ++i;
@@ -544,13 +552,62 @@ class MatcherState {
 
   // Caches `walk` under pure_key_, within the cache budget.
   const PureWalk* remember(PureWalk&& walk) {
-    const size_t bytes = walk.memory() + pure_key_.size() * 4;
-    if (pure_walk_bytes_ + bytes > kMaskCacheBytes) {
+    return remember_in(pure_walks_, pure_key_, std::move(walk));
+  }
+
+  using WalkCache = std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash>;
+  const PureWalk* remember_in(WalkCache& cache, const std::vector<uint64_t>& key, PureWalk&& walk) {
+    const size_t bytes = walk.memory() + key.size() * sizeof(uint64_t);
+    if (walk_bytes_ + bytes > kMaskCacheBytes) {
       pure_walks_.clear();
-      pure_walk_bytes_ = 0;
+      local_walks_.clear();
+      walk_bytes_ = 0;
     }
-    pure_walk_bytes_ += bytes;
-    return &pure_walks_.emplace(pure_key_, std::move(walk)).first->second;
+    walk_bytes_ += bytes;
+    return &cache.emplace(key, std::move(walk)).first->second;
+  }
+
+  // The local part of the walk from the top set k: every token that never
+  // completes a rule started before k depends on set k alone, that is on
+  // its items' states and on which items started in k itself. So it is
+  // cached by that local key, whatever the stack below (the nesting depth
+  // of a JSON value, the enclosing expression), and the frontier holds the
+  // trie nodes where a path first reads below k: only their subtrees go
+  // through the engine with the real stack. A miss walks the trie with the
+  // engine's floor at k, cutting paths there.
+  const PureWalk* top_set_local_walk(size_t base, uint64_t deadline) {
+    local_key_.clear();
+    for (const EarleyItem* it = engine_.set_begin(base); it != engine_.set_end(base); ++it)
+      local_key_.push_back((uint64_t{it->state} << 1) | (it->origin == base ? 0 : 1));
+    std::sort(local_key_.begin(), local_key_.end());
+    local_key_.erase(std::unique(local_key_.begin(), local_key_.end()), local_key_.end());
+    if (auto it = local_walks_.find(local_key_); it != local_walks_.end()) return &it->second;
+
+    PureWalk walk;
+    walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
+    local_walk_ = &walk;
+    engine_.set_floor(base);
+    engine_.clear_below_floor();
+    const bool within_limit =
+        walk_nodes(1, static_cast<uint32_t>(data_->vocabulary.trie().nodes().size()),
+                   walk.bits.data(), base, deadline);
+    engine_.set_floor(0);
+    engine_.clear_below_floor();
+    local_walk_ = nullptr;
+    engine_.truncate(base);
+    if (!within_limit) return nullptr;
+    return remember_in(local_walks_, local_key_, std::move(walk));
+  }
+
+  // In a local walk, turns node i into a frontier node if its push read
+  // below the floor; returns true if so (the caller skips the subtree).
+  bool cut_at_floor(uint32_t i, size_t depth) {
+    if (local_walk_ == nullptr || !engine_.reached_below_floor()) return false;
+    engine_.clear_below_floor();
+    local_walk_->frontier.push_back(i);
+    local_walk_->paths.insert(local_walk_->paths.end(), path_.begin() + 1,
+                              path_.begin() + depth + 1);
+    return true;
   }
 
   // Runs the engine over the frontier subtrees of `pure`, reusing the path
@@ -624,8 +681,11 @@ class MatcherState {
   std::vector<uint32_t> sources_;      // advance()'s copy of its input states
   std::vector<uint64_t> pure_key_;     // sorted walk classes of the top set
   std::vector<uint32_t> pure_states_;  // one DFA state per class of pure_key_
-  std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash> pure_walks_;
-  size_t pure_walk_bytes_ = 0;
+  WalkCache pure_walks_;
+  std::vector<uint64_t> local_key_;  // the top set's (state, started here?) items
+  WalkCache local_walks_;
+  PureWalk* local_walk_ = nullptr;  // the local walk being built, if any
+  size_t walk_bytes_ = 0;
   size_t hits_ = 0;
   size_t misses_ = 0;
 };

@@ -92,8 +92,10 @@ bool EarleyEngine::close_top_set(uint64_t work_bound) {
 
 void EarleyEngine::complete(uint32_t rule, uint32_t origin) {
   if (!seen_.insert(kCompletionTag | (uint64_t{rule} << 32) | origin)) return;
+  if (origin < floor_) below_floor_ = true;
   const EarleyItem topmost = leo_item(origin, rule);
   if (topmost.state != kNoState) {
+    if (topmost.origin < floor_) below_floor_ = true;
     add(topmost.state, topmost.origin);
     return;
   }
@@ -148,6 +150,7 @@ EarleyItem EarleyEngine::leo_item(uint32_t set, uint32_t rule) {
   EarleyItem deeper = kNoItem;
   uint32_t s = set, r = rule;
   for (;;) {
+    if (s < floor_) below_floor_ = true;
     const uint64_t key = key_of(s, r);
     if (const EarleyItem* memo = leo_memo_.find(key)) {
       deeper = *memo;
