@@ -747,14 +747,49 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
       if (uint32_t t = grammar.next(s, representative[c]); t != kNoState && cls[t] != kImpureClass)
         preds[fill[t]++] = s;
 
-  auto class_of = [&](uint32_t s, uint32_t c) {
-    const uint32_t t = grammar.next(s, representative[c]);
-    return t == kNoState ? UINT32_MAX : cls[t];
+  // Each pure state's transitions as runs of byte classes with one target
+  // (a state has a few distinct targets among dozens of classes).
+  struct Run {
+    uint32_t first_class;
+    uint32_t target;
+  };
+  std::vector<uint32_t> run_begin(n + 1, 0);
+  std::vector<Run> runs;
+  for (uint32_t s = 0; s < n; ++s) {
+    run_begin[s] = static_cast<uint32_t>(runs.size());
+    if (cls[s] == kImpureClass) continue;
+    for (uint32_t c = 0; c < width; ++c) {
+      const uint32_t t = grammar.next(s, representative[c]);
+      if (c == 0 || runs.back().target != t) runs.push_back({c, t});
+    }
+  }
+  run_begin[n] = static_cast<uint32_t>(runs.size());
+  auto target_class = [&](uint32_t t) { return t == kNoState ? UINT32_MAX : cls[t]; };
+  // Hash and equality of signatures over maximal runs of equal target
+  // classes, so that they do not depend on how the runs were cut.
+  auto signature_hash = [&](uint32_t s) {
+    uint64_t h = cls[s];
+    uint32_t previous = UINT32_MAX - 1;
+    for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) {
+      const uint32_t c = target_class(runs[r].target);
+      if (c == previous) continue;
+      h = mix(mix(h, runs[r].first_class), c);
+      previous = c;
+    }
+    return h;
   };
   auto same_signature = [&](uint32_t s, uint32_t t) {
     if (cls[s] != cls[t]) return false;
-    for (uint32_t c = 0; c < width; ++c)
-      if (class_of(s, c) != class_of(t, c)) return false;
+    uint32_t rs = run_begin[s], rt = run_begin[t];
+    const uint32_t end_s = run_begin[s + 1], end_t = run_begin[t + 1];
+    for (uint32_t c = 0; c < width;) {  // c: the first class not yet compared
+      while (rs + 1 < end_s && runs[rs + 1].first_class <= c) ++rs;
+      while (rt + 1 < end_t && runs[rt + 1].first_class <= c) ++rt;
+      if (target_class(runs[rs].target) != target_class(runs[rt].target)) return false;
+      const uint32_t next_s = rs + 1 < end_s ? runs[rs + 1].first_class : width;
+      const uint32_t next_t = rt + 1 < end_t ? runs[rt + 1].first_class : width;
+      c = std::min(next_s, next_t);
+    }
     return true;
   };
 
@@ -770,9 +805,7 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
     group_by_hash.clear();
     group_first.clear();
     for (uint32_t s : affected) {
-      uint64_t h = cls[s];
-      for (uint32_t c = 0; c < width; ++c) h = mix(h, class_of(s, c));
-      for (;; ++h) {  // linear probing past true hash collisions
+      for (uint64_t h = signature_hash(s);; ++h) {  // linear probing past true hash collisions
         auto [it, inserted] = group_by_hash.emplace(h, static_cast<uint32_t>(group_first.size()));
         if (inserted) {
           group_first.push_back(s);
