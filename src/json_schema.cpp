@@ -16,13 +16,18 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <set>
+#include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -315,6 +320,7 @@ const Sub* find_property(const Clause& clause, const std::string& name) {
 
 Disj all_types() {
   Disj result;
+  result.reserve(std::size(kAllTypes));
   for (JType type : kAllTypes) {
     Clause clause;
     clause.type = type;
@@ -548,6 +554,102 @@ bool defined_in(const std::string& keyword, Draft draft) {
 
 std::optional<std::string> too_deep_at(std::string_view text, uint32_t limit);
 
+// Parses JSON text into an ordered_json through nlohmann's SAX interface:
+// the same tree as Json::parse, built faster (members are collected and
+// moved into each object once, instead of inserted one by one with a
+// duplicate search and copies of the keys on growth). A key written twice
+// keeps its first position and its last value, as Json::parse does.
+// Throws std::invalid_argument with the parser's message on bad JSON.
+class TreeBuilder {
+ public:
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool value) { return put(Json(value)); }
+  bool number_integer(Json::number_integer_t value) { return put(Json(value)); }
+  bool number_unsigned(Json::number_unsigned_t value) { return put(Json(value)); }
+  bool number_float(Json::number_float_t value, const std::string&) { return put(Json(value)); }
+  bool string(std::string& value) { return put(Json(std::move(value))); }
+  bool binary(Json::binary_t&) { return false; }
+  bool start_object(std::size_t) {
+    frames_.emplace_back();
+    frames_.back().object = true;
+    return true;
+  }
+  bool key(std::string& name) {
+    frames_.back().keys.push_back(std::move(name));
+    return true;
+  }
+  bool end_object() {
+    Frame frame = std::move(frames_.back());
+    frames_.pop_back();
+    Json object(Json::value_t::object);
+    // The vector under the ordered map (its operator[] takes keys).
+    Json::object_t::Container& members = object.get_ref<Json::object_t&>();
+    members.reserve(frame.keys.size());
+    const size_t n = frame.keys.size();
+    std::unordered_map<std::string_view, size_t> seen;
+    for (size_t i = 0; i < n; ++i) {
+      // Duplicates are rare: looked for pairwise in small objects.
+      size_t existing = SIZE_MAX;
+      if (n <= 16) {
+        for (size_t j = 0; j < members.size(); ++j)
+          if (members[j].first == frame.keys[i]) existing = j;
+      } else {
+        auto found = seen.find(frame.keys[i]);
+        if (found != seen.end()) existing = found->second;
+      }
+      if (existing != SIZE_MAX) {
+        members[existing].second = std::move(frame.values[i]);
+        continue;
+      }
+      members.emplace_back(std::move(frame.keys[i]), std::move(frame.values[i]));
+      if (n > 16) seen.emplace(members.back().first, members.size() - 1);
+    }
+    return put(std::move(object));
+  }
+  bool start_array(std::size_t) {
+    frames_.emplace_back();
+    return true;
+  }
+  bool end_array() {
+    Frame frame = std::move(frames_.back());
+    frames_.pop_back();
+    Json array(Json::value_t::array);
+    array.get_ref<Json::array_t&>() = std::move(frame.values);
+    return put(std::move(array));
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) {
+    error_ = error.what();
+    return false;
+  }
+
+  static Json parse(std::string_view text) {
+    TreeBuilder builder;
+    if (!Json::sax_parse(text.begin(), text.end(), &builder) || !builder.done_)
+      throw std::invalid_argument(builder.error_.empty() ? "incomplete JSON" : builder.error_);
+    return std::move(builder.root_);
+  }
+
+ private:
+  struct Frame {
+    bool object = false;
+    std::vector<std::string> keys;
+    std::vector<Json> values;
+  };
+  bool put(Json value) {
+    if (frames_.empty()) {
+      root_ = std::move(value);
+      done_ = true;
+    } else {
+      frames_.back().values.push_back(std::move(value));
+    }
+    return true;
+  }
+  std::vector<Frame> frames_;
+  Json root_;
+  bool done_ = false;
+  std::string error_;
+};
+
 // The schema and the other documents its references reach, indexed: where
 // each node is, its base URI and draft, the resources ($id) and anchors.
 //
@@ -720,7 +822,7 @@ class Document {
       }
       Json parsed;
       try {
-        parsed = Json::parse(*text);
+        parsed = TreeBuilder::parse(*text);
       } catch (const std::exception& e) {
         unavailable_[uri] = std::string("the document is not valid JSON: ") + e.what();
         continue;
@@ -791,8 +893,12 @@ class Document {
       has_recursive_anchor_ = true;
     for (auto it = node.begin(); it != node.end(); ++it) {
       const std::string& key = it.key();
+      const bool map =
+          schema_map_keywords().count(key) || (key == "dependencies" && it->is_object());
+      const bool array = !map && schema_array_keywords().count(key) && it->is_array();
+      if (!map && !array && !schema_keywords().count(key)) continue;
       std::string child_pointer = pointer + "/" + escape_pointer_token(key);
-      if (schema_map_keywords().count(key) || (key == "dependencies" && it->is_object())) {
+      if (map) {
         if (!it->is_object()) continue;
         info_[&*it] = NodeInfo{child_pointer, base, draft};
         for (auto member = it->begin(); member != it->end(); ++member) {
@@ -800,7 +906,7 @@ class Document {
           walk(*member, child_pointer + "/" + escape_pointer_token(member.key()), base, draft,
                depth + 1, resource);
         }
-      } else if (schema_array_keywords().count(key) && it->is_array()) {
+      } else if (array) {
         info_[&*it] = NodeInfo{child_pointer, base, draft};
         for (size_t i = 0; i < it->size(); ++i)
           walk((*it)[i], child_pointer + "/" + std::to_string(i), base, draft, depth + 1, resource);
@@ -1290,7 +1396,6 @@ Disj Converter::normalize_object(const Json* node) {
   for (auto it = node->begin(); it != node->end(); ++it) {
     const std::string& key = it.key();
     const Json& value = it.value();
-    std::string pointer = where.pointer + "/" + escape_pointer_token(key);
     if (!applicators.count(key) || !defined_in(key, where.draft)) {
       if (!local_applied && !identifiers.count(key)) {
         d = intersect(d, local, where.pointer);
@@ -1298,6 +1403,7 @@ Disj Converter::normalize_object(const Json* node) {
       }
       continue;
     }
+    const std::string pointer = where.pointer + "/" + escape_pointer_token(key);
     with_lenience(key, [&] {
       if (key == "allOf" || key == "anyOf" || key == "oneOf") {
         if (!value.is_array() || value.empty())
@@ -1832,6 +1938,7 @@ std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause
 
 Disj Converter::intersect(const Disj& a, const Disj& b, const std::string& pointer) {
   Disj result;
+  result.reserve(std::max(a.size(), b.size()));
   for (const Clause& x : a)
     for (const Clause& y : b) {
       if (x.type != y.type) continue;
@@ -2851,6 +2958,28 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
   return add_rule(hint + "-str", seq({"\"\\\"\"", chars, "\"\\\"\""}));
 }
 
+// The minimal automaton of a format's pattern, built once per process
+// (formats are a fixed set of patterns, and determinizing some, such as
+// email, takes tens of milliseconds). `build` makes it on a miss; failures
+// are not kept.
+Result<internal::CharDfa> format_dfa(const std::string& pattern,
+                                     const std::function<Result<internal::CharDfa>()>& build) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const internal::CharDfa>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(pattern);
+    if (it != cache.end()) return *it->second;
+  }
+  Result<internal::CharDfa> built = build();
+  if (!built.ok()) return built;
+  auto minimal = std::make_shared<const internal::CharDfa>(
+      internal::dfa_minimize(*built, [](uint32_t l) { return l != 0; }));
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.emplace(pattern, minimal);
+  return *minimal;
+}
+
 // The strings a string clause allows, as an automaton: the intersection
 // of its patterns and formats, the complements of the patterns it must not
 // match and of excluded values, and its length bounds; its values when it
@@ -2863,12 +2992,20 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
     return internal::dfa_words(words);
   }
   internal::CharDfa dfa = internal::dfa_any();
+  bool any = true;  // dfa is still dfa_any(): the first part is the intersection
   auto narrow = [&](Result<internal::CharDfa> part, const std::string& keyword,
-                    const std::string& pointer, size_t budget = internal::kDefaultDfaStates) {
+                    const std::string& pointer, size_t budget = internal::kDefaultDfaStates,
+                    bool minimal = false) {
     if (!part.ok()) refuse(keyword, pointer, part.status().message(), part.status().code());
-    Result<internal::CharDfa> both = internal::dfa_intersection(dfa, *part, budget);
-    if (!both.ok()) refuse(keyword, pointer, both.status().message(), both.status().code());
-    dfa = std::move(both).value();
+    if (any && part->states.size() <= budget) {
+      // Every string and the part: the part itself, minimized.
+      dfa = minimal ? *part : internal::dfa_minimize(*part, [](uint32_t l) { return l != 0; });
+    } else {
+      Result<internal::CharDfa> both = internal::dfa_intersection(dfa, *part, budget);
+      if (!both.ok()) refuse(keyword, pointer, both.status().message(), both.status().code());
+      dfa = std::move(both).value();
+    }
+    any = false;
     charge_automaton(dfa.states.size() + part->states.size(), keyword, pointer);
   };
   auto regex_dfa = [&](const std::string& text, const std::string& keyword,
@@ -2881,7 +3018,9 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
     internal::FormatLookup lookup = internal::format_pattern(format.text);
     if (!lookup.supported)
       refuse("format", format.pointer, "format \"" + format.text + "\" cannot be enforced exactly");
-    narrow(regex_dfa(lookup.pattern, "format", format.pointer), "format", format.pointer);
+    narrow(format_dfa(lookup.pattern,
+                      [&] { return regex_dfa(lookup.pattern, "format", format.pointer); }),
+           "format", format.pointer, internal::kDefaultDfaStates, true);
   }
   for (const Sourced& negated : clause.negated_patterns) {
     Result<internal::CharDfa> matching = regex_dfa(negated.text, "not", negated.pointer);
@@ -2956,8 +3095,10 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
   // A trie of the names, its nodes merged where their futures are equal
   // (names sharing their ends): the minimal automaton of the names, built
   // bottom-up since children come after their parents.
+  // Children in a short vector (found by a linear search, sorted by code
+  // point once the trie is built).
   struct Node {
-    std::map<uint32_t, uint32_t> children;
+    std::vector<std::pair<uint32_t, uint32_t>> children;  // code point, node
     bool terminal = false;
   };
   std::vector<Node> trie(1);
@@ -2971,28 +3112,33 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
       for (size_t k = 1; k <= extra && i + k < name.size(); ++k)
         cp = (cp << 6) | (static_cast<uint8_t>(name[i + k]) & 0x3F);
       i += extra + 1;
-      auto it = trie[at].children.find(cp);
-      if (it != trie[at].children.end()) {
+      auto& children = trie[at].children;
+      auto it =
+          std::find_if(children.begin(), children.end(),
+                       [cp](const std::pair<uint32_t, uint32_t>& c) { return c.first == cp; });
+      if (it != children.end()) {
         at = it->second;
         continue;
       }
       trie.emplace_back();
       const auto index = static_cast<uint32_t>(trie.size() - 1);
-      trie[at].children[cp] = index;
+      trie[at].children.emplace_back(cp, index);
       at = index;
     }
     trie[at].terminal = true;
   }
+  for (Node& node : trie) std::sort(node.children.begin(), node.children.end());
   std::vector<uint32_t> canonical(trie.size());
   std::vector<uint32_t> representative;  // canonical id -> a node
-  std::map<std::vector<uint32_t>, uint32_t> ids;
+  std::unordered_map<std::string, uint32_t> ids;
+  std::string signature;
   for (size_t i = trie.size(); i-- > 0;) {
-    std::vector<uint32_t> signature = {trie[i].terminal ? 1u : 0u};
+    signature.assign(1, trie[i].terminal ? '1' : '0');
     for (const auto& [cp, child] : trie[i].children) {
-      signature.push_back(cp);
-      signature.push_back(canonical[child]);
+      const uint32_t words[2] = {cp, canonical[child]};
+      signature.append(reinterpret_cast<const char*>(words), sizeof words);
     }
-    auto [it, inserted] = ids.emplace(std::move(signature), static_cast<uint32_t>(ids.size()));
+    auto [it, inserted] = ids.emplace(signature, static_cast<uint32_t>(ids.size()));
     if (inserted) representative.push_back(static_cast<uint32_t>(i));
     canonical[i] = it->second;
   }
@@ -3021,14 +3167,20 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
     std::string used_key;
     for (const auto& [cp, child] : node.children) {
       if (!body.empty()) body += " | ";
-      if (plain(cp)) {
+      if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
+        body += '[';  // what gbnf_char_class writes, without its allocations
+        body += static_cast<char>(cp);
+        body += ']';
+      } else if (plain(cp)) {
         body += internal::gbnf_char_class({{cp, cp}});
       } else {
         body += internal::json_char_gbnf({{cp, cp}});
         all_plain = false;
       }
-      body += " " + state_name(canonical[child]);
-      used_key += std::to_string(cp) + ",";
+      body += ' ';
+      body += state_name(canonical[child]);
+      used_key += std::to_string(cp);
+      used_key += ',';
     }
     if (!body.empty()) body += " | ";
     // Spellings differ ("/" or "\/"), but each decodes to one code point:
@@ -3702,6 +3854,28 @@ std::string Converter::convert() {
 // parser recurses): the JSON pointer of the first container too deep, or
 // nullopt when the text stays within the limit.
 std::optional<std::string> too_deep_at(std::string_view text, uint32_t limit) {
+  // Nearly always within the limit: first only the depth, without keys.
+  {
+    bool in_string = false;
+    size_t depth = 0;
+    bool over = false;
+    for (size_t i = 0; i < text.size() && !over; ++i) {
+      const char c = text[i];
+      if (in_string) {
+        if (c == '\\')
+          ++i;
+        else if (c == '"')
+          in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        over = ++depth > limit;
+      } else if ((c == '}' || c == ']') && depth > 0) {
+        --depth;
+      }
+    }
+    if (!over) return std::nullopt;
+  }
   struct Frame {
     bool array;
     size_t index = 0;
@@ -3760,7 +3934,7 @@ Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
                                                  ") at " + display_pointer(*where));
   Json parsed;
   try {
-    parsed = Json::parse(schema_json.begin(), schema_json.end());
+    parsed = TreeBuilder::parse(schema_json);
   } catch (const std::exception& e) {
     return Status(ErrorCode::kSyntax, std::string("schema is not valid JSON: ") + e.what());
   }

@@ -766,6 +766,15 @@ TEST(JsonSchemaTest, UnevaluatedSeesContainsPatternsAndConditions) {
                   {"[]", R"(["a"])"}, {R"(["b"])", R"(["a","a"])"});
 }
 
+TEST(JsonSchemaTest, DuplicateKeysKeepTheLastValue) {
+  // As nlohmann::json reads them: the first position, the last value.
+  expect_language(R"({"type": "string", "maxLength": 2, "type": "integer"})", {"1"}, {R"("a")"});
+  std::string many = R"({"type": "object", "additionalProperties": false, "properties": {)";
+  for (int i = 0; i < 20; ++i) many += "\"p" + std::to_string(i) + "\": {\"type\": \"string\"}, ";
+  many += R"("p3": {"type": "integer"}}})";
+  expect_language(many, {R"({"p3":1})", R"({"p19":"a"})"}, {R"({"p3":"a"})", R"({"q":1})"});
+}
+
 TEST(JsonSchemaTest, FlexibleWhitespaceDefinesWs) {
   // No generic value is emitted here, yet members are separated by `ws`.
   JsonSchemaOptions flexible;
