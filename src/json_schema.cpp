@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -3152,9 +3153,41 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
     key_char_rule_ = unshared_rule("key-char", internal::json_char_gbnf(shared));
   }
   const std::string base = unique_name("k");
-  auto state_name = [&](uint32_t id) {
-    return id == canonical[0] ? base : base + "s" + std::to_string(id);
+  std::vector<std::string> state_names(representative.size());
+  for (uint32_t id = 0; id < representative.size(); ++id)
+    state_names[id] = id == canonical[0] ? base : base + "s" + std::to_string(id);
+  // The class gbnf_char_class writes for a set of ASCII code points (a
+  // bitmap here): ranges in order, letters and digits as themselves.
+  auto ascii_class = [](const std::bitset<128>& set) {
+    auto write = [](std::string& out, uint32_t cp) {
+      if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
+        out += static_cast<char>(cp);
+      } else {
+        static const char kHex[] = "0123456789ABCDEF";
+        out += "\\x";
+        out += kHex[cp >> 4];
+        out += kHex[cp & 15];
+      }
+    };
+    std::string out = "[";
+    for (uint32_t cp = 0; cp < 128;) {
+      if (!set[cp]) {
+        ++cp;
+        continue;
+      }
+      uint32_t last = cp;
+      while (last + 1 < 128 && set[last + 1]) ++last;
+      write(out, cp);
+      if (last != cp) {
+        out += '-';
+        write(out, last);
+      }
+      cp = last + 1;
+    }
+    return out + "]";
   };
+  std::string body;
+  std::string used_key;
   for (uint32_t id = 0; id < representative.size(); ++id) {
     const Node& node = trie[representative[id]];
     // Characters that need no escape and are ASCII: the common case, kept
@@ -3162,11 +3195,14 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
     auto plain = [](uint32_t cp) {
       return cp >= 0x20 && cp < 0x7F && cp != '"' && cp != '\\' && cp != '/';
     };
-    std::string body;
+    body.clear();
+    used_key.clear();
+    if (!node.terminal) body += '(';
     bool all_plain = true;
-    std::string used_key;
+    bool first = true;
     for (const auto& [cp, child] : node.children) {
-      if (!body.empty()) body += " | ";
+      if (!first) body += " | ";
+      first = false;
       if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
         body += '[';  // what gbnf_char_class writes, without its allocations
         body += static_cast<char>(cp);
@@ -3178,11 +3214,10 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
         all_plain = false;
       }
       body += ' ';
-      body += state_name(canonical[child]);
-      used_key += std::to_string(cp);
-      used_key += ',';
+      body += state_names[canonical[child]];
+      used_key.append(reinterpret_cast<const char*>(&cp), sizeof cp);
     }
-    if (!body.empty()) body += " | ";
+    if (!first) body += " | ";
     // Spellings differ ("/" or "\/"), but each decodes to one code point:
     // the branches split by code point.
     if (all_plain) {
@@ -3190,25 +3225,27 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
       // rule per set of continuations), and the shared rest.
       auto cached = other_ascii_memo_.find(used_key);
       if (cached == other_ascii_memo_.end()) {
-        internal::CodePointSet used;
-        for (const auto& [cp, child] : node.children) used.push_back({cp, cp});
-        const internal::CodePointSet ascii = internal::intersect_sets(
-            internal::complement_set(internal::normalize_set(std::move(used))),
-            internal::complement_set(shared));
+        // The ASCII that `shared` leaves out: 0x20-0x7F but for '"', '/'
+        // and '\\', less the continuations.
+        std::bitset<128> ascii;
+        for (uint32_t cp = 0x20; cp < 0x80; ++cp) ascii[cp] = true;
+        ascii['"'] = ascii['/'] = ascii['\\'] = false;
+        for (const auto& [cp, child] : node.children) ascii[cp] = false;
         std::string leave = key_char_rule_;
-        if (!ascii.empty()) leave = internal::gbnf_char_class(ascii) + " | " + leave;
+        if (ascii.any()) leave = ascii_class(ascii) + " | " + leave;
         cached = other_ascii_memo_.emplace(used_key, add_rule("kc", leave)).first;
       }
-      body += cached->second + " " + key_tail_rule_;
+      body += cached->second;
     } else {
       internal::CodePointSet used;
       for (const auto& [cp, child] : node.children) used.push_back({cp, cp});
-      body += internal::json_char_gbnf(internal::complement_set(internal::normalize_set(used))) +
-              " " + key_tail_rule_;
+      body += internal::json_char_gbnf(internal::complement_set(internal::normalize_set(used)));
     }
-    if (!node.terminal) body = group(body) + "?";
-    names_.insert(state_name(id));
-    define_rule(state_name(id), body);
+    body += ' ';
+    body += key_tail_rule_;
+    if (!node.terminal) body += ")?";
+    names_.insert(state_names[id]);
+    define_rule(state_names[id], body);
   }
   return seq({"\"\\\"\"", base, "\"\\\"\""});
 }
