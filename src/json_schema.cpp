@@ -3672,32 +3672,44 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
     return seq({first ? "" : "\",\"", inner(depth), rule, after()});
   };
   if (clause.unique && !(max_items && *max_items <= 1)) {
-    // Exact only over a small finite domain: every array is a sequence of
-    // distinct values, i.e. a walk over subsets.
-    if (!clause.prefix.empty())
-      refuse("uniqueItems", clause.unique_pointer, "combined with prefixItems");
-    std::vector<const Json*> domain;
+    // Exact only over small finite domains: every array is a sequence of
+    // distinct values, i.e. a walk over subsets; the subset's size is the
+    // position, so prefixItems only narrow the values a step may add.
+    const size_t k = clause.prefix.size();
+    if (k > 6)
+      refuse("uniqueItems", clause.unique_pointer, "combined with more than 6 prefixItems");
+    std::vector<std::vector<const Json*>> domains(k + 1);  // per position; k: the rest
     bool finite = true;
     static const Json kTrue(true), kFalse(false);
-    for (const Clause& item : normalize(clause.items)) {
-      if (item.type == JType::kNull && item.excluded.empty()) {
-        domain.push_back(&null_value());
-      } else if (item.type == JType::kBoolean && !item.has_values) {
-        for (const Json* b : {&kTrue, &kFalse})
-          if (clause_accepts(item, *b, false)) domain.push_back(b);
-      } else if (item.has_values) {
-        for (const Json* v : item.values)
-          if (clause_accepts(item, *v, false)) domain.push_back(v);
-      } else {
-        finite = false;
+    auto collect = [&](const Sub& sub, std::vector<const Json*>& domain) {
+      for (const Clause& item : normalize(sub)) {
+        if (item.type == JType::kNull && item.excluded.empty()) {
+          domain.push_back(&null_value());
+        } else if (item.type == JType::kBoolean && !item.has_values) {
+          for (const Json* b : {&kTrue, &kFalse})
+            if (clause_accepts(item, *b, false)) domain.push_back(b);
+        } else if (item.has_values) {
+          for (const Json* v : item.values)
+            if (clause_accepts(item, *v, false)) domain.push_back(v);
+        } else {
+          finite = false;
+        }
       }
-    }
+    };
+    for (size_t i = 0; i < k; ++i) collect(clause.prefix[i], domains[i]);
+    // Past the prefix only when arrays may be longer than it.
+    if (!max_items || *max_items > k) collect(clause.items, domains[k]);
     std::vector<const Json*> distinct;
-    for (const Json* v : domain) {
-      bool seen = false;
-      for (const Json* d : distinct)
-        if (json_equal(*d, *v)) seen = true;
-      if (!seen) distinct.push_back(v);
+    std::vector<std::vector<size_t>> allowed(k + 1);  // indices into distinct
+    for (size_t p = 0; p <= k; ++p) {
+      for (const Json* v : domains[p]) {
+        size_t index = distinct.size();
+        for (size_t d = 0; d < distinct.size(); ++d)
+          if (json_equal(*distinct[d], *v)) index = d;
+        if (index == distinct.size()) distinct.push_back(v);
+        if (std::find(allowed[p].begin(), allowed[p].end(), index) == allowed[p].end())
+          allowed[p].push_back(index);
+      }
     }
     if (!finite || distinct.size() > 6)
       refuse("uniqueItems", clause.unique_pointer,
@@ -3710,6 +3722,10 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
     std::vector<std::string> values;
     for (const Json* v : distinct) values.push_back(emit_value(*v, depth + 1));
     auto popcount = [](uint64_t m) { return static_cast<uint64_t>(__builtin_popcountll(m)); };
+    // The values the next item may take after the set m.
+    auto next = [&](uint64_t m) -> const std::vector<size_t>& {
+      return allowed[std::min<uint64_t>(popcount(m), k)];
+    };
     uint64_t min_items = std::max<uint64_t>(clause.min_items, 1);
     std::map<uint64_t, bool> productive;
     for (int64_t mask = static_cast<int64_t>(all); mask >= 0; --mask) {
@@ -3719,8 +3735,8 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
         productive[m] = false;
         continue;
       }
-      for (size_t j = 0; j < n && !ok; ++j)
-        if (!(m & (uint64_t{1} << j)) && productive[m | (uint64_t{1} << j)]) ok = true;
+      for (size_t j : next(m))
+        if (!ok && !(m & (uint64_t{1} << j)) && productive[m | (uint64_t{1} << j)]) ok = true;
       productive[m] = ok;
     }
     std::string body;
@@ -3728,7 +3744,7 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
       for (uint64_t m = 0; m <= all; ++m) {
         if (!productive[m]) continue;
         std::vector<std::string> options;
-        for (size_t j = 0; j < n; ++j) {
+        for (size_t j : next(m)) {
           uint64_t bit = uint64_t{1} << j;
           if (!(m & bit) && productive[m | bit])
             options.push_back(

@@ -557,6 +557,21 @@ TEST(JsonSchemaTest, ContainsAndUnique) {
                   {"[]", "[\"x\"]", "[\"y\",\"x\"]"}, {"[\"x\",\"x\"]", "[\"x\",\"y\",\"x\"]"});
 }
 
+TEST(JsonSchemaTest, UniqueItemsWithPrefixItems) {
+  // Each position has its own finite domain; values stay distinct.
+  expect_language(R"({"prefixItems": [{"enum": [1, 2]}, {"enum": [2, 3]}], "items": false,
+                     "uniqueItems": true})",
+                  {"[]", "[1]", "[2]", "[1,2]", "[1,3]", "[2,3]"},
+                  {"[2,2]", "[3]", "[1,1]", "[1,2,3]", "[2,1]"});
+  expect_language(R"({"prefixItems": [{"const": "a"}], "items": {"enum": ["a", "b", "c"]},
+                     "uniqueItems": true, "minItems": 2})",
+                  {R"(["a","b"])", R"(["a","c","b"])"},
+                  {R"(["a"])", R"(["a","a"])", R"(["b","a"])", R"(["a","b","b"])"});
+  // Past the prefix, anything: not finite.
+  Status status = refusal(R"({"prefixItems": [{"type": "boolean"}], "uniqueItems": true})");
+  EXPECT_NE(status.message().find("\"uniqueItems\" at /"), std::string::npos) << status.message();
+}
+
 TEST(JsonSchemaTest, Combinators) {
   expect_language(R"({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]})",
                   {"1", "\"a\""}, {"\"ab\"", "null"});
