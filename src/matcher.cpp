@@ -336,9 +336,12 @@ class MatcherState {
   //
   // When the top set itself is all pure (inside a string, a number, a
   // keyword), that DFA part of the walk depends on the states alone, not on
-  // where the rule was called from, so it is cached by state set (see
-  // PureWalk) and only the frontier subtrees, where the rule may end, go
-  // through the engine.
+  // where the rule was called from, so it is cached by their walk classes
+  // (precomputed at compile time where the budget allowed; see PureWalk)
+  // and only the frontier subtrees, where the rule may end, go through the
+  // engine. Otherwise the part that stays above the top set is cached by
+  // the set's local key (top_set_local_walk), and again only the frontier
+  // goes through the engine with the real stack.
   //
   // Returns false when the walk would exceed CompileOptions::max_mask_work
   // (trie nodes visited plus Earley work); the mask is then incomplete.

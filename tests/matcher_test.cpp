@@ -152,6 +152,31 @@ v ::= "\"" [^"\\]{0,3} "\"" | [0-9]+)gm",
 INSTANTIATE_TEST_SUITE_P(PrecomputeBudgets, MasksMatchOracle,
                          ::testing::Values(CompileOptions{}.max_precompute_work, 0, 5, 60));
 
+// Two rules with the same string body, followed by the same text, are
+// different DFA states with the same future: the second body's mask is
+// served from the first one's walk.
+TEST(Matcher, EqualStatesShareTheirWalk) {
+  const Vocabulary vocab = small_vocab();
+  auto grammar = parse_gbnf(R"gm(root ::= "x" s1 "}" ("," "x" s2 "}")*
+s1 ::= "\"" [a-c]* "\""
+s2 ::= "\"" [a-c]* "\"")gm");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  CompileOptions options;
+  options.max_precompute_work = 0;  // walks happen at fill_mask, counted
+  auto compiled = CompiledGrammar::compile(*grammar, vocab, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  Matcher m(*compiled);
+  std::vector<uint32_t> first(compiled->mask_words()), second(compiled->mask_words());
+  ASSERT_TRUE(m.accept_bytes("x\"ab").ok());
+  ASSERT_TRUE(m.fill_mask(first.data(), first.size()).ok());
+  const size_t hits = m.mask_cache_hits();
+  ASSERT_TRUE(m.accept_bytes("c\"},x\"ab").ok());
+  ASSERT_TRUE(m.fill_mask(second.data(), second.size()).ok());
+  EXPECT_EQ(m.mask_cache_hits(), hits + 1);
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(second, oracle_mask(*grammar, vocab, "x\"abc\"},x\"ab", second.size()));
+}
+
 TEST(Matcher, RefusesAndKeepsState) {
   const Vocabulary vocab = small_vocab();
   auto compiled = CompiledGrammar::from_gbnf(R"gm(root ::= "ab" "c")gm", vocab);
