@@ -1442,6 +1442,38 @@ Disj Converter::normalize_object(const Json* node) {
             return;
           }
         }
+        if (key == "anyOf" && doc_.has_unevaluated() && value.size() > 1 && value.size() <= 4) {
+          // Every branch that holds evaluates, not only one: split into
+          // which branches hold (the others negated, which evaluates
+          // nothing), when they all negate exactly; else the union below
+          // sees one branch's annotations at a time (stricter).
+          try {
+            std::vector<Disj> negated;
+            for (const Json& branch : value) {
+              std::optional<Disj> n = negate(normalize_node(&branch));
+              if (!n) break;
+              negated.push_back(std::move(*n));
+            }
+            if (negated.size() == value.size()) {
+              Disj result;
+              for (uint32_t held = 1; held < (1u << value.size()); ++held) {
+                Disj cell = d;
+                for (size_t i = 0; i < value.size() && !cell.empty(); ++i)
+                  cell = intersect(cell, held & (1u << i) ? normalize_node(&value[i]) : negated[i],
+                                   pointer);
+                result.insert(result.end(), cell.begin(), cell.end());
+              }
+              if (result.size() <= 256) {
+                d = std::move(result);
+                return;
+              }
+            }
+          } catch (Refusal& refusal) {
+            if (refusal.status.code() != ErrorCode::kUnsupported &&
+                refusal.status.code() != ErrorCode::kLimitExceeded)
+              throw;
+          }
+        }
         Disj result;
         for (Disj& branch : branches) result.insert(result.end(), branch.begin(), branch.end());
         d = std::move(result);

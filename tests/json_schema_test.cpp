@@ -776,6 +776,14 @@ TEST(JsonSchemaTest, UnevaluatedSeesContainsPatternsAndConditions) {
                      "unevaluatedProperties": false})",
                   {R"({"foo":"a","bar":"b","barx":"c"})", "{}"},
                   {R"({"baz":"a"})", R"({"bar":1})", R"({"foo":"a","x":1})"});
+  // Every anyOf branch that holds evaluates its properties.
+  expect_language(
+      R"({"properties": {"foo": {"type": "string"}}, "anyOf": [
+                     {"properties": {"bar": {"const": "bar"}}, "required": ["bar"]},
+                     {"properties": {"baz": {"const": "baz"}}, "required": ["baz"]}],
+                     "unevaluatedProperties": false})",
+      {R"({"foo":"f","bar":"bar","baz":"baz"})", R"({"bar":"bar"})", R"({"baz":"baz"})"},
+      {R"({"bar":"bar","baz":"x"})", R"({"bar":"bar","qux":1})", R"({"foo":"f"})"});
   // An `if` without then/else still evaluates when it holds.
   expect_language(R"({"if": {"prefixItems": [{"const": "a"}]}, "unevaluatedItems": false})",
                   {"[]", R"(["a"])"}, {R"(["b"])", R"(["a","a"])"});
