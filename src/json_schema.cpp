@@ -976,6 +976,13 @@ class Document {
       while (!stack.empty()) {
         Pair p = stack.back();
         stack.pop_back();
+        // Copies of large resources count too, not only their number.
+        if (++copied_nodes_ > kMaxCopiedNodes)
+          refuse("$dynamicRef", pointer,
+                 "the copies of schema resources for max_dynamic_scopes (" +
+                     std::to_string(options_.max_dynamic_scopes) + ") pass " +
+                     std::to_string(kMaxCopiedNodes) + " JSON values",
+                 ErrorCode::kLimitExceeded);
         if (p.original != resource && resource_roots_.count(p.original))
           p.scope = extend(p.scope, p.original);
         copies_.emplace(std::make_pair(p.original, p.scope), p.copy);
@@ -1026,6 +1033,8 @@ class Document {
   std::map<std::pair<const Json*, int>, const Json*> copies_;
   std::deque<Json> copied_;
   uint32_t copy_count_ = 0;
+  static constexpr size_t kMaxCopiedNodes = size_t{1} << 20;
+  size_t copied_nodes_ = 0;
 };
 
 // ---------------------------------------------------------------------------
