@@ -377,10 +377,20 @@ class MatcherState {
                size_t out_begin) {
     const ByteGrammar& grammar = *data_->grammar;
     // The sources usually live in pool_ itself, which push_back may move
-    // (a use after free the matcher fuzzer found): read them from a copy.
-    sources_.assign(from_begin, from_end);
+    // (a use after free the matcher fuzzer found): read them from a copy,
+    // on the stack in the usual case of at most kMaxFastItems states.
+    const size_t count = static_cast<size_t>(from_end - from_begin);
+    uint32_t local[kMaxFastItems];
+    const uint32_t* sources = local;
+    if (count <= kMaxFastItems) {
+      std::copy(from_begin, from_end, local);
+    } else {
+      sources_.assign(from_begin, from_end);
+      sources = sources_.data();
+    }
     bool all_pure = true;
-    for (const uint32_t source : sources_) {
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t source = sources[i];
       const uint32_t next = grammar.next(source, byte);
       if (next == kNoState) continue;
       if (std::find(pool_.begin() + out_begin, pool_.end(), next) != pool_.end()) continue;
