@@ -1965,6 +1965,13 @@ std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause
       c.properties_evaluated = a.properties_evaluated || b.properties_evaluated;
       if (c.max_properties && c.min_properties > *c.max_properties) return std::nullopt;
       if (c.max_properties && c.required.size() > *c.max_properties) return std::nullopt;
+      // A required property that no value may take (what negations write
+      // for "absent"): nothing left.
+      for (const auto& [name, sub] : c.properties) {
+        if (!c.required.count(name)) continue;
+        for (const Json* n : sub.nodes)
+          if (n->is_boolean() && !n->get<bool>()) return std::nullopt;
+      }
       break;
     }
   }
@@ -2180,6 +2187,13 @@ std::optional<Disj> Converter::negate(const Disj& d) {
       Clause probe = clause;
       probe.min_properties = 0, probe.max_properties.reset(), probe.required.clear();
       probe.evaluated.clear(), probe.properties_evaluated = false, probe.properties.clear();
+      // patternProperties that allow anything only annotate (while no
+      // additionalProperties depends on which names they match).
+      if (probe.additional.is_true())
+        probe.pattern_properties.erase(
+            std::remove_if(probe.pattern_properties.begin(), probe.pattern_properties.end(),
+                           [](const std::pair<Sourced, Sub>& p) { return p.second.is_true(); }),
+            probe.pattern_properties.end());
       if (!probe.unconstrained()) return std::nullopt;
       for (const std::string& name : clause.required) {
         Clause c = base;

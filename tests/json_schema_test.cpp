@@ -572,6 +572,13 @@ TEST(JsonSchemaTest, UniqueItemsWithPrefixItems) {
   EXPECT_NE(status.message().find("\"uniqueItems\" at /"), std::string::npos) << status.message();
 }
 
+TEST(JsonSchemaTest, NegationIgnoresPatternPropertiesThatAllowAnything) {
+  // patternProperties with `true` only annotate: `not` negates the rest.
+  expect_language(R"({"type": "object",
+                     "not": {"required": ["xx"], "patternProperties": {"x": true}}})",
+                  {"{}", R"({"a":1})", R"({"x":1})"}, {R"({"xx":1})", R"({"a":1,"xx":null})"});
+}
+
 TEST(JsonSchemaTest, Combinators) {
   expect_language(R"({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]})",
                   {"1", "\"a\""}, {"\"ab\"", "null"});
