@@ -114,8 +114,12 @@ class GgufWriter {
   std::string out_;
 };
 
+// ctest runs every test in a process of its own, in parallel: the file name
+// carries the test's name so that two tests never share a scratch file.
 std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "/grammask_vocabulary_test_" + name;
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string owner = test ? std::string(test->test_suite_name()) + "." + test->name() : "none";
+  return ::testing::TempDir() + "/grammask_vocabulary_test_" + owner + "_" + name;
 }
 
 std::string write_temp(const std::string& name, const std::string& bytes) {
