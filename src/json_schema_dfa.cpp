@@ -422,22 +422,88 @@ CharDfa dfa_minimize(const CharDfa& a, const std::function<bool(uint32_t)>& keep
     for (uint32_t s = 0; s < n; ++s)
       if (useful[s]) block[s] = static_cast<uint32_t>(blocks++);
   }
-  std::vector<uint32_t> signature(columns + 1);
-  while (useful_count <= kRefinedStates) {
-    std::map<std::vector<uint32_t>, uint32_t> ids;
-    std::vector<uint32_t> next(n, 0);
+  // Hopcroft's refinement (the same coarsest partition as splitting by
+  // signatures until nothing changes, without a pass per length): blocks
+  // are split by the states that step into a splitter block on a column.
+  // The dead state (index n) is a block of its own.
+  if (useful_count <= kRefinedStates) {
+    const uint32_t dead = static_cast<uint32_t>(n);
+    std::vector<uint32_t> of(n + 1, kDead);  // state -> block
+    std::vector<std::vector<uint32_t>> members;
     for (uint32_t s = 0; s < n; ++s) {
       if (!useful[s]) continue;
-      signature[0] = block[s];
-      for (size_t c = 0; c < columns; ++c) {
-        uint32_t t = table[s * columns + c];
-        signature[c + 1] = t == kDead ? kDead : block[t];
-      }
-      next[s] = ids.emplace(signature, static_cast<uint32_t>(ids.size())).first->second;
+      if (block[s] >= members.size()) members.resize(block[s] + 1);
+      members[block[s]].push_back(s);
+      of[s] = block[s];
     }
-    block = std::move(next);
-    if (ids.size() == blocks) break;
-    blocks = ids.size();
+    of[dead] = static_cast<uint32_t>(members.size());
+    members.push_back({dead});
+    // Predecessors per column, as offsets into one array.
+    std::vector<uint32_t> start((n + 1) * columns + 1, 0);
+    auto target = [&](uint32_t s, size_t c) -> uint32_t {
+      if (s == dead) return dead;
+      uint32_t t = table[s * columns + c];
+      return t == kDead ? dead : t;
+    };
+    std::vector<uint32_t> states;
+    for (uint32_t s = 0; s <= n; ++s)
+      if (s == dead || useful[s]) states.push_back(s);
+    for (uint32_t s : states)
+      for (size_t c = 0; c < columns; ++c) ++start[target(s, c) * columns + c + 1];
+    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    std::vector<uint32_t> preds(start.back());
+    {
+      std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+      for (uint32_t s : states)
+        for (size_t c = 0; c < columns; ++c) preds[fill[target(s, c) * columns + c]++] = s;
+    }
+    std::vector<uint32_t> work;
+    std::vector<bool> waiting(members.size(), false);
+    for (uint32_t b = 0; b < members.size(); ++b) work.push_back(b), waiting[b] = true;
+    std::vector<bool> marked(n + 1, false);
+    std::vector<uint32_t> count;
+    std::vector<uint32_t> touched, hit, splitter;
+    while (!work.empty()) {
+      const uint32_t a = work.back();
+      work.pop_back();
+      waiting[a] = false;
+      splitter = members[a];
+      for (size_t c = 0; c < columns; ++c) {
+        hit.clear();
+        touched.clear();
+        count.resize(members.size(), 0);
+        for (uint32_t t : splitter)
+          for (uint32_t i = start[t * columns + c]; i < start[t * columns + c + 1]; ++i) {
+            const uint32_t s = preds[i];
+            if (marked[s]) continue;
+            marked[s] = true;
+            hit.push_back(s);
+            if (count[of[s]]++ == 0) touched.push_back(of[s]);
+          }
+        for (uint32_t b : touched) {
+          if (count[b] < members[b].size()) {
+            const auto fresh = static_cast<uint32_t>(members.size());
+            std::vector<uint32_t> in, out;
+            for (uint32_t s : members[b]) (marked[s] ? in : out).push_back(s);
+            members[b] = std::move(out);
+            for (uint32_t s : in) of[s] = fresh;
+            members.push_back(std::move(in));
+            waiting.push_back(false);
+            count.push_back(0);
+            if (waiting[b] || members[fresh].size() <= members[b].size()) {
+              work.push_back(fresh), waiting[fresh] = true;
+            } else {
+              work.push_back(b), waiting[b] = true;
+            }
+          }
+          count[b] = 0;
+        }
+        for (uint32_t s : hit) marked[s] = false;
+      }
+    }
+    for (uint32_t s = 0; s < n; ++s)
+      if (useful[s]) block[s] = of[s];
+    blocks = members.size();
   }
   // Renumber with the start first.
   std::vector<uint32_t> order(blocks, kDead);

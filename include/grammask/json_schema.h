@@ -16,9 +16,10 @@
 // $dynamicAnchor bindings it is reached with. unevaluatedProperties and
 // unevaluatedItems see the annotations of properties, patternProperties,
 // additionalProperties, prefixItems, items, contains (2020-12), allOf,
-// $ref, oneOf and if/then/else; where an annotation is not tracked (several
-// anyOf branches holding at once, an `if` without then/else whose
-// condition cannot be negated) the grammar is stricter, never looser.
+// $ref, oneOf, anyOf (every branch that holds, for up to 4 branches that
+// negate exactly) and if/then/else; where an annotation is not tracked
+// (larger anyOf, an `if` without then/else whose condition cannot be
+// negated) the grammar is stricter, never looser.
 //
 // A keyword it cannot enforce exactly makes conversion fail with
 // kUnsupported and a message naming the keyword and its JSON pointer, e.g.
