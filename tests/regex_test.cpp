@@ -337,5 +337,37 @@ TEST(RegexDfaTest, StateBudget) {
   EXPECT_EQ(nothing.states[0].label, 0u);
 }
 
+TEST(RegexDfaTest, MinimizationIsExactAndMinimal) {
+  auto keep = [](uint32_t label) { return label != 0; };
+  // "The fourth character from the end is a": 16 states at least, and a
+  // product of the automaton with itself minimizes back to 16.
+  CharDfa fourth = regex_dfa("^[ab]*a[ab]{3}$");
+  auto doubled = dfa_product(fourth, fourth, [](uint32_t x, uint32_t y) { return x & y; });
+  ASSERT_TRUE(doubled.ok());
+  CharDfa min = dfa_minimize(*doubled, keep);
+  EXPECT_EQ(min.states.size(), 16u);
+  // A length bound splits states one length at a time: 0..40 is 41 states.
+  auto bounded = dfa_intersection(regex_dfa("^[ab]*$"), *dfa_length(0, 40));
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_EQ(bounded->states.size(), 41u);
+  // Several labels are kept apart, and every language is unchanged.
+  CharDfa x = regex_dfa("^(ab|ba)*$"), y = regex_dfa("a{2,5}");
+  auto labelled = dfa_product(x, y, [](uint32_t p, uint32_t q) { return p | (q << 1); });
+  ASSERT_TRUE(labelled.ok());
+  CharDfa labelled_min = dfa_minimize(*labelled, keep);
+  EXPECT_LT(labelled_min.states.size(), labelled->states.size());
+  std::mt19937 random(7);
+  for (int i = 0; i < 3000; ++i) {
+    std::string text;
+    const int length = static_cast<int>(random() % 12);
+    for (int k = 0; k < length; ++k) text.push_back("abc"[random() % 3]);
+    EXPECT_EQ(dfa_accepts(min, text, keep), dfa_accepts(*doubled, text, keep)) << text;
+    for (uint32_t want = 1; want <= 3; ++want) {
+      auto is = [want](uint32_t label) { return label == want; };
+      EXPECT_EQ(dfa_accepts(labelled_min, text, is), dfa_accepts(*labelled, text, is)) << text;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace grammask::internal
