@@ -37,6 +37,11 @@ std::optional<std::string> read_file(const std::string& path) {
   return data;
 }
 
+std::map<std::string, std::string>& schema_documents() {
+  static std::map<std::string, std::string> documents;
+  return documents;
+}
+
 std::optional<std::string> load_constraint_gbnf(const std::string& path, bool is_schema,
                                                 bool* io_error) {
   *io_error = false;
@@ -47,7 +52,9 @@ std::optional<std::string> load_constraint_gbnf(const std::string& path, bool is
     return std::nullopt;
   }
   if (!is_schema) return text;
-  auto gbnf = grammask::json_schema_to_gbnf(*text);
+  grammask::JsonSchemaOptions options;
+  options.documents = schema_documents();
+  auto gbnf = grammask::json_schema_to_gbnf(*text, options);
   if (!gbnf.ok()) {
     std::cerr << path << ": " << gbnf.status().to_string() << "\n";
     return std::nullopt;
@@ -78,7 +85,7 @@ const char* const kUsage =
     "usage:\n"
     "  grammask check G.gbnf\n"
     "  grammask match (G.gbnf | --schema S.json) [INPUT] [--root NAME] [--prefix] [--lines]\n"
-    "  grammask schema S.json\n"
+    "  grammask schema S.json [--document URI=FILE]...\n"
     "  grammask mask --vocab FILE (--grammar G.gbnf | --schema S.json) [--prefix-tokens \"IDS\"]\n"
     "  grammask bench --suite DIR [--runs N]\n"
     "  grammask bench --vocab FILE (--grammar G.gbnf | --schema S.json) --trace T.ids [--runs N]\n"
@@ -93,6 +100,8 @@ const char* const kUsage =
     "  --lines      each line of INPUT is a separate input; print accept, prefix or reject\n"
     "               per line; exit 0 when all lines were processed\n"
     "  --schema S   match against a JSON Schema instead of a grammar\n"
+    "  --document URI=FILE  (with a schema; repeatable) the document a $ref to URI reads;\n"
+    "               nothing is fetched from the network\n"
     "schema prints the GBNF for a JSON Schema (exit 1 with the errors otherwise)\n"
     "mask   prints the allowed token ids (one line, space-separated) after the given tokens\n"
     "bench  replays token traces and prints one JSON object per (vocab, case)\n"
@@ -137,6 +146,14 @@ std::string parse_command_line(int argc, char** argv, CommandLine& out) {
                           : arg == "--vocab"   ? out.vocab
                                                : out.prefix_tokens;
       slot = argv[++i];
+    } else if (arg == "--document") {
+      if (i + 1 >= argc) return "--document needs URI=FILE";
+      std::string spec = argv[++i];
+      size_t equals = spec.find('=');
+      if (equals == std::string::npos || equals == 0) return "--document needs URI=FILE";
+      auto text = read_file(spec.substr(equals + 1));
+      if (!text) return "cannot read '" + spec.substr(equals + 1) + "'";
+      schema_documents()[spec.substr(0, equals)] = std::move(*text);
     } else if (arg == "--prefix") {
       out.prefix = true;
     } else if (arg == "--lines") {

@@ -2,6 +2,7 @@
 #ifndef GRAMMASK_EXAMPLES_TOOL_COMMON_H_
 #define GRAMMASK_EXAMPLES_TOOL_COMMON_H_
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,11 @@ constexpr int kExitUsage = 2;
 
 // The whole file, or nullopt (errno tells why).
 std::optional<std::string> read_file(const std::string& path);
+
+// Documents that JSON Schema references may reach (--document URI=FILE):
+// absolute URI -> JSON text. Passed to the converter as
+// JsonSchemaOptions::documents.
+std::map<std::string, std::string>& schema_documents();
 
 // A grammar given as a GBNF file or a JSON Schema file, as GBNF text.
 // On failure prints "PATH:LINE:COL: error: ..." (or "PATH: error: ...") to
