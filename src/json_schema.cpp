@@ -2850,8 +2850,20 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
   for (const Json* excluded : clause.excluded) {
     auto v = number_of(*excluded);
     if (!v) refuse("not", clause.values_pointer, "number too large");
+    // Only the interval that holds v splits (the others stay whole: an
+    // interval past v must not be widened to start at it).
     std::vector<Interval> next;
     for (const Interval& interval : intervals) {
+      const bool above_lo =
+          !interval.lo || internal::compare(*v, interval.lo->value) > 0 ||
+          (internal::compare(*v, interval.lo->value) == 0 && !interval.lo->exclusive);
+      const bool below_hi =
+          !interval.hi || internal::compare(*v, interval.hi->value) < 0 ||
+          (internal::compare(*v, interval.hi->value) == 0 && !interval.hi->exclusive);
+      if (!above_lo || !below_hi) {
+        next.push_back(interval);
+        continue;
+      }
       next.push_back({interval.lo, Bound{*v, true}});
       next.push_back({Bound{*v, true}, interval.hi});
     }

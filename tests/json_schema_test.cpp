@@ -579,6 +579,15 @@ TEST(JsonSchemaTest, NegationIgnoresPatternPropertiesThatAllowAnything) {
                   {"{}", R"({"a":1})", R"({"x":1})"}, {R"({"xx":1})", R"({"a":1,"xx":null})"});
 }
 
+TEST(JsonSchemaTest, NotOfSeveralNumbers) {
+  // Each excluded number splits only the interval that holds it (an
+  // earlier split's upper part once took in 1 again after excluding 0).
+  expect_language(R"({"not": {"enum": [1, 0]}})", {"2", "0.5", "-3", R"("a")"}, {"1", "0"});
+  expect_language(R"({"type": "number", "not": {"enum": [3, 1, 2]}})", {"1.5", "4", "0"},
+                  {"1", "2", "3"});
+  expect_language(R"({"minimum": 1, "not": {"enum": [1, 5]}})", {"2", "6"}, {"1", "5", "0"});
+}
+
 TEST(JsonSchemaTest, Combinators) {
   expect_language(R"({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]})",
                   {"1", "\"a\""}, {"\"ab\"", "null"});
