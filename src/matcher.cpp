@@ -1009,7 +1009,10 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   // Precompute the walk of every class while the budget lasts, nearest
   // states first (breadth-first from the start of every rule: the states a
   // decode reaches early and often); the rest are walked on first use.
-  uint64_t budget = options.max_precompute_work;
+  const double nodes = static_cast<double>(trie.nodes().size());
+  const double wanted = options.precompute_budget > 0 ? options.precompute_budget * nodes : 0;
+  // (The comparison keeps NaN and huge values in range.)
+  uint64_t budget = wanted < 1e18 ? static_cast<uint64_t>(wanted) : uint64_t{1} << 60;
   for (uint32_t s : internal::breadth_first_states(byte_grammar)) {
     if (budget == 0) break;
     const uint32_t cls = data->walk_class[s];

@@ -48,15 +48,15 @@ struct CompileOptions {
   // one fill_mask costs at most about a hundred milliseconds. Past the bound
   // fill_mask fails with kLimitExceeded instead of computing a mask.
   uint64_t max_mask_work = uint64_t{1} << 25;
-  // Budget of the compile-time mask precomputation, in token-trie nodes
-  // visited (5-7 ns each). Compiling walks the token trie from the DFA
+  // Budget of the compile-time mask precomputation, in walks of the whole
+  // token trie (each trie node visited costs 5-7 ns: about 1.5 ms per walk
+  // for a 128k-token vocabulary). Compiling walks the trie from the DFA
   // states inside rules (a string body, a number, a keyword), nearest
   // states first and states with equal futures once, until the budget runs
   // out; masks at those states are then a copy from the first step on, and
-  // the other states are walked on first use. The default costs at most
-  // about 1.5 ms, about one walk of a 102k-token trie (217k nodes) from a
-  // string body; 0 turns it off.
-  uint64_t max_precompute_work = uint64_t{1} << 18;
+  // the other states are walked on first use. The default covers the usual
+  // one full walk (a string body) plus the many short ones; 0 turns it off.
+  double precompute_budget = 1.5;
 };
 
 // A grammar lowered to byte automata plus the vocabulary it masks. Immutable
