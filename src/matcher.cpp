@@ -92,6 +92,52 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
 // Every state reachable from a rule start, breadth-first (root rule first).
 std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar);
 
+// The walk of each class, shared by every Matcher of a CompiledGrammar:
+// filled at compile time within the precompute budget, then by the first
+// Matcher that needs one. Slots are published with a compare-and-swap and
+// never change afterwards, so readers take no lock.
+class ClassWalks {
+ public:
+  // Memory for walks published after compiling.
+  static constexpr size_t kMaxSharedBytes = size_t{64} << 20;
+
+  explicit ClassWalks(size_t classes)
+      : slots_(std::make_unique<std::atomic<const PureWalk*>[]>(classes)), size_(classes) {
+    for (size_t i = 0; i < size_; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
+  }
+  ~ClassWalks() {
+    for (size_t i = 0; i < size_; ++i) delete slots_[i].load(std::memory_order_relaxed);
+  }
+  ClassWalks(const ClassWalks&) = delete;
+  ClassWalks& operator=(const ClassWalks&) = delete;
+
+  const PureWalk* find(uint32_t cls) const { return slots_[cls].load(std::memory_order_acquire); }
+
+  // Publishes `walk` for `cls` (taking it) and returns the walk now in the
+  // slot, which is another thread's if it was first. Returns nullptr, and
+  // leaves `walk` alone, once kMaxSharedBytes are spent (unless forced, as
+  // at compile time, whose budget is separate).
+  const PureWalk* publish(uint32_t cls, std::unique_ptr<PureWalk>& walk, bool forced = false) {
+    const size_t bytes = walk->memory();
+    if (bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > kMaxSharedBytes && !forced) {
+      bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+      return nullptr;
+    }
+    const PureWalk* expected = nullptr;
+    if (slots_[cls].compare_exchange_strong(expected, walk.get(), std::memory_order_acq_rel)) {
+      return walk.release();
+    }
+    bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    walk.reset();
+    return expected;
+  }
+
+ private:
+  std::unique_ptr<std::atomic<const PureWalk*>[]> slots_;
+  size_t size_;
+  std::atomic<size_t> bytes_{0};
+};
+
 struct CompiledGrammarData {
   std::shared_ptr<const ByteGrammar> grammar;
   Vocabulary vocabulary;
@@ -99,8 +145,7 @@ struct CompiledGrammarData {
   std::vector<uint32_t> walk_class;  // per DFA state; kImpureClass for impure ones
   uint32_t num_walk_classes = 1;
   std::unique_ptr<const PureTransitions> pure_transitions;
-  // Walks computed at compile time, by class (null: not precomputed).
-  std::vector<std::unique_ptr<const PureWalk>> precomputed_walks;
+  std::unique_ptr<ClassWalks> class_walks;
 };
 
 namespace {
@@ -502,7 +547,8 @@ class MatcherState {
   // cache, or nullptr.
   const PureWalk* cached_pure_walk() const {
     if (pure_key_.size() == 1) {
-      if (const PureWalk* walk = data_->precomputed_walks[pure_key_[0]].get()) return walk;
+      if (const PureWalk* walk = data_->class_walks->find(static_cast<uint32_t>(pure_key_[0])))
+        return walk;
     }
     auto it = pure_walks_.find(pure_key_);
     return it == pure_walks_.end() ? nullptr : &it->second;
@@ -525,7 +571,11 @@ class MatcherState {
                                         pure_states_[0], budget, walk, visited);
       engine_.charge(visited);
       if (!done || engine_.work() > deadline) return nullptr;
-      return remember(std::move(walk));
+      auto owned = std::make_unique<PureWalk>(std::move(walk));
+      if (const PureWalk* shared =
+              data_->class_walks->publish(static_cast<uint32_t>(pure_key_[0]), owned))
+        return shared;
+      return remember(std::move(*owned));
     }
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     // pool_[fast_begin_[d], fast_end_[d]): the states after the path to depth d.
@@ -1003,7 +1053,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   const internal::TokenTrie& trie = vocabulary.trie();
   data->walk_class =
       internal::compute_walk_classes(byte_grammar, trie.max_depth() + 1, data->num_walk_classes);
-  data->precomputed_walks.resize(data->num_walk_classes);
+  data->class_walks = std::make_unique<internal::ClassWalks>(data->num_walk_classes);
   data->pure_transitions =
       std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
   // Precompute the walk of every class while the budget lasts, nearest
@@ -1016,14 +1066,14 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   for (uint32_t s : internal::breadth_first_states(byte_grammar)) {
     if (budget == 0) break;
     const uint32_t cls = data->walk_class[s];
-    if (cls == internal::kImpureClass || data->precomputed_walks[cls]) continue;
+    if (cls == internal::kImpureClass || data->class_walks->find(cls)) continue;
     auto walk = std::make_unique<internal::PureWalk>();
     uint64_t visited = 0;
     if (!internal::walk_from_state(*data->pure_transitions, trie, vocabulary.size(), s, budget,
                                    *walk, visited))
       break;
     budget -= visited;
-    data->precomputed_walks[cls] = std::move(walk);
+    data->class_walks->publish(cls, walk, /*forced=*/true);
   }
   return CompiledGrammar(std::move(data));
 }

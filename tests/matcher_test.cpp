@@ -175,6 +175,15 @@ s2 ::= "\"" [a-c]* "\"")gm");
   EXPECT_EQ(m.mask_cache_hits(), hits + 1);
   EXPECT_EQ(first, second);
   EXPECT_EQ(second, oracle_mask(*grammar, vocab, "x\"abc\"},x\"ab", second.size()));
+
+  // The walk is kept with the compiled grammar: another Matcher starts
+  // with it.
+  Matcher other(*compiled);
+  ASSERT_TRUE(other.accept_bytes("x\"b").ok());
+  std::vector<uint32_t> third(compiled->mask_words());
+  ASSERT_TRUE(other.fill_mask(third.data(), third.size()).ok());
+  EXPECT_EQ(other.mask_cache_hits(), 1u);
+  EXPECT_EQ(third, first);
 }
 
 TEST(Matcher, RefusesAndKeepsState) {

@@ -61,7 +61,9 @@ struct CompileOptions {
 
 // A grammar lowered to byte automata plus the vocabulary it masks. Immutable
 // once built; copies share the data. Safe to share between threads and any
-// number of Matchers.
+// number of Matchers. The trie walks one Matcher computes inside a DFA
+// stretch (a string body, a number) are kept with it for the others,
+// published without locks, up to 64 MiB per CompiledGrammar.
 class CompiledGrammar {
  public:
   // Cost: lowering the grammar (linear in its lowered size); no per-token work.
