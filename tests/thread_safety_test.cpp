@@ -232,6 +232,14 @@ TEST(ThreadSafety, SharedGrammarAndVocabularyPrivateMatchers) {
   }
   ASSERT_GE(total_steps, static_cast<size_t>(s.scripts * s.steps / 2)) << "walks too short";
 
+  // The threads share a second compile of the grammar with nothing
+  // precomputed, so that they race to publish the walks they compute.
+  CompileOptions lazy;
+  lazy.precompute_budget = 0;
+  auto lazy_made = CompiledGrammar::from_gbnf(kGrammar, vocabulary, lazy);
+  ASSERT_TRUE(lazy_made.ok()) << lazy_made.status().to_string();
+  const CompiledGrammar shared = *lazy_made;
+
   ThreadPool shared_pool(3);
   Problems problems;
   std::atomic<int> masks_compared{0};
@@ -240,7 +248,7 @@ TEST(ThreadSafety, SharedGrammarAndVocabularyPrivateMatchers) {
     threads.emplace_back([&, t] {
       std::mt19937 rng(static_cast<uint32_t>(77 + t));
       // Copies share the data: reference counts are touched from every thread.
-      const CompiledGrammar local = compiled;
+      const CompiledGrammar local = shared;
       const Vocabulary vocab = local.vocabulary();
       for (int round = 0; round < s.rounds; ++round) {
         for (size_t i = static_cast<size_t>(t) % scripts.size(); i < scripts.size();
