@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -138,24 +139,6 @@ class ClassWalks {
   std::atomic<size_t> bytes_{0};
 };
 
-struct CompiledGrammarData {
-  std::shared_ptr<const ByteGrammar> grammar;
-  Vocabulary vocabulary;
-  uint64_t max_mask_work = 0;        // CompileOptions::max_mask_work
-  std::vector<uint32_t> walk_class;  // per DFA state; kImpureClass for impure ones
-  uint32_t num_walk_classes = 1;
-  std::unique_ptr<const PureTransitions> pure_transitions;
-  std::unique_ptr<ClassWalks> class_walks;
-};
-
-namespace {
-
-constexpr uint32_t kUnknownId = UINT32_MAX;
-// Marks an item predicted in the set itself in a structure key.
-constexpr uint64_t kSelfOrigin = UINT32_MAX;
-// Mask cache budget per matcher.
-constexpr size_t kMaskCacheBytes = size_t{32} << 20;
-
 struct KeyHash {
   size_t operator()(const std::vector<uint64_t>& key) const noexcept {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ key.size();
@@ -167,6 +150,60 @@ struct KeyHash {
   }
 };
 
+// Walks keyed by parser-state content (a set of several walk classes, or a
+// set's local key), shared by the Matchers of a CompiledGrammar under a
+// reader-writer lock, up to ClassWalks::kMaxSharedBytes. Entries are never
+// removed, so the pointers handed out stay valid as long as the grammar.
+class SharedWalks {
+ public:
+  const PureWalk* find(const std::vector<uint64_t>& key) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto it = walks_.find(key);
+    return it == walks_.end() ? nullptr : it->second.get();
+  }
+
+  // Publishes `walk` (taking it) and returns the walk now stored under
+  // `key`, which is another thread's if it was first; nullptr, leaving
+  // `walk` alone, once the memory is spent.
+  const PureWalk* publish(const std::vector<uint64_t>& key, std::unique_ptr<PureWalk>& walk) {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    if (auto it = walks_.find(key); it != walks_.end()) {
+      walk.reset();
+      return it->second.get();
+    }
+    const size_t bytes = walk->memory() + key.size() * sizeof(uint64_t);
+    if (bytes_ + bytes > ClassWalks::kMaxSharedBytes) return nullptr;
+    bytes_ += bytes;
+    const PureWalk* stored = walk.get();
+    walks_.emplace(key, std::move(walk));
+    return stored;
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::vector<uint64_t>, std::unique_ptr<const PureWalk>, KeyHash> walks_;
+  size_t bytes_ = 0;
+};
+
+struct CompiledGrammarData {
+  std::shared_ptr<const ByteGrammar> grammar;
+  Vocabulary vocabulary;
+  uint64_t max_mask_work = 0;        // CompileOptions::max_mask_work
+  std::vector<uint32_t> walk_class;  // per DFA state; kImpureClass for impure ones
+  uint32_t num_walk_classes = 1;
+  std::unique_ptr<const PureTransitions> pure_transitions;
+  std::unique_ptr<ClassWalks> class_walks;
+  std::unique_ptr<SharedWalks> shared_walks;
+};
+
+namespace {
+
+constexpr uint32_t kUnknownId = UINT32_MAX;
+// Marks an item predicted in the set itself in a structure key.
+constexpr uint64_t kSelfOrigin = UINT32_MAX;
+// Mask cache budget per matcher.
+constexpr size_t kMaskCacheBytes = size_t{32} << 20;
+
 }  // namespace
 
 // Everything a Matcher owns. The mask cache is keyed by a structural id of
@@ -174,6 +211,8 @@ struct KeyHash {
 // structurally equal origin sets have the same future, so the same mask.
 class MatcherState {
  public:
+  using WalkCache = std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash>;
+
   explicit MatcherState(std::shared_ptr<const CompiledGrammarData> data)
       : data_(std::move(data)), engine_(data_->grammar) {}
 
@@ -545,13 +584,34 @@ class MatcherState {
 
   // The walk for pure_key_ from the compile-time table or this matcher's
   // cache, or nullptr.
-  const PureWalk* cached_pure_walk() const {
+  const PureWalk* cached_pure_walk() {
     if (pure_key_.size() == 1) {
       if (const PureWalk* walk = data_->class_walks->find(static_cast<uint32_t>(pure_key_[0])))
         return walk;
     }
+    if (const PureWalk* walk = data_->shared_walks->find(tagged(kPureKeyTag, pure_key_)))
+      return walk;
     auto it = pure_walks_.find(pure_key_);
     return it == pure_walks_.end() ? nullptr : &it->second;
+  }
+
+  // `key` with `tag` in front, to tell the kinds of keys apart in
+  // SharedWalks (kept in tagged_key_).
+  static constexpr uint64_t kPureKeyTag = 0, kLocalKeyTag = 1;
+  const std::vector<uint64_t>& tagged(uint64_t tag, const std::vector<uint64_t>& key) {
+    tagged_key_.assign(1, tag);
+    tagged_key_.insert(tagged_key_.end(), key.begin(), key.end());
+    return tagged_key_;
+  }
+
+  // Publishes `walk` under the tagged key for the other Matchers, or keeps
+  // it in `cache` when the shared memory is spent.
+  const PureWalk* share(uint64_t tag, WalkCache& cache, const std::vector<uint64_t>& key,
+                        PureWalk&& walk) {
+    auto owned = std::make_unique<PureWalk>(std::move(walk));
+    if (const PureWalk* shared = data_->shared_walks->publish(tagged(tag, key), owned))
+      return shared;
+    return remember_in(cache, key, std::move(*owned));
   }
 
   // The PureWalk of the top set when its items are all pure, else nullptr.
@@ -610,7 +670,7 @@ class MatcherState {
       ++i;
     }
     pool_.clear();
-    return remember(std::move(walk));
+    return share(kPureKeyTag, pure_walks_, pure_key_, std::move(walk));
   }
 
   // Caches `walk` under pure_key_, within the cache budget.
@@ -618,7 +678,6 @@ class MatcherState {
     return remember_in(pure_walks_, pure_key_, std::move(walk));
   }
 
-  using WalkCache = std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash>;
   const PureWalk* remember_in(WalkCache& cache, const std::vector<uint64_t>& key, PureWalk&& walk) {
     const size_t bytes = walk.memory() + key.size() * sizeof(uint64_t);
     if (walk_bytes_ + bytes > kMaskCacheBytes) {
@@ -644,6 +703,8 @@ class MatcherState {
       local_key_.push_back((uint64_t{it->state} << 1) | (it->origin == base ? 0 : 1));
     std::sort(local_key_.begin(), local_key_.end());
     local_key_.erase(std::unique(local_key_.begin(), local_key_.end()), local_key_.end());
+    if (const PureWalk* walk = data_->shared_walks->find(tagged(kLocalKeyTag, local_key_)))
+      return walk;
     if (auto it = local_walks_.find(local_key_); it != local_walks_.end()) return &it->second;
 
     PureWalk walk;
@@ -659,7 +720,7 @@ class MatcherState {
     local_walk_ = nullptr;
     engine_.truncate(base);
     if (!within_limit) return nullptr;
-    return remember_in(local_walks_, local_key_, std::move(walk));
+    return share(kLocalKeyTag, local_walks_, local_key_, std::move(walk));
   }
 
   // In a local walk, turns node i into a frontier node if its push read
@@ -744,6 +805,7 @@ class MatcherState {
   std::vector<uint32_t> sources_;      // advance()'s copy of its input states
   std::vector<uint64_t> pure_key_;     // sorted walk classes of the top set
   std::vector<uint32_t> pure_states_;  // one DFA state per class of pure_key_
+  std::vector<uint64_t> tagged_key_;
   WalkCache pure_walks_;
   std::vector<uint64_t> local_key_;  // the top set's (state, started here?) items
   WalkCache local_walks_;
@@ -1048,12 +1110,13 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   auto lowered = internal::ByteGrammar::lower(grammar, options.root, options.recognizer);
   if (!lowered.ok()) return lowered.status();
   auto data = std::make_shared<internal::CompiledGrammarData>(internal::CompiledGrammarData{
-      std::move(lowered).value(), vocabulary, options.max_mask_work, {}, 1, {}, {}});
+      std::move(lowered).value(), vocabulary, options.max_mask_work, {}, 1, {}, {}, {}});
   const internal::ByteGrammar& byte_grammar = *data->grammar;
   const internal::TokenTrie& trie = vocabulary.trie();
   data->walk_class =
       internal::compute_walk_classes(byte_grammar, trie.max_depth() + 1, data->num_walk_classes);
   data->class_walks = std::make_unique<internal::ClassWalks>(data->num_walk_classes);
+  data->shared_walks = std::make_unique<internal::SharedWalks>();
   data->pure_transitions =
       std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
   // Precompute the walk of every class while the budget lasts, nearest
