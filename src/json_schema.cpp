@@ -4080,7 +4080,16 @@ Result<Grammar> json_schema_to_grammar(std::string_view schema_json,
                                        std::vector<std::string>* warnings) {
   Result<std::string> text = json_schema_to_gbnf(schema_json, options, warnings);
   if (!text.ok()) return text.status();
-  return parse_gbnf(*text);
+  // The converter's own bounds already hold the text; the parser's are
+  // raised to match them where the caller raised those.
+  GbnfOptions parse_options;
+  parse_options.max_rules = std::max(parse_options.max_rules, options.max_rules);
+  parse_options.max_grammar_bytes =
+      std::max(parse_options.max_grammar_bytes, options.max_grammar_bytes);
+  parse_options.max_symbols = static_cast<uint32_t>(std::min<size_t>(
+      UINT32_MAX, std::max<size_t>(parse_options.max_symbols, parse_options.max_grammar_bytes)));
+  parse_options.max_repeat_bound = std::max(parse_options.max_repeat_bound, options.max_repeat);
+  return parse_gbnf(*text, parse_options);
 }
 
 }  // namespace grammask
