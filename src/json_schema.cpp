@@ -646,7 +646,8 @@ class TreeBuilder {
     return true;
   }
   std::vector<Frame> frames_;
-  Json root_;
+  // From nullptr, the noexcept constructor: TreeBuilder() stays noexcept.
+  Json root_{nullptr};
   bool done_ = false;
   std::string error_;
 };
