@@ -822,6 +822,14 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h * 0xff51afd7ed558ccdULL;
 }
 
+// The smallest byte of each byte class, to step a state once per class.
+std::vector<uint8_t> class_representatives(const ByteGrammar& grammar) {
+  std::vector<uint8_t> representative(grammar.num_classes());
+  for (int b = 255; b >= 0; --b)
+    representative[grammar.byte_class(static_cast<uint8_t>(b))] = static_cast<uint8_t>(b);
+  return representative;
+}
+
 }  // namespace
 
 std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
@@ -843,9 +851,7 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
   const uint32_t n = static_cast<uint32_t>(grammar.states().size());
   const uint32_t width = grammar.num_classes();
   const std::vector<uint8_t> is_pure = pure_states(grammar);
-  std::vector<uint8_t> representative(width);
-  for (int b = 255; b >= 0; --b)
-    representative[grammar.byte_class(static_cast<uint8_t>(b))] = static_cast<uint8_t>(b);
+  const std::vector<uint8_t> representative = class_representatives(grammar);
 
   std::vector<uint32_t> cls(n, kImpureClass);
   std::vector<uint32_t> pure;
@@ -990,9 +996,7 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
 std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
   const auto& states = grammar.states();
   const uint32_t width = grammar.num_classes();
-  std::vector<uint8_t> representative(width);
-  for (int b = 255; b >= 0; --b)
-    representative[grammar.byte_class(static_cast<uint8_t>(b))] = static_cast<uint8_t>(b);
+  const std::vector<uint8_t> representative = class_representatives(grammar);
   std::vector<uint8_t> seen(states.size(), 0);
   std::vector<uint32_t> order;
   order.reserve(states.size());
@@ -1015,11 +1019,8 @@ std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
 PureTransitions::PureTransitions(const ByteGrammar& grammar,
                                  const std::vector<uint32_t>& walk_class) {
   const uint32_t width = grammar.num_classes();
-  std::vector<uint8_t> representative(width);
-  for (int b = 255; b >= 0; --b) {
-    byte_class[b] = grammar.byte_class(static_cast<uint8_t>(b));
-    representative[byte_class[b]] = static_cast<uint8_t>(b);
-  }
+  const std::vector<uint8_t> representative = class_representatives(grammar);
+  for (int b = 0; b < 256; ++b) byte_class[b] = grammar.byte_class(static_cast<uint8_t>(b));
   const size_t n = walk_class.size();
   row_of.assign(n, kImpure);
   uint32_t offset = 0;
