@@ -57,6 +57,11 @@ struct PureWalk {
       for (size_t i = 0; i < bits.size(); ++i) words[i] |= bits[i];
     }
   }
+  // Records trie node `node`, reached by path[1..depth], as a frontier node.
+  void add_frontier(uint32_t node, const std::vector<uint8_t>& path, size_t depth) {
+    frontier.push_back(node);
+    paths.insert(paths.end(), path.begin() + 1, path.begin() + static_cast<ptrdiff_t>(depth) + 1);
+  }
   size_t memory() const {
     return (bits.size() + tokens.size() + frontier.size()) * sizeof(uint32_t) + paths.size();
   }
@@ -635,7 +640,7 @@ class MatcherState {
       if (const PureWalk* shared =
               data_->class_walks->publish(static_cast<uint32_t>(pure_key_[0]), owned))
         return shared;
-      return remember(std::move(*owned));
+      return remember_in(pure_walks_, pure_key_, std::move(*owned));
     }
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     // pool_[fast_begin_[d], fast_end_[d]): the states after the path to depth d.
@@ -660,8 +665,7 @@ class MatcherState {
         set_bit(walk.bits.data(), ids[t]);
       path_[depth] = node.byte;
       if (node.subtree_end != i + 1 && !all_pure) {
-        walk.frontier.push_back(i);
-        walk.paths.insert(walk.paths.end(), path_.begin() + 1, path_.begin() + depth + 1);
+        walk.add_frontier(i, path_, depth);
         i = node.subtree_end;
         continue;
       }
@@ -671,11 +675,6 @@ class MatcherState {
     }
     pool_.clear();
     return share(kPureKeyTag, pure_walks_, pure_key_, std::move(walk));
-  }
-
-  // Caches `walk` under pure_key_, within the cache budget.
-  const PureWalk* remember(PureWalk&& walk) {
-    return remember_in(pure_walks_, pure_key_, std::move(walk));
   }
 
   const PureWalk* remember_in(WalkCache& cache, const std::vector<uint64_t>& key, PureWalk&& walk) {
@@ -728,9 +727,7 @@ class MatcherState {
   bool cut_at_floor(uint32_t i, size_t depth) {
     if (local_walk_ == nullptr || !engine_.reached_below_floor()) return false;
     engine_.clear_below_floor();
-    local_walk_->frontier.push_back(i);
-    local_walk_->paths.insert(local_walk_->paths.end(), path_.begin() + 1,
-                              path_.begin() + depth + 1);
+    local_walk_->add_frontier(i, path_, depth);
     return true;
   }
 
@@ -1082,8 +1079,7 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
     }
     path[depth] = node.byte;
     if (next == PureTransitions::kImpure) {
-      walk.frontier.push_back(i);
-      walk.paths.insert(walk.paths.end(), path.begin() + 1, path.begin() + depth + 1);
+      walk.add_frontier(i, path, depth);
       i = node.subtree_end;
       continue;
     }
