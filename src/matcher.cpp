@@ -14,6 +14,7 @@
 #include "earley.h"
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
+#include "text_slice.h"
 #include "token_trie.h"
 
 namespace grammask {
@@ -33,29 +34,41 @@ std::vector<uint8_t> pure_states(const ByteGrammar& grammar);
 // The allowed tokens are kept as mask words, or as a list of ids when
 // there are few (most walks: a keyword, a digit), to keep thousands of
 // precomputed walks small.
+// A walk from states that accept all plain text (see text_slice.h) allows
+// the whole text slice and walks only the trie of the other tokens:
+// `slice` is then the slice's mask, and the frontier indexes that trie.
+// Mask words include the slice (finish() folds it in); an id list does not.
 struct PureWalk {
   std::vector<uint32_t> bits;    // mask words; empty when `tokens` is used
   std::vector<uint32_t> tokens;  // the allowed ids when sparse
   std::vector<uint32_t> frontier;
   std::vector<uint8_t> paths;
+  const std::vector<uint32_t>* slice = nullptr;  // the vocabulary's, when allowed
 
   // Writes the mask of the allowed tokens over all of words[0, n_words).
   void write_over(uint32_t* words, size_t n_words) const {
-    if (bits.empty()) {
+    const std::vector<uint32_t>* base = !bits.empty() ? &bits : slice;
+    if (base == nullptr) {
       std::fill(words, words + n_words, 0);
-      for (uint32_t id : tokens) set_bit(words, id);
     } else {
-      std::copy(bits.begin(), bits.end(), words);
-      std::fill(words + bits.size(), words + n_words, 0);
+      std::copy(base->begin(), base->end(), words);
+      std::fill(words + base->size(), words + n_words, 0);
     }
+    if (bits.empty())
+      for (uint32_t id : tokens) set_bit(words, id);
   }
   // ORs the allowed tokens into `words`.
   void write_to(uint32_t* words) const {
-    if (bits.empty()) {
+    const std::vector<uint32_t>* base = !bits.empty() ? &bits : slice;
+    if (base != nullptr)
+      for (size_t i = 0; i < base->size(); ++i) words[i] |= (*base)[i];
+    if (bits.empty())
       for (uint32_t id : tokens) set_bit(words, id);
-    } else {
-      for (size_t i = 0; i < bits.size(); ++i) words[i] |= bits[i];
-    }
+  }
+  // Folds the slice into the mask words, once the walk is done.
+  void finish() {
+    if (slice == nullptr || bits.empty()) return;
+    for (size_t i = 0; i < bits.size(); ++i) bits[i] |= (*slice)[i];
   }
   // Records trie node `node`, reached by path[1..depth], as a frontier node.
   void add_frontier(uint32_t node, const std::vector<uint8_t>& path, size_t depth) {
@@ -197,8 +210,26 @@ struct CompiledGrammarData {
   std::vector<uint32_t> walk_class;  // per DFA state; kImpureClass for impure ones
   uint32_t num_walk_classes = 1;
   std::unique_ptr<const PureTransitions> pure_transitions;
+  std::unique_ptr<const TextClosure> text_closure;
   std::unique_ptr<ClassWalks> class_walks;
   std::unique_ptr<SharedWalks> shared_walks;
+
+  // The trie a walk from states of which one accepts all plain text needs
+  // (the rest of the text slice; `walk` then allows the slice), else the
+  // whole trie.
+  const TokenTrie& trie_for(bool accepts_all_text, PureWalk& walk) const {
+    if (!accepts_all_text) return vocabulary.trie();
+    walk.slice = &vocabulary.text_slice().words;
+    return vocabulary.text_slice().rest;
+  }
+  const TokenTrie& trie_of(const PureWalk& walk) const {
+    return walk.slice != nullptr ? vocabulary.text_slice().rest : vocabulary.trie();
+  }
+  // walk_from_state from pure state `s`, over the trie trie_for picks.
+  bool walk_pure_state(uint32_t s, uint64_t budget, PureWalk& walk, uint64_t& visited) const {
+    const TokenTrie& trie = trie_for(text_closure->accepts_all_text(s), walk);
+    return walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, walk, visited);
+  }
 };
 
 namespace {
@@ -489,12 +520,11 @@ class MatcherState {
     return all_pure;
   }
 
-  // Walks trie nodes [first, last), a run of whole subtrees whose parent
-  // depth the engine or the fast path already holds.
+  // Walks trie nodes [first, last) of *walk_trie_, a run of whole subtrees
+  // whose parent depth the engine or the fast path already holds.
   bool walk_nodes(uint32_t first, uint32_t last, uint32_t* words, size_t base, uint64_t deadline) {
-    const TokenTrie& trie = data_->vocabulary.trie();
-    const auto& nodes = trie.nodes();
-    const auto& ids = trie.token_ids();
+    const auto& nodes = walk_trie_->nodes();
+    const auto& ids = walk_trie_->token_ids();
     for (uint32_t i = first; i < last;) {
       engine_.charge(1);
       if (engine_.work() > deadline) return false;
@@ -625,15 +655,11 @@ class MatcherState {
     if (!top_set_pure_key()) return nullptr;
     if (const PureWalk* cached = cached_pure_walk()) return cached;
 
-    const TokenTrie& trie = data_->vocabulary.trie();
-    const auto& nodes = trie.nodes();
-    const auto& ids = trie.token_ids();
     PureWalk walk;
     if (pure_states_.size() == 1) {
       const uint64_t budget = deadline > engine_.work() ? deadline - engine_.work() : 0;
       uint64_t visited = 0;
-      const bool done = walk_from_state(*data_->pure_transitions, trie, data_->vocabulary.size(),
-                                        pure_states_[0], budget, walk, visited);
+      const bool done = data_->walk_pure_state(pure_states_[0], budget, walk, visited);
       engine_.charge(visited);
       if (!done || engine_.work() > deadline) return nullptr;
       auto owned = std::make_unique<PureWalk>(std::move(walk));
@@ -642,6 +668,9 @@ class MatcherState {
         return shared;
       return remember_in(pure_walks_, pure_key_, std::move(*owned));
     }
+    const TokenTrie& trie = data_->trie_for(any_accepts_all_text(pure_states_), walk);
+    const auto& nodes = trie.nodes();
+    const auto& ids = trie.token_ids();
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     // pool_[fast_begin_[d], fast_end_[d]): the states after the path to depth d.
     pool_.assign(pure_states_.begin(), pure_states_.end());
@@ -674,7 +703,13 @@ class MatcherState {
       ++i;
     }
     pool_.clear();
+    walk.finish();
     return share(kPureKeyTag, pure_walks_, pure_key_, std::move(walk));
+  }
+
+  bool any_accepts_all_text(const std::vector<uint32_t>& states) const {
+    return std::any_of(states.begin(), states.end(),
+                       [&](uint32_t s) { return data_->text_closure->accepts_all_text(s); });
   }
 
   const PureWalk* remember_in(WalkCache& cache, const std::vector<uint64_t>& key, PureWalk&& walk) {
@@ -706,19 +741,24 @@ class MatcherState {
       return walk;
     if (auto it = local_walks_.find(local_key_); it != local_walks_.end()) return &it->second;
 
+    // An item that accepts all plain text keeps the set alive through it.
     PureWalk walk;
+    item_states_.clear();
+    for (const EarleyItem* it = engine_.set_begin(base); it != engine_.set_end(base); ++it)
+      item_states_.push_back(it->state);
+    walk_trie_ = &data_->trie_for(any_accepts_all_text(item_states_), walk);
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     local_walk_ = &walk;
     engine_.set_floor(base);
     engine_.clear_below_floor();
-    const bool within_limit =
-        walk_nodes(1, static_cast<uint32_t>(data_->vocabulary.trie().nodes().size()),
-                   walk.bits.data(), base, deadline);
+    const bool within_limit = walk_nodes(1, static_cast<uint32_t>(walk_trie_->nodes().size()),
+                                         walk.bits.data(), base, deadline);
     engine_.set_floor(0);
     engine_.clear_below_floor();
     local_walk_ = nullptr;
     engine_.truncate(base);
     if (!within_limit) return nullptr;
+    walk.finish();
     return share(kLocalKeyTag, local_walks_, local_key_, std::move(walk));
   }
 
@@ -734,7 +774,8 @@ class MatcherState {
   // Runs the engine over the frontier subtrees of `pure`, reusing the path
   // prefix shared with the previous frontier node.
   bool walk_frontier(const PureWalk& pure, uint32_t* words, size_t base, uint64_t deadline) {
-    const auto& nodes = data_->vocabulary.trie().nodes();
+    walk_trie_ = &data_->trie_of(pure);
+    const auto& nodes = walk_trie_->nodes();
     const uint8_t* held = nullptr;  // the path the engine holds above base
     size_t held_length = 0;
     const uint8_t* path = pure.paths.data();
@@ -806,7 +847,9 @@ class MatcherState {
   WalkCache pure_walks_;
   std::vector<uint64_t> local_key_;  // the top set's (state, started here?) items
   WalkCache local_walks_;
-  PureWalk* local_walk_ = nullptr;  // the local walk being built, if any
+  PureWalk* local_walk_ = nullptr;        // the local walk being built, if any
+  const TokenTrie* walk_trie_ = nullptr;  // the trie walk_nodes walks
+  std::vector<uint32_t> item_states_;
   size_t walk_bytes_ = 0;
   size_t hits_ = 0;
   size_t misses_ = 0;
@@ -1044,7 +1087,9 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
   const uint32_t* rows = transitions.rows.data();
   const uint8_t* byte_class = transitions.byte_class;
   const size_t words = mask_words(vocabulary_size);
-  const size_t max_sparse = words / 8;  // a list at most 1/8 the words' size
+  // A list at most 1/8 the words' size; on top of the slice's words, one
+  // that costs little next to copying them.
+  const size_t max_sparse = walk.slice != nullptr ? words / 64 : words / 8;
   walk.bits.assign(words, 0);
   walk.tokens.clear();
   walk.frontier.clear();
@@ -1093,6 +1138,7 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
   } else {
     walk.tokens.clear();
     walk.tokens.shrink_to_fit();
+    walk.finish();
   }
   return true;
 }
@@ -1107,7 +1153,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   auto lowered = internal::ByteGrammar::lower(grammar, options.root, options.recognizer);
   if (!lowered.ok()) return lowered.status();
   auto data = std::make_shared<internal::CompiledGrammarData>(internal::CompiledGrammarData{
-      std::move(lowered).value(), vocabulary, options.max_mask_work, {}, 1, {}, {}, {}});
+      std::move(lowered).value(), vocabulary, options.max_mask_work, {}, 1, {}, {}, {}, {}});
   const internal::ByteGrammar& byte_grammar = *data->grammar;
   const internal::TokenTrie& trie = vocabulary.trie();
   data->walk_class =
@@ -1116,6 +1162,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   data->shared_walks = std::make_unique<internal::SharedWalks>();
   data->pure_transitions =
       std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
+  data->text_closure = std::make_unique<internal::TextClosure>(byte_grammar);
   // Precompute the walk of every class while the budget lasts, nearest
   // states first (breadth-first from the start of every rule: the states a
   // decode reaches early and often); the rest are walked on first use.
@@ -1129,9 +1176,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
     if (cls == internal::kImpureClass || data->class_walks->find(cls)) continue;
     auto walk = std::make_unique<internal::PureWalk>();
     uint64_t visited = 0;
-    if (!internal::walk_from_state(*data->pure_transitions, trie, vocabulary.size(), s, budget,
-                                   *walk, visited))
-      break;
+    if (!data->walk_pure_state(s, budget, *walk, visited)) break;
     budget -= visited;
     data->class_walks->publish(cls, walk, /*forced=*/true);
   }

@@ -6,6 +6,7 @@
 #include <array>
 #include <new>
 
+#include "text_slice.h"
 #include "token_trie.h"
 
 namespace grammask {
@@ -37,7 +38,8 @@ struct VocabularyData {
 struct StopSet {
   std::vector<uint32_t> ids;
   std::shared_ptr<const TokenTrie> trie;
-  std::vector<uint32_t> outside_trie;  // non-empty bytes, not in the trie
+  std::shared_ptr<const TextSlice> text_slice;  // the trie's tokens, partitioned
+  std::vector<uint32_t> outside_trie;           // non-empty bytes, not in the trie
 };
 
 }  // namespace internal
@@ -45,6 +47,7 @@ struct StopSet {
 namespace {
 
 using internal::StopSet;
+using internal::TextSlice;
 using internal::TokenTrie;
 using internal::VocabularyData;
 
@@ -82,7 +85,8 @@ Status check_ids(const std::vector<uint32_t>& ids, size_t size, const char* what
 
 std::shared_ptr<const StopSet> make_stop_set(const VocabularyData& data,
                                              std::vector<uint32_t> stop_ids,
-                                             std::shared_ptr<const TokenTrie> reusable_trie) {
+                                             std::shared_ptr<const TokenTrie> reusable_trie,
+                                             std::shared_ptr<const TextSlice> reusable_slice) {
   auto stops = std::make_shared<StopSet>();
   std::sort(stop_ids.begin(), stop_ids.end());
   stop_ids.erase(std::unique(stop_ids.begin(), stop_ids.end()), stop_ids.end());
@@ -100,9 +104,15 @@ std::shared_ptr<const StopSet> make_stop_set(const VocabularyData& data,
       stops->outside_trie.push_back(id);
     }
   }
-  stops->trie = reusable_trie ? std::move(reusable_trie)
-                              : std::make_shared<const TokenTrie>(TokenTrie::build(
-                                    data.bytes.data(), data.offsets.data(), std::move(trie_ids)));
+  if (reusable_trie) {
+    stops->trie = std::move(reusable_trie);
+    stops->text_slice = std::move(reusable_slice);
+  } else {
+    stops->text_slice = std::make_shared<const TextSlice>(
+        TextSlice::build(data.bytes.data(), data.offsets.data(), trie_ids, data.size()));
+    stops->trie = std::make_shared<const TokenTrie>(
+        TokenTrie::build(data.bytes.data(), data.offsets.data(), std::move(trie_ids)));
+  }
   return stops;
 }
 
@@ -161,7 +171,7 @@ Result<Vocabulary> Vocabulary::from_decoded(DecodedVocabulary decoded) try {
       }
     }
   }
-  auto stops = make_stop_set(*data, std::move(stop_ids), nullptr);
+  auto stops = make_stop_set(*data, std::move(stop_ids), nullptr, nullptr);
   return Vocabulary(std::move(data), std::move(stops));
 } catch (const std::bad_alloc&) {
   return Status(ErrorCode::kLimitExceeded, "out of memory while building the vocabulary");
@@ -200,7 +210,9 @@ Result<Vocabulary> Vocabulary::with_stop_tokens(std::vector<uint32_t> stop_ids) 
                                 stops_->ids.end(), std::back_inserter(changed));
   const bool trie_changes = std::any_of(changed.begin(), changed.end(),
                                         [&](uint32_t id) { return data_->spells_text(id); });
-  auto stops = make_stop_set(*data_, std::move(stop_ids), trie_changes ? nullptr : stops_->trie);
+  auto stops = trie_changes
+                   ? make_stop_set(*data_, std::move(stop_ids), nullptr, nullptr)
+                   : make_stop_set(*data_, std::move(stop_ids), stops_->trie, stops_->text_slice);
   return Vocabulary(data_, std::move(stops));
 } catch (const std::bad_alloc&) {
   return Status(ErrorCode::kLimitExceeded, "out of memory while rebuilding the token trie");
@@ -242,6 +254,10 @@ TokenizerStyle Vocabulary::style() const noexcept {
 
 const internal::TokenTrie& Vocabulary::trie() const noexcept {
   return *stops_->trie;
+}
+
+const internal::TextSlice& Vocabulary::text_slice() const noexcept {
+  return *stops_->text_slice;
 }
 
 std::optional<uint32_t> Vocabulary::find_token(std::string_view bytes) const {

@@ -133,6 +133,13 @@ t ::= "1" | "12" | "(" e ")")gm",
 k ::= "\"" [^"\\]* "\""
 k2 ::= "\"" [^"\\]* "\""
 v ::= "\"" [^"\\]{0,3} "\"" | [0-9]+)gm",
+      // Plain-text states walk only the tokens outside the text slice;
+      // a body that refuses one plain character ('x') walks them all.
+      R"gm(root ::= "\"" [^"\\\x7F\x00-\x1F]* "\"" | "[" [^"\\x]* "]")gm",
+      // A plain-text state inside an impure set (a recursive rule) and a
+      // key that may be anything but "ab" (the JSON Schema key shape).
+      R"gm(root ::= "{" k ":" root "}" | "1"
+k ::= "\"" ([a] ([b] [^"\\]+ | [^b"\\] [^"\\]*)? | [^a"\\] [^"\\]*)? "\"")gm",
   };
   CompileOptions options;
   options.precompute_budget = GetParam();

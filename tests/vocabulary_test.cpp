@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "grammask/bitmask.h"
+#include "text_slice.h"
 #include "token_trie.h"
 
 namespace grammask {
@@ -321,6 +323,33 @@ TEST(Vocabulary, WithStopTokensSharesOrRebuildsTheTrie) {
   EXPECT_EQ(with_b->trie().token_ids(), std::vector<uint32_t>{0});
   EXPECT_EQ(with_b->find_token("b"), std::optional<uint32_t>(1));  // still findable
   EXPECT_EQ(vocab->with_stop_tokens({4}).status().code(), ErrorCode::kInvalidArgument);
+}
+
+// The text slice holds exactly the trie tokens that spell whole plain-text
+// characters; the rest trie holds every other trie token.
+TEST(Vocabulary, TextSlicePartitionsTheTrie) {
+  const std::vector<std::string> tokens = {
+      "abc",  " x",   "\"",   "a\"",  "\\",           "\n",       "\x7F", "\xC3\xA9",
+      "\xC3", "\xA9", "日本", "\xE6", "\xED\xA0\x80", "\xC0\xAF", "🎉",    "\xF0\x9F",
+      "<s>",  "</s>", "\t",   "~",    "\x7E\x80"};
+  auto vocab = Vocabulary::from_token_bytes(tokens, {17}, {16});
+  ASSERT_TRUE(vocab.ok());
+  const internal::TextSlice& slice = vocab->text_slice();
+  std::vector<uint32_t> in_slice, in_rest;
+  for (uint32_t id = 0; id < tokens.size(); ++id)
+    if (test_bit(slice.words.data(), id)) in_slice.push_back(id);
+  for (uint32_t id : slice.rest.token_ids()) in_rest.push_back(id);
+  std::sort(in_rest.begin(), in_rest.end());
+  // Plain text: ASCII from space on (not '"', '\\', DEL), whole characters.
+  EXPECT_EQ(in_slice, (std::vector<uint32_t>{0, 1, 7, 10, 14, 19}));
+  // Everything else the trie holds; never the special or stop tokens.
+  EXPECT_EQ(in_rest, (std::vector<uint32_t>{2, 3, 4, 5, 6, 8, 9, 11, 12, 13, 15, 18, 20}));
+  // A stop-set change that rebuilds the trie rebuilds the slice with it.
+  auto without_x = vocab->with_stop_tokens({1, 17});
+  ASSERT_TRUE(without_x.ok());
+  EXPECT_FALSE(test_bit(without_x->text_slice().words.data(), 1));
+  EXPECT_TRUE(test_bit(without_x->text_slice().words.data(), 0));
+  EXPECT_EQ(&vocab->with_stop_tokens({16, 17})->text_slice(), &slice);
 }
 
 TEST(Vocabulary, FromDecodedHonoursKindsAndEndMarkers) {

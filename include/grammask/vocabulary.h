@@ -23,6 +23,7 @@ namespace grammask {
 
 namespace internal {
 class TokenTrie;
+struct TextSlice;
 struct VocabularyData;
 struct StopSet;
 }  // namespace internal
@@ -157,6 +158,9 @@ class Vocabulary {
   // Every token that is not special, not a stop token, and has non-empty
   // bytes, in a flat depth-first trie (see src/token_trie.h).
   const internal::TokenTrie& trie() const noexcept;
+  // The trie's tokens split into those that spell only plain string text
+  // and the others (see src/text_slice.h); built with the trie.
+  const internal::TextSlice& text_slice() const noexcept;
 
  private:
   Vocabulary(std::shared_ptr<const internal::VocabularyData> data,

@@ -1,0 +1,85 @@
+// The text slice (internal): the tokens that spell nothing but whole
+// characters of plain string text, and the grammar states that accept every
+// such string.
+//
+// Inside a JSON string body, a key, free text, almost every token of a
+// vocabulary is allowed, and which ones is not in question: only the tokens
+// with a quote, a backslash, a control character or a piece of a UTF-8
+// sequence can be refused. A mask walk from a state that accepts all plain
+// text (TextClosure::accepts_all_text) therefore ORs in the slice's
+// precomputed mask and walks only the trie of the other tokens, a tenth of
+// the vocabulary or less.
+#ifndef GRAMMASK_SRC_TEXT_SLICE_H_
+#define GRAMMASK_SRC_TEXT_SLICE_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "token_trie.h"
+
+namespace grammask::internal {
+
+class ByteGrammar;
+
+// Plain text characters: every code point from U+0020 on, except '"', '\\'
+// and U+007F (which llama.cpp's JSON grammar leaves out of string bodies).
+// Surrogates have no UTF-8 form, so they never occur.
+constexpr bool is_plain_text_char(uint32_t code_point) noexcept {
+  return code_point >= 0x20 && code_point != '"' && code_point != '\\' && code_point != 0x7F;
+}
+
+// True if `bytes` is non-empty, well-formed UTF-8, and every character in
+// it is plain text.
+bool spells_plain_text(std::string_view bytes) noexcept;
+
+// The partition of a vocabulary's trie tokens: the slice as mask words, and
+// a trie of every other token. Built with the trie.
+struct TextSlice {
+  std::vector<uint32_t> words;  // bit i set <=> token i is in the slice
+  TokenTrie rest;               // the trie tokens outside the slice
+
+  // `ids`: the trie's tokens, ascending. Token id spells bytes[offsets[id],
+  // offsets[id + 1]); `vocabulary_size` sizes the mask.
+  static TextSlice build(const char* bytes, const uint32_t* offsets,
+                         const std::vector<uint32_t>& ids, size_t vocabulary_size);
+};
+
+// Which states of a lowered grammar scan every string of plain text
+// characters: from such a state no plain-text token can be refused,
+// whatever else the state does (end its rule, call another).
+class TextClosure {
+ public:
+  explicit TextClosure(const ByteGrammar& grammar);
+
+  // True if every string of plain text characters has a path of byte
+  // transitions from `state`. A search over the (state, position in a UTF-8
+  // character) pairs reachable from it, which gives up (false) past a few
+  // thousand pairs. Thread-safe.
+  bool accepts_all_text(uint32_t state) const;
+
+ private:
+  // The UTF-8 positions: between characters, and inside each kind of
+  // multi-byte sequence (where the next byte's range differs).
+  enum Phase : uint8_t {
+    kBoundary,
+    kLast1,
+    kLast2,
+    kLast3,
+    kAfterE0,
+    kAfterED,
+    kAfterF0,
+    kAfterF4
+  };
+  static constexpr int kPhases = 8;
+  struct Step {
+    uint8_t byte;  // one byte per (byte class, next phase): classes step alike
+    Phase next;
+  };
+  const ByteGrammar& grammar_;
+  std::vector<Step> steps_[kPhases];
+};
+
+}  // namespace grammask::internal
+
+#endif  // GRAMMASK_SRC_TEXT_SLICE_H_
