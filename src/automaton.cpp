@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace grammask::internal {
 
@@ -170,6 +171,22 @@ class Lowering {
     const Expr* body;
   };
 
+  // Where a fragment built in tail position must end, with the fragments of
+  // the rules already referenced in tail position there. Every such
+  // reference continues at `end`, so one copy of the rule's body serves
+  // them all (the right-linear grammar to NFA construction): a chain of
+  // rules naming one another last is inlined in linear size.
+  struct TailContext {
+    uint32_t end;
+    std::unordered_map<uint32_t, uint32_t> rule_starts;  // source rule -> fragment start
+  };
+
+  struct TailSummary {
+    bool known = false;
+    size_t local_size = 0;            // without the rules named in tail position
+    std::vector<uint32_t> tail_refs;  // non-recursive rules named in tail position
+  };
+
  public:
   Lowering(const Grammar& grammar, const RecognizerOptions& options)
       : grammar_(grammar), options_(options) {}
@@ -183,6 +200,7 @@ class Lowering {
     if (Status s = grammar_.validate(); !s.ok()) return s;
     find_recursive_rules();
     inline_size_.assign(grammar_.rules().size(), -1);
+    tail_summaries_.assign(grammar_.rules().size(), TailSummary{});
     // A rule whose automaton blows up is lowered again with its parts split
     // into rules of their own (the Earley engine then carries the
     // nondeterminism). Only that rule's automaton is rebuilt: the rules
@@ -251,8 +269,13 @@ class Lowering {
     nfa.start = nfa.add();
     const Expr& body = *pending_[i].body;
     built_split_[i] = split_bodies_.count(&body) != 0;
-    nfa.accept =
-        built_split_[i] ? build_split(body, nfa.start, nfa, 0) : build(body, nfa.start, nfa, 0);
+    if (built_split_[i]) {
+      nfa.accept = build_split(body, nfa.start, nfa, 0);
+    } else {
+      TailContext tail{nfa.add(), {}};
+      build_tail(body, nfa.start, nfa, 0, tail);
+      nfa.accept = tail.end;
+    }
     nfa_charge_[i] = total_nfa_states_ - charged_before;
     nfas_[i] = std::move(nfa);
   }
@@ -410,7 +433,9 @@ class Lowering {
     for (const Expr& c : e.children) collect_refs(c, out);
   }
 
-  // Estimated NFA size of `e` with its non-recursive references inlined.
+  // Estimated NFA size of `e` with its non-recursive references inlined,
+  // built where something follows it (so it is a tail context of its own
+  // where build() makes one).
   size_t estimated_size(const Expr& e, int depth) {
     if (depth > 200) return SIZE_MAX / 4;
     switch (e.kind) {
@@ -419,16 +444,17 @@ class Lowering {
       case Expr::Kind::kCharClass:
       case Expr::Kind::kAnyChar:
         return 4 * (e.ranges.size() + 2) + 8;
-      case Expr::Kind::kRuleRef: {
-        if (recursive_[e.rule]) return 1;
-        return inline_size(e.rule, depth + 1);
-      }
+      case Expr::Kind::kRuleRef:
+        return inlined_here(e.rule, depth) ? inline_size(e.rule, depth + 1) : 1;
       case Expr::Kind::kRepeat: {
+        if (e.max <= 1) return context_size(e, depth);
         size_t child = estimated_size(e.children[0], depth + 1);
         size_t copies = e.max == kUnbounded ? std::max<uint32_t>(e.min, 1) : e.max;
         if (child * copies > kLiftProduct) return copies + 2;
         return child * copies + 2;
       }
+      case Expr::Kind::kAlternation:
+        return context_size(e, depth);
       default: {
         size_t total = 2;
         for (const Expr& c : e.children) total += estimated_size(c, depth + 1);
@@ -437,10 +463,91 @@ class Lowering {
     }
   }
 
+  // Whether a reference to `rule` is inlined (else it is a rule edge, one
+  // state). should_inline() with the estimate's depth guard.
+  bool inlined_here(uint32_t rule, int depth) {
+    return !recursive_[rule] && inline_size(rule, depth + 1) <= kInlineLimit;
+  }
+
+  // Estimated size of `e` built in a tail context, without the bodies of
+  // the inlined rules it names in tail position: those it adds to
+  // `tail_refs` (they are built once per context; the caller counts them).
+  size_t tail_local_size(const Expr& e, int depth, std::vector<uint32_t>& tail_refs) {
+    if (depth > 200) return SIZE_MAX / 4;
+    switch (e.kind) {
+      case Expr::Kind::kRuleRef:
+        if (!inlined_here(e.rule, depth)) return 1;
+        tail_refs.push_back(e.rule);
+        return 0;
+      case Expr::Kind::kSequence: {
+        if (e.children.empty()) return 2;
+        size_t total = 2;
+        for (size_t i = 0; i + 1 < e.children.size(); ++i)
+          total += estimated_size(e.children[i], depth + 1);
+        total += tail_local_size(e.children.back(), depth + 1, tail_refs);
+        return std::min(total, SIZE_MAX / 4);
+      }
+      case Expr::Kind::kAlternation: {
+        size_t total = 2;
+        for (const Expr& c : e.children) total += tail_local_size(c, depth + 1, tail_refs);
+        return std::min(total, SIZE_MAX / 4);
+      }
+      case Expr::Kind::kRepeat:
+        if (e.max <= 1) return 2 + tail_local_size(e.children[0], depth + 1, tail_refs);
+        return estimated_size(e, depth);
+      default:
+        return estimated_size(e, depth);
+    }
+  }
+
+  // Estimated size of a tail context rooted at `e`.
+  size_t context_size(const Expr& e, int depth) {
+    std::vector<uint32_t> tail_refs;
+    const size_t local = tail_local_size(e, depth, tail_refs);
+    return with_shared_rules(local, tail_refs, depth);
+  }
+
+  // `local` plus, once each, the bodies of the rules reachable through tail
+  // references from `tail_refs` (and a start state for each). Stops counting
+  // past kLiftProduct, the largest size any decision looks at.
+  size_t with_shared_rules(size_t local, const std::vector<uint32_t>& tail_refs, int depth) {
+    size_t total = local;
+    std::unordered_set<uint32_t> counted(tail_refs.begin(), tail_refs.end());
+    std::vector<uint32_t> pending(counted.begin(), counted.end());
+    while (!pending.empty() && total <= kLiftProduct) {
+      const uint32_t rule = pending.back();
+      pending.pop_back();
+      const TailSummary& summary = tail_summary(rule, depth + 1);
+      add_work(1 + summary.tail_refs.size());
+      total = std::min(total + 1 + summary.local_size, SIZE_MAX / 4);
+      for (uint32_t next : summary.tail_refs)
+        if (counted.insert(next).second) pending.push_back(next);
+    }
+    return total;
+  }
+
+  // A rule's body in a tail context: its size without the inlined rules it
+  // names in tail position, and those rules (each once). Once per rule.
+  const TailSummary& tail_summary(uint32_t rule, int depth) {
+    TailSummary& summary = tail_summaries_[rule];
+    if (!summary.known) {
+      std::vector<uint32_t> refs;
+      const size_t local = tail_local_size(grammar_.rules()[rule].body, depth, refs);
+      std::sort(refs.begin(), refs.end());
+      refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+      summary.local_size = local;
+      summary.tail_refs = std::move(refs);
+      summary.known = true;
+    }
+    return summary;
+  }
+
+  // The size of a rule inlined at one place: a tail context of its own.
   size_t inline_size(uint32_t rule, int depth) {
     if (inline_size_[rule] < 0) {
-      inline_size_[rule] = static_cast<long long>(
-          std::min<size_t>(estimated_size(grammar_.rules()[rule].body, depth), 1u << 30));
+      const TailSummary& summary = tail_summary(rule, depth);
+      inline_size_[rule] = static_cast<long long>(std::min<size_t>(
+          with_shared_rules(summary.local_size, summary.tail_refs, depth), 1u << 30));
     }
     return static_cast<size_t>(inline_size_[rule]);
   }
@@ -514,23 +621,92 @@ class Lowering {
         return end;
       }
       case Expr::Kind::kRuleRef: {
-        if (should_inline(e.rule))
-          return build(grammar_.rules()[e.rule].body, from, nfa, depth + 1);
+        if (should_inline(e.rule)) return build_in_new_context(e, from, nfa, depth);
         uint32_t target = nfa.add();
         nfa.states[from].rules.push_back({lowered_rule_for_source(e.rule), target});
         charge(1);
         return target;
       }
-      case Expr::Kind::kSequence:
-      case Expr::Kind::kAlternation: {
+      case Expr::Kind::kSequence: {
         auto part = [&](const Expr& c, uint32_t at) { return build(c, at, nfa, depth + 1); };
-        return e.kind == Expr::Kind::kSequence ? build_sequence(e, from, part)
-                                               : build_alternation(e, from, nfa, part);
+        return build_sequence(e, from, part);
       }
+      case Expr::Kind::kAlternation:
+        return build_in_new_context(e, from, nfa, depth);
       case Expr::Kind::kRepeat:
+        if (e.max <= 1) return build_in_new_context(e, from, nfa, depth);
         return build_repeat(e, from, nfa, depth);
     }
     return from;
+  }
+
+  // A part with tail positions, built where something follows it: a tail
+  // context of its own, ending at a fresh state.
+  uint32_t build_in_new_context(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
+    TailContext tail{nfa.add(), {}};
+    charge(1);
+    build_tail(e, from, nfa, depth, tail);
+    return tail.end;
+  }
+
+  // Adds the fragment for `e` starting at `from` and ending at `tail.end`.
+  // Only the parts after which nothing follows inside `e` stay in tail
+  // position: the last item of a sequence, each alternative, an optional
+  // part; a loop's body is followed by the loop.
+  void build_tail(const Expr& e, uint32_t from, Nfa& nfa, int depth, TailContext& tail) {
+    if (!status_.ok()) return;
+    if (depth > kMaxDepth) {
+      status_ = Status(ErrorCode::kLimitExceeded, "grammar nested too deeply to lower", e.where);
+      return;
+    }
+    switch (e.kind) {
+      case Expr::Kind::kRuleRef: {
+        if (!should_inline(e.rule)) {
+          nfa.states[from].rules.push_back({lowered_rule_for_source(e.rule), tail.end});
+          return;
+        }
+        auto known = tail.rule_starts.find(e.rule);
+        if (known != tail.rule_starts.end()) {
+          nfa.states[from].epsilon.push_back(known->second);
+          return;
+        }
+        // A fresh start, since other references will enter it too; recorded
+        // before the body is built (a non-recursive body cannot name the
+        // rule again, but nothing here relies on it).
+        const uint32_t start = nfa.add();
+        charge(1);
+        tail.rule_starts.emplace(e.rule, start);
+        nfa.states[from].epsilon.push_back(start);
+        build_tail(grammar_.rules()[e.rule].body, start, nfa, depth + 1, tail);
+        return;
+      }
+      case Expr::Kind::kSequence: {
+        if (e.children.empty()) break;
+        uint32_t cur = from;
+        for (size_t i = 0; i + 1 < e.children.size(); ++i)
+          cur = build(e.children[i], cur, nfa, depth + 1);
+        build_tail(e.children.back(), cur, nfa, depth + 1, tail);
+        return;
+      }
+      case Expr::Kind::kAlternation:
+        // Each alternative from a fresh start, as in build_alternation().
+        for (const Expr& c : e.children) {
+          const uint32_t start = nfa.add();
+          nfa.states[from].epsilon.push_back(start);
+          build_tail(c, start, nfa, depth + 1, tail);
+        }
+        charge(e.children.size());
+        return;
+      case Expr::Kind::kRepeat:
+        if (e.max > 1) break;
+        if (e.min == 0) nfa.states[from].epsilon.push_back(tail.end);
+        if (e.max == 1) build_tail(e.children[0], from, nfa, depth + 1, tail);
+        return;
+      default:
+        break;
+    }
+    const uint32_t stop = build(e, from, nfa, depth);
+    nfa.states[stop].epsilon.push_back(tail.end);
   }
 
   // The children of a sequence one after another; `part(child, at)` adds one
@@ -932,6 +1108,7 @@ class Lowering {
   std::shared_ptr<ByteGrammar> out_;
   std::vector<bool> recursive_;
   std::vector<long long> inline_size_;
+  std::vector<TailSummary> tail_summaries_;
   std::vector<uint32_t> lowered_of_source_;
   std::vector<PendingRule> pending_;
   std::set<const Expr*> split_bodies_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -509,6 +510,114 @@ TEST(RecognizerProperty, AgreesWithReferenceOnRandomGrammars) {
   }
   EXPECT_GT(accepted, 100) << "the random inputs should hit the languages often";
   EXPECT_GT(compared, 5000);
+}
+
+// --- rules named last in a rule: shared when inlined -------------------------
+
+// A right-linear chain of rules shaped like the JSON Schema key automata:
+// k<i> names k<i+1> and k<i+2> last, so copying each named body at each
+// place would expand the DAG into a tree of Fibonacci size. k7 names k8
+// both in the middle and last; root names k0 in two places that are not
+// last and k5 last (k5 is also inside the k0 chain).
+std::string shared_tail_chain_gbnf() {
+  constexpr int kLength = 24;
+  std::string g = "root ::= \"<\" k0 \">\" \"[\" k0 \"]\" k5\n";
+  for (int i = 0; i < kLength; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    if (i == 7) {
+      g += k + " ::= \"m\" k8 \"n\" | \"p\" k8 | \"\"\n";
+    } else {
+      g += k + " ::= (\"a\" k" + std::to_string(i + 1) + " | \"b\" k" + std::to_string(i + 2) +
+           " | [c-e] tail)?\n";
+    }
+  }
+  g += "k" + std::to_string(kLength) + " ::= \"z\" | tail\n";
+  g += "k" + std::to_string(kLength + 1) + " ::= \"y\" tail\n";
+  g += "tail ::= [c-e]*\n";
+  return g;
+}
+
+TEST(Recognizer, SharedTailChainsAreExact) {
+  const std::string text = shared_tail_chain_gbnf();
+  auto grammar = parse_gbnf(text);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  Recognizer r = make(text);
+  const std::pair<std::string, Verdict> fixed[] = {
+      {"<>[]", A},
+      {"<ac>[]", A},
+      {"<aaaaaaap>[]", A},
+      {"<aaaaaaamn>[]", A},
+      {"<aaaaaaamaan>[bb]", A},
+      {"<aaaaaaama>[]", R},
+      {"<aaaaaaaa>[]", R},  // k7 reads no 'a'
+      {"<bbbbbbbbbbbbz>[]", A},
+      {"<bbbbbbbbbbbby>[]", R},
+      {"<bbbbbbbbbbbabycde>[]", A},
+      {"<bb>[bb]b", A},  // k5 after "]" is k5, not k4: "b" goes to k7
+      {"<>[]aap", A},
+      {"<>[]aaa", R},
+      {"<>[]cdedc", A},
+      {"<>[", P},
+  };
+  for (const auto& [input, expected] : fixed)
+    EXPECT_EQ(static_cast<int>(judge(r, input)), static_cast<int>(expected)) << input;
+  // Random words of the chain (walks that follow the rules), some with a
+  // letter dropped or added, against the reference.
+  std::mt19937 rng(12345);
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  auto tail = [&] {
+    std::string t;
+    while (pick(3) != 0) t += static_cast<char>('c' + pick(3));
+    return t;
+  };
+  std::function<std::string(int)> word = [&](int i) -> std::string {
+    if (i == 7) {
+      const int choice = pick(3);
+      if (choice == 0) return "m" + word(8) + "n";
+      return choice == 1 ? "p" + word(8) : "";
+    }
+    if (i == 24) return pick(2) ? "z" : tail();
+    if (i == 25) return "y" + tail();
+    switch (pick(5)) {
+      case 0:
+        return "";
+      case 1:
+        return static_cast<char>('c' + pick(3)) + tail();
+      case 2:
+        return "b" + word(i + 2);
+      default:
+        return "a" + word(i + 1);
+    }
+  };
+  int accepted = 0;
+  for (int n = 0; n < 2000; ++n) {
+    std::string input = "<" + word(0) + ">[" + word(0) + "]" + word(5);
+    if (n % 3 == 0) {
+      const size_t at = rng() % input.size();
+      if (pick(2))
+        input.erase(at, 1);
+      else
+        input.insert(at, 1, "abmnyz"[pick(6)]);
+    }
+    const bool expected =
+        Reference(*grammar, std::u32string(input.begin(), input.end())).accepts(0);
+    EXPECT_EQ(judge(r, input) == A, expected) << input;
+    accepted += expected;
+  }
+  EXPECT_GT(accepted, 1000);
+  EXPECT_LT(accepted, 1900);
+}
+
+TEST(Lowering, SharedTailChainsBecomePlainStates) {
+  auto grammar = parse_gbnf(shared_tail_chain_gbnf());
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+  ASSERT_TRUE(lowered.ok()) << lowered.status().to_string();
+  // Every rule inlined into root, each copy of the chain in linear size.
+  EXPECT_EQ((*lowered)->rules().size(), 1u);
+  for (const internal::AutomatonState& state : (*lowered)->states())
+    EXPECT_EQ(state.rule_edges_begin, state.rule_edges_end);
+  EXPECT_LT((*lowered)->states().size(), 1000u);
 }
 
 // --- the shared workload: every grammar case accepts its text ---------------
