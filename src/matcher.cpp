@@ -470,6 +470,8 @@ class MatcherState {
     const size_t max_depth = trie.max_depth() + 1;
     fast_begin_.assign(max_depth + 1, 0);
     fast_end_.assign(max_depth + 1, 0);
+    following_.assign(max_depth + 1, 0);
+    follow_.assign(max_depth + 1, ByteSet());
     path_.assign(max_depth + 1, 0);
     pool_.clear();
     const uint64_t work = engine_.work();
@@ -523,6 +525,7 @@ class MatcherState {
   // Walks trie nodes [first, last) of *walk_trie_, a run of whole subtrees
   // whose parent depth the engine or the fast path already holds.
   bool walk_nodes(uint32_t first, uint32_t last, uint32_t* words, size_t base, uint64_t deadline) {
+    const ByteGrammar& grammar = *data_->grammar;
     const auto& nodes = walk_trie_->nodes();
     const auto& ids = walk_trie_->token_ids();
     for (uint32_t i = first; i < last;) {
@@ -533,34 +536,54 @@ class MatcherState {
       const bool has_children = node.subtree_end != i + 1;
       if (engine_.size() > base + depth - 1) engine_.truncate(base + depth - 1);
       if (fast_end_[depth - 1] > fast_begin_[depth - 1]) {
-        // The parent is on the fast path.
-        pool_.resize(fast_end_[depth - 1]);
-        const size_t out = pool_.size();
-        const bool all_pure = advance(pool_.data() + fast_begin_[depth - 1],
-                                      pool_.data() + fast_end_[depth - 1], node.byte, out);
-        if (pool_.size() == out) {
-          i = node.subtree_end;
-          continue;
-        }
-        for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set_bit(words, ids[t]);
-        fast_begin_[depth] = fast_end_[depth] = static_cast<uint32_t>(out);
-        if (has_children) {
-          path_[depth] = node.byte;
-          if (all_pure) {
-            fast_end_[depth] = static_cast<uint32_t>(pool_.size());
+        const bool following = following_[depth - 1] != 0;
+        if (following && follow_[depth - 1].test(node.byte)) {
+          // The byte may go on after the followed rule ends: the engine
+          // decides this child, from the parent's set.
+          for (size_t d = engine_.size() - base + 1; d < depth; ++d)
+            if (!engine_.push_byte(path_[d])) return false;
+        } else {
+          // The parent is on the fast path.
+          pool_.resize(fast_end_[depth - 1]);
+          const size_t out = pool_.size();
+          bool all_pure;
+          if (following) {
+            const uint32_t next = grammar.next(pool_[fast_begin_[depth - 1]], node.byte);
+            if (next != kNoState) pool_.push_back(next);
+            all_pure = next != kNoState && calls_no_rule(next);
           } else {
-            // Materialize the fast-path bytes in the engine, then this byte
-            // (the DFA proved them, so only a work bound can refuse one).
-            for (size_t d = engine_.size() - base + 1; d <= depth; ++d)
-              if (!engine_.push_byte(path_[d])) return false;
-            if (cut_at_floor(i, depth)) {
-              i = node.subtree_end;
-              continue;
+            all_pure = advance(pool_.data() + fast_begin_[depth - 1],
+                               pool_.data() + fast_end_[depth - 1], node.byte, out);
+          }
+          if (pool_.size() == out) {
+            i = node.subtree_end;
+            continue;
+          }
+          for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set_bit(words, ids[t]);
+          fast_begin_[depth] = fast_end_[depth] = static_cast<uint32_t>(out);
+          following_[depth] = 0;
+          if (has_children) {
+            path_[depth] = node.byte;
+            if (all_pure) {
+              fast_end_[depth] = static_cast<uint32_t>(pool_.size());
+              following_[depth] = following;
+              follow_[depth] = follow_[depth - 1];
+            } else {
+              // Materialize the fast-path bytes in the engine, then this
+              // byte (the DFA proved them, so only a work bound can refuse
+              // one).
+              for (size_t d = engine_.size() - base + 1; d <= depth; ++d)
+                if (!engine_.push_byte(path_[d])) return false;
+              if (cut_at_floor(i, depth)) {
+                i = node.subtree_end;
+                continue;
+              }
+              follow_from_engine(depth, out);
             }
           }
+          ++i;
+          continue;
         }
-        ++i;
-        continue;
       }
       if (!engine_.scan().test(node.byte)) {
         i = node.subtree_end;
@@ -572,9 +595,11 @@ class MatcherState {
         const size_t top = engine_.size();
         const EarleyItem* first_item = engine_.set_begin(top);
         const EarleyItem* last_item = engine_.set_end(top);
-        pool_.resize(fast_begin_[depth - 1]);
+        // (Keeping a fast-path parent's states for its other children.)
+        pool_.resize(fast_end_[depth - 1]);
         const size_t out = pool_.size();
         fast_begin_[depth] = fast_end_[depth] = static_cast<uint32_t>(out);
+        following_[depth] = 0;
         bool all_pure = last_item - first_item <= kMaxFastItems;
         for (const EarleyItem* it = first_item; it != last_item && all_pure; ++it)
           all_pure &= advance(&it->state, &it->state + 1, node.byte, out);
@@ -588,11 +613,51 @@ class MatcherState {
             i = node.subtree_end;
             continue;
           }
+          follow_from_engine(depth, out);
         }
       }
       ++i;
     }
     return true;
+  }
+
+  bool calls_no_rule(uint32_t state) const {
+    const AutomatonState& s = data_->grammar->states()[state];
+    return s.rule_edges_begin == s.rule_edges_end;
+  }
+
+  // Once the engine holds the set at `depth`: when exactly one of its items
+  // sits in a final state that calls no rule (the end of a number, say),
+  // the walk below follows that item's DFA on the fast path, from pool_
+  // offset `out`. Everything else in the set (the rules the item's rule
+  // completed into) can only read the next byte, and ending the rule again
+  // further down completes the same items, so only children whose byte one
+  // of them scans need the engine: follow_[depth] is that byte set.
+  void follow_from_engine(size_t depth, size_t out) {
+    constexpr ptrdiff_t kMaxFollowItems = 64;
+    const size_t top = engine_.size();
+    const EarleyItem* first_item = engine_.set_begin(top);
+    const EarleyItem* last_item = engine_.set_end(top);
+    if (last_item - first_item > kMaxFollowItems) return;
+    const auto& states = data_->grammar->states();
+    uint32_t followed = kNoState;
+    ByteSet follow;
+    for (const EarleyItem* it = first_item; it != last_item; ++it) {
+      const AutomatonState& state = states[it->state];
+      if (state.is_final && calls_no_rule(it->state)) {
+        if (followed != kNoState) return;
+        followed = it->state;
+      } else {
+        follow |= state.scan;
+      }
+    }
+    if (followed == kNoState) return;
+    pool_.resize(out);
+    pool_.push_back(followed);
+    fast_begin_[depth] = static_cast<uint32_t>(out);
+    fast_end_[depth] = static_cast<uint32_t>(out + 1);
+    following_[depth] = 1;
+    follow_[depth] = follow;
   }
 
   // Sets pure_key_ to the sorted walk classes of the top set's DFA states
@@ -789,6 +854,8 @@ class MatcherState {
         if (!engine_.push_byte(path[d])) return false;
       std::copy(path, path + depth, path_.begin() + 1);
       fast_begin_[depth] = fast_end_[depth] = 0;  // the engine holds this depth
+      following_[depth] = 0;
+      follow_from_engine(depth, 0);
       if (!walk_nodes(f + 1, node.subtree_end, words, base, deadline)) return false;
       engine_.truncate(base + depth);
       held = path;
@@ -837,6 +904,10 @@ class MatcherState {
   std::vector<uint32_t> structure_ids_;
   // Walk scratch, kept to avoid reallocation.
   std::vector<uint32_t> fast_begin_, fast_end_, pool_;
+  // Per depth on the fast path: whether it follows one item past the end
+  // of its rule, and the bytes that then need the engine (follow_from_engine).
+  std::vector<uint8_t> following_;
+  std::vector<ByteSet> follow_;
   std::vector<uint8_t> path_;
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> mask_cache_;
