@@ -1196,7 +1196,7 @@ class Converter {
   std::map<std::vector<std::string>, std::string> key_not_in_memo_;
   size_t grammar_bytes_ = 0;
   std::set<std::string> base_rules_;
-  std::string key_char_rule_;
+  std::string key_leave_rule_;
   std::string key_tail_rule_;
   std::unordered_set<std::string> handed_out_;  // rule names returned by the memos
   std::unordered_map<std::string, std::string> other_ascii_memo_;  // trie children -> class
@@ -2382,9 +2382,9 @@ std::string Converter::add_rule(const std::string& hint, const std::string& body
 
 // A rule for `body` that the lowering keeps as one rule wherever it is
 // named. The lowering copies a small non-recursive rule into every place
-// that names it; for a part named from many places (between every two
-// declared members, from every node of a key trie) the copies add up, so
-// the rule refers to itself through an alternative that matches nothing.
+// that names it other than last in a rule; for a part named so from many
+// places (between every two declared members) the copies add up, so the
+// rule refers to itself through an alternative that matches nothing.
 std::string Converter::unshared_rule(const std::string& hint, const std::string& body) {
   const std::string key = "\x01" + body;
   auto it = text_memo_.find(key);
@@ -3125,8 +3125,10 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
 std::string Converter::dfa_rules(const internal::CharDfa& dfa,
                                  const std::function<bool(uint32_t)>& keep,
                                  const std::string& hint) {
-  // Past a few dozen states, the chains of state rules would be copied into
-  // one another by the lowering: each state stays a rule of its own.
+  // Past a few dozen states, an automaton (escapes make each state large)
+  // outgrows the lowering's inline budget; each of its states then still
+  // inlined would be a rule of its own holding a copy of the states after
+  // it. Each state stays a rule of its own instead.
   constexpr size_t kInlinedStates = 64;
   const bool separate = dfa.states.size() > kInlinedStates;
   return internal::dfa_to_gbnf(
@@ -3213,12 +3215,16 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
   }
   // One rule per merged state: characters that continue some name lead to
   // other states, the others leave the names, then anything (the shared
-  // rule `key-tail`); states that end no name may end the key.
+  // rule `key-tail`); states that end no name may end the key. Every state
+  // rule, `key-tail` and `key-leave` is named only last in a rule, so the
+  // lowering builds each once where the key is named: the whole automaton
+  // becomes plain states of the caller.
   const internal::CodePointSet shared = internal::normalize_set(
       {{0x00, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {0x80, kMaxCodePoint}});
   if (key_tail_rule_.empty()) {
-    key_tail_rule_ = unshared_rule("key-tail", base_rule("cchar") + "*");
-    key_char_rule_ = unshared_rule("key-char", internal::json_char_gbnf(shared));
+    key_tail_rule_ = add_rule("key-tail", base_rule("cchar") + "*");
+    key_leave_rule_ = add_rule(
+        "key-leave", add_rule("key-char", internal::json_char_gbnf(shared)) + " " + key_tail_rule_);
   }
   const std::string base = unique_name("k");
   std::vector<std::string> state_names(representative.size());
@@ -3299,8 +3305,8 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
         for (uint32_t cp = 0x20; cp < 0x80; ++cp) ascii[cp] = true;
         ascii['"'] = ascii['/'] = ascii['\\'] = false;
         for (const auto& [cp, child] : node.children) ascii[cp] = false;
-        std::string leave = key_char_rule_;
-        if (ascii.any()) leave = ascii_class(ascii) + " | " + leave;
+        std::string leave = key_leave_rule_;
+        if (ascii.any()) leave = ascii_class(ascii) + " " + key_tail_rule_ + " | " + leave;
         cached = other_ascii_memo_.emplace(used_key, add_rule("kc", leave)).first;
       }
       body += cached->second;
@@ -3308,9 +3314,9 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
       internal::CodePointSet used;
       for (const auto& [cp, child] : node.children) used.push_back({cp, cp});
       body += internal::json_char_gbnf(internal::complement_set(internal::normalize_set(used)));
+      body += ' ';
+      body += key_tail_rule_;
     }
-    body += ' ';
-    body += key_tail_rule_;
     if (!node.terminal) body += ")?";
     names_.insert(state_names[id]);
     define_rule(state_names[id], body);
@@ -3364,9 +3370,10 @@ std::string Converter::emit_members(const std::vector<Member>& members,
     return std::min(count + 1, cap);
   };
   std::vector<std::pair<std::string, std::string>> pending;
-  // Past a few members, each state stays a rule of its own: copied into
-  // one another by the lowering, a long member list would cost quadratic
-  // space.
+  // Past a few members, each state stays a rule of its own: a long member
+  // list outgrows the lowering's inline budget, and each state then still
+  // inlined would be a rule holding a copy of the members after it
+  // (quadratic space).
   constexpr size_t kInlinedMembers = 8;
   auto define_states = [&]() {
     for (auto& [name, body] : pending) {
