@@ -114,14 +114,16 @@ std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar);
 // The walk of each class, shared by every Matcher of a CompiledGrammar:
 // filled at compile time within the precompute budget, then by the first
 // Matcher that needs one. Slots are published with a compare-and-swap and
-// never change afterwards, so readers take no lock.
+// never change afterwards, so readers take no lock. A class has two slots:
+// whether the states allow the text slice is a property of the states, not
+// of the class (it looks past the class's pure stretch).
 class ClassWalks {
  public:
   // Memory for walks published after compiling.
   static constexpr size_t kMaxSharedBytes = size_t{64} << 20;
 
   explicit ClassWalks(size_t classes)
-      : slots_(std::make_unique<std::atomic<const PureWalk*>[]>(classes)), size_(classes) {
+      : slots_(std::make_unique<std::atomic<const PureWalk*>[]>(2 * classes)), size_(2 * classes) {
     for (size_t i = 0; i < size_; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
   }
   ~ClassWalks() {
@@ -130,20 +132,24 @@ class ClassWalks {
   ClassWalks(const ClassWalks&) = delete;
   ClassWalks& operator=(const ClassWalks&) = delete;
 
-  const PureWalk* find(uint32_t cls) const { return slots_[cls].load(std::memory_order_acquire); }
+  const PureWalk* find(uint32_t cls, bool sliced) const {
+    return slots_[slot(cls, sliced)].load(std::memory_order_acquire);
+  }
 
   // Publishes `walk` for `cls` (taking it) and returns the walk now in the
   // slot, which is another thread's if it was first. Returns nullptr, and
   // leaves `walk` alone, once kMaxSharedBytes are spent (unless forced, as
   // at compile time, whose budget is separate).
-  const PureWalk* publish(uint32_t cls, std::unique_ptr<PureWalk>& walk, bool forced = false) {
+  const PureWalk* publish(uint32_t cls, bool sliced, std::unique_ptr<PureWalk>& walk,
+                          bool forced = false) {
     const size_t bytes = walk->memory();
     if (bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > kMaxSharedBytes && !forced) {
       bytes_.fetch_sub(bytes, std::memory_order_relaxed);
       return nullptr;
     }
     const PureWalk* expected = nullptr;
-    if (slots_[cls].compare_exchange_strong(expected, walk.get(), std::memory_order_acq_rel)) {
+    if (slots_[slot(cls, sliced)].compare_exchange_strong(expected, walk.get(),
+                                                          std::memory_order_acq_rel)) {
       return walk.release();
     }
     bytes_.fetch_sub(bytes, std::memory_order_relaxed);
@@ -152,6 +158,7 @@ class ClassWalks {
   }
 
  private:
+  static size_t slot(uint32_t cls, bool sliced) { return 2 * size_t{cls} + (sliced ? 1 : 0); }
   std::unique_ptr<std::atomic<const PureWalk*>[]> slots_;
   size_t size_;
   std::atomic<size_t> bytes_{0};
@@ -226,8 +233,9 @@ struct CompiledGrammarData {
     return walk.slice != nullptr ? vocabulary.text_slice().rest : vocabulary.trie();
   }
   // walk_from_state from pure state `s`, over the trie trie_for picks.
-  bool walk_pure_state(uint32_t s, uint64_t budget, PureWalk& walk, uint64_t& visited) const {
-    const TokenTrie& trie = trie_for(text_closure->accepts_all_text(s), walk);
+  bool walk_pure_state(uint32_t s, bool sliced, uint64_t budget, PureWalk& walk,
+                       uint64_t& visited) const {
+    const TokenTrie& trie = trie_for(sliced, walk);
     return walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, walk, visited);
   }
 };
@@ -661,8 +669,9 @@ class MatcherState {
   }
 
   // Sets pure_key_ to the sorted walk classes of the top set's DFA states
-  // (and pure_states_ to the states) and returns true when they are all pure
-  // (and few enough for the fast path).
+  // (pure_states_ to the states, pure_sliced_ to whether one of them allows
+  // the text slice) and returns true when they are all pure (and few enough
+  // for the fast path).
   bool top_set_pure_key() {
     const std::vector<uint32_t>& walk_class = data_->walk_class;
     const size_t top = engine_.size();
@@ -671,9 +680,11 @@ class MatcherState {
     if (first == last || last - first > kMaxFastItems) return false;
     pure_key_.clear();
     pure_states_.clear();
+    pure_sliced_ = false;
     for (const EarleyItem* it = first; it != last; ++it) {
       const uint32_t cls = walk_class[it->state];
       if (cls == kImpureClass) return false;
+      pure_sliced_ = pure_sliced_ || data_->text_closure->accepts_all_text(it->state);
       if (std::find(pure_key_.begin(), pure_key_.end(), cls) != pure_key_.end()) continue;
       pure_key_.push_back(cls);
       pure_states_.push_back(it->state);
@@ -686,18 +697,20 @@ class MatcherState {
   // cache, or nullptr.
   const PureWalk* cached_pure_walk() {
     if (pure_key_.size() == 1) {
-      if (const PureWalk* walk = data_->class_walks->find(static_cast<uint32_t>(pure_key_[0])))
+      if (const PureWalk* walk =
+              data_->class_walks->find(static_cast<uint32_t>(pure_key_[0]), pure_sliced_))
         return walk;
     }
-    if (const PureWalk* walk = data_->shared_walks->find(tagged(kPureKeyTag, pure_key_)))
+    if (const PureWalk* walk = data_->shared_walks->find(tagged(pure_tag(), pure_key_)))
       return walk;
-    auto it = pure_walks_.find(pure_key_);
-    return it == pure_walks_.end() ? nullptr : &it->second;
+    auto it = pure_walks_[pure_sliced_].find(pure_key_);
+    return it == pure_walks_[pure_sliced_].end() ? nullptr : &it->second;
   }
 
   // `key` with `tag` in front, to tell the kinds of keys apart in
   // SharedWalks (kept in tagged_key_).
-  static constexpr uint64_t kPureKeyTag = 0, kLocalKeyTag = 1;
+  static constexpr uint64_t kPureKeyTag = 0, kLocalKeyTag = 1, kSlicedPureKeyTag = 2;
+  uint64_t pure_tag() const { return pure_sliced_ ? kSlicedPureKeyTag : kPureKeyTag; }
   const std::vector<uint64_t>& tagged(uint64_t tag, const std::vector<uint64_t>& key) {
     tagged_key_.assign(1, tag);
     tagged_key_.insert(tagged_key_.end(), key.begin(), key.end());
@@ -724,16 +737,17 @@ class MatcherState {
     if (pure_states_.size() == 1) {
       const uint64_t budget = deadline > engine_.work() ? deadline - engine_.work() : 0;
       uint64_t visited = 0;
-      const bool done = data_->walk_pure_state(pure_states_[0], budget, walk, visited);
+      const bool done =
+          data_->walk_pure_state(pure_states_[0], pure_sliced_, budget, walk, visited);
       engine_.charge(visited);
       if (!done || engine_.work() > deadline) return nullptr;
       auto owned = std::make_unique<PureWalk>(std::move(walk));
       if (const PureWalk* shared =
-              data_->class_walks->publish(static_cast<uint32_t>(pure_key_[0]), owned))
+              data_->class_walks->publish(static_cast<uint32_t>(pure_key_[0]), pure_sliced_, owned))
         return shared;
-      return remember_in(pure_walks_, pure_key_, std::move(*owned));
+      return remember_in(pure_walks_[pure_sliced_], pure_key_, std::move(*owned));
     }
-    const TokenTrie& trie = data_->trie_for(any_accepts_all_text(pure_states_), walk);
+    const TokenTrie& trie = data_->trie_for(pure_sliced_, walk);
     const auto& nodes = trie.nodes();
     const auto& ids = trie.token_ids();
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
@@ -769,18 +783,14 @@ class MatcherState {
     }
     pool_.clear();
     walk.finish();
-    return share(kPureKeyTag, pure_walks_, pure_key_, std::move(walk));
-  }
-
-  bool any_accepts_all_text(const std::vector<uint32_t>& states) const {
-    return std::any_of(states.begin(), states.end(),
-                       [&](uint32_t s) { return data_->text_closure->accepts_all_text(s); });
+    return share(pure_tag(), pure_walks_[pure_sliced_], pure_key_, std::move(walk));
   }
 
   const PureWalk* remember_in(WalkCache& cache, const std::vector<uint64_t>& key, PureWalk&& walk) {
     const size_t bytes = walk.memory() + key.size() * sizeof(uint64_t);
     if (walk_bytes_ + bytes > kMaskCacheBytes) {
-      pure_walks_.clear();
+      pure_walks_[0].clear();
+      pure_walks_[1].clear();
       local_walks_.clear();
       walk_bytes_ = 0;
     }
@@ -811,7 +821,10 @@ class MatcherState {
     item_states_.clear();
     for (const EarleyItem* it = engine_.set_begin(base); it != engine_.set_end(base); ++it)
       item_states_.push_back(it->state);
-    walk_trie_ = &data_->trie_for(any_accepts_all_text(item_states_), walk);
+    walk_trie_ = &data_->trie_for(
+        std::any_of(item_states_.begin(), item_states_.end(),
+                    [&](uint32_t s) { return data_->text_closure->accepts_all_text(s); }),
+        walk);
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     local_walk_ = &walk;
     engine_.set_floor(base);
@@ -915,7 +928,8 @@ class MatcherState {
   std::vector<uint64_t> pure_key_;     // sorted walk classes of the top set
   std::vector<uint32_t> pure_states_;  // one DFA state per class of pure_key_
   std::vector<uint64_t> tagged_key_;
-  WalkCache pure_walks_;
+  bool pure_sliced_ = false;
+  WalkCache pure_walks_[2];          // by pure_sliced_
   std::vector<uint64_t> local_key_;  // the top set's (state, started here?) items
   WalkCache local_walks_;
   PureWalk* local_walk_ = nullptr;        // the local walk being built, if any
@@ -1233,7 +1247,8 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   data->shared_walks = std::make_unique<internal::SharedWalks>();
   data->pure_transitions =
       std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
-  data->text_closure = std::make_unique<internal::TextClosure>(byte_grammar);
+  data->text_closure =
+      std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length);
   // Precompute the walk of every class while the budget lasts, nearest
   // states first (breadth-first from the start of every rule: the states a
   // decode reaches early and often); the rest are walked on first use.
@@ -1244,12 +1259,14 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   for (uint32_t s : internal::breadth_first_states(byte_grammar)) {
     if (budget == 0) break;
     const uint32_t cls = data->walk_class[s];
-    if (cls == internal::kImpureClass || data->class_walks->find(cls)) continue;
+    if (cls == internal::kImpureClass) continue;
+    const bool sliced = data->text_closure->accepts_all_text(s);
+    if (data->class_walks->find(cls, sliced)) continue;
     auto walk = std::make_unique<internal::PureWalk>();
     uint64_t visited = 0;
-    if (!data->walk_pure_state(s, budget, *walk, visited)) break;
+    if (!data->walk_pure_state(s, sliced, budget, *walk, visited)) break;
     budget -= visited;
-    data->class_walks->publish(cls, walk, /*forced=*/true);
+    data->class_walks->publish(cls, sliced, walk, /*forced=*/true);
   }
   return CompiledGrammar(std::move(data));
 }

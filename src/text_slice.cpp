@@ -1,6 +1,8 @@
 #include "text_slice.h"
 
 #include <algorithm>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "automaton.h"
@@ -11,7 +13,14 @@ namespace grammask::internal {
 
 bool spells_plain_text(std::string_view bytes) noexcept {
   if (bytes.empty()) return false;
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   for (size_t pos = 0; pos < bytes.size();) {
+    const uint8_t byte = data[pos];
+    if (byte < 0x80) {  // no decoding for ASCII
+      if (!is_plain_text_char(byte)) return false;
+      ++pos;
+      continue;
+    }
     uint32_t code_point = 0;
     const size_t length = utf8::decode(bytes, pos, &code_point);
     if (length == utf8::kInvalid || !is_plain_text_char(code_point)) return false;
@@ -29,6 +38,7 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
     const std::string_view token(bytes + offsets[id], offsets[id + 1] - offsets[id]);
     if (spells_plain_text(token)) {
       set_bit(slice.words.data(), id);
+      slice.max_length = std::max(slice.max_length, token.size());
     } else {
       rest.push_back(id);
     }
@@ -37,7 +47,12 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
   return slice;
 }
 
-TextClosure::TextClosure(const ByteGrammar& grammar) : grammar_(grammar) {
+TextClosure::TextClosure(const ByteGrammar& grammar, size_t max_length)
+    : grammar_(grammar),
+      max_length_(max_length),
+      known_(std::make_unique<std::atomic<uint8_t>[]>(grammar.states().size())) {
+  for (size_t s = 0; s < grammar.states().size(); ++s)
+    known_[s].store(kUnknown, std::memory_order_relaxed);
   // The next phase after each byte, per phase (kBoundary when the byte
   // completes a character); -1: not allowed there.
   auto next_phase = [](Phase phase, uint8_t b) -> int {
@@ -83,9 +98,138 @@ TextClosure::TextClosure(const ByteGrammar& grammar) : grammar_(grammar) {
   }
 }
 
-bool TextClosure::accepts_all_text(uint32_t state) const {
-  // Past this many pairs the answer is "no": a state that accepts all text
-  // is inside a small loop (a string body), not a large automaton.
+// A depth-first proof that every plain-text string of `depth` bytes has a
+// path from a configuration: a DFA state, the UTF-8 position, and the
+// states to return to after the rules entered so far. For each byte a phase allows, some
+// successor must again have a proof one byte shorter. Results are memoized
+// per configuration as the depth proven and the depth refuted (a proof for
+// a depth holds for every smaller one).
+class TextClosure::Search {
+ public:
+  explicit Search(const TextClosure& closure) : closure_(closure) {}
+
+  bool proves(uint32_t state) {
+    // The proof recurses once per byte: past this depth, no proof (the
+    // walks then read the whole trie, as without a slice).
+    constexpr size_t kMaxDepth = 512;
+    if (closure_.max_length_ > kMaxDepth) return false;
+    Config start;
+    start.state = state;
+    return proves(start, closure_.max_length_);
+  }
+
+ private:
+  static constexpr size_t kMaxReturns = 4;    // nested rule calls followed
+  static constexpr size_t kMaxWork = 200000;  // successor steps per search
+
+  struct Config {
+    uint32_t state = 0;
+    Phase phase = kBoundary;
+    uint8_t returns = 0;
+    uint32_t stack[kMaxReturns] = {};
+    std::string key() const {
+      std::string k(reinterpret_cast<const char*>(&state), sizeof state);
+      k += static_cast<char>(phase);
+      k.append(reinterpret_cast<const char*>(stack), returns * sizeof(uint32_t));
+      return k;
+    }
+  };
+  struct Known {
+    size_t proven = 0;
+    size_t refuted = SIZE_MAX;
+  };
+
+  bool proves(const Config& config, size_t depth) {
+    if (depth == 0) return true;
+    const std::string key = config.key();
+    {
+      const Known& known = known_[key];
+      if (known.proven >= depth) return true;
+      if (known.refuted <= depth) return false;
+    }
+    // The successors on each byte first: most refutations are a byte with
+    // none, found without going deeper.
+    const std::vector<Config> here = expand(config);
+    const std::vector<Step>& steps = closure_.steps_[config.phase];
+    std::vector<Config> next;
+    std::vector<size_t> next_begin{0};
+    bool all = true;
+    for (const Step& step : steps) {
+      if (++work_ > kMaxWork) return false;  // unproven; not memoized
+      for (const Config& c : here) {
+        const uint32_t t = closure_.grammar_.next(c.state, step.byte);
+        if (t == kNoState) continue;
+        Config successor = c;
+        successor.state = t;
+        successor.phase = step.next;
+        next.push_back(successor);
+      }
+      if (next.size() == next_begin.back()) {
+        all = false;
+        break;
+      }
+      next_begin.push_back(next.size());
+    }
+    for (size_t i = 0; all && i < steps.size(); ++i) {
+      bool some = false;
+      for (size_t j = next_begin[i]; j < next_begin[i + 1] && !some; ++j)
+        some = proves(next[j], depth - 1);
+      all = some;
+    }
+    Known& known = known_[key];
+    if (all) {
+      known.proven = std::max(known.proven, depth);
+    } else if (work_ <= kMaxWork) {
+      known.refuted = std::min(known.refuted, depth);
+    }
+    return all;
+  }
+
+  // The configurations reachable without reading a byte: entering a called
+  // rule (and skipping a nullable one), and returning from an entered rule
+  // at one of its final states. The item's own rule never ends: what
+  // follows it depends on the stack below.
+  std::vector<Config> expand(const Config& config) const {
+    std::vector<Config> out{config};
+    const ByteGrammar& grammar = closure_.grammar_;
+    std::unordered_set<std::string> seen{config.key()};
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Config c = out[i];
+      const AutomatonState& state = grammar.states()[c.state];
+      auto add = [&](const Config& d) {
+        if (seen.insert(d.key()).second) out.push_back(d);
+      };
+      for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e) {
+        const RuleEdge& edge = grammar.rule_edges()[e];
+        if (grammar.rules()[edge.rule].nullable) {
+          Config skip = c;
+          skip.state = edge.target;
+          add(skip);
+        }
+        if (c.returns < kMaxReturns) {
+          Config enter = c;
+          enter.stack[enter.returns++] = edge.target;
+          enter.state = grammar.rules()[edge.rule].start;
+          add(enter);
+        }
+      }
+      if (state.is_final && c.returns > 0) {
+        Config back = c;
+        back.state = back.stack[--back.returns];
+        add(back);
+      }
+    }
+    return out;
+  }
+
+  const TextClosure& closure_;
+  std::unordered_map<std::string, Known> known_;
+  size_t work_ = 0;
+};
+
+bool TextClosure::loops_on_all_text(uint32_t state) const {
+  // A state that accepts all text is inside a small loop (a string body),
+  // not a large automaton: past this many pairs, no.
   constexpr size_t kMaxPairs = 4096;
   auto key = [](uint32_t s, int phase) {
     return (uint64_t{s} << 3) | static_cast<uint64_t>(phase);
@@ -104,6 +248,14 @@ bool TextClosure::accepts_all_text(uint32_t state) const {
     }
   }
   return true;
+}
+
+bool TextClosure::accepts_all_text(uint32_t state) const {
+  const uint8_t known = known_[state].load(std::memory_order_relaxed);
+  if (known != kUnknown) return known == kYes;
+  const bool answer = loops_on_all_text(state) || Search(*this).proves(state);
+  known_[state].store(answer ? kYes : kNo, std::memory_order_relaxed);
+  return answer;
 }
 
 }  // namespace grammask::internal

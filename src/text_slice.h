@@ -12,7 +12,9 @@
 #ifndef GRAMMASK_SRC_TEXT_SLICE_H_
 #define GRAMMASK_SRC_TEXT_SLICE_H_
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -38,6 +40,7 @@ bool spells_plain_text(std::string_view bytes) noexcept;
 struct TextSlice {
   std::vector<uint32_t> words;  // bit i set <=> token i is in the slice
   TokenTrie rest;               // the trie tokens outside the slice
+  size_t max_length = 0;        // the longest slice token, in bytes
 
   // `ids`: the trie's tokens, ascending. Token id spells bytes[offsets[id],
   // offsets[id + 1]); `vocabulary_size` sizes the mask.
@@ -45,17 +48,18 @@ struct TextSlice {
                          const std::vector<uint32_t>& ids, size_t vocabulary_size);
 };
 
-// Which states of a lowered grammar scan every string of plain text
-// characters: from such a state no plain-text token can be refused,
-// whatever else the state does (end its rule, call another).
+// Which states of a lowered grammar read every string of plain text up to
+// the longest slice token: from an Earley item in such a state no slice
+// token can be refused.
 class TextClosure {
  public:
-  explicit TextClosure(const ByteGrammar& grammar);
+  // `max_length`: the longest slice token, in bytes.
+  TextClosure(const ByteGrammar& grammar, size_t max_length);
 
-  // True if every string of plain text characters has a path of byte
-  // transitions from `state`. A search over the (state, position in a UTF-8
-  // character) pairs reachable from it, which gives up (false) past a few
-  // thousand pairs. Thread-safe.
+  // True if an Earley item in `state` reads every plain-text string of up
+  // to max_length bytes, by byte transitions or through the rules it calls
+  // (a string body of at most N characters, each one a rule call, say),
+  // without ending its own rule. Answers are kept per state. Thread-safe.
   bool accepts_all_text(uint32_t state) const;
 
  private:
@@ -76,8 +80,18 @@ class TextClosure {
     uint8_t byte;  // one byte per (byte class, next phase): classes step alike
     Phase next;
   };
+  class Search;
+
+  // Every plain-text string of any length, by byte transitions alone (a
+  // string body): a cheap search that tries first.
+  bool loops_on_all_text(uint32_t state) const;
+
   const ByteGrammar& grammar_;
+  size_t max_length_;
   std::vector<Step> steps_[kPhases];
+  // Per state: unknown, yes or no (computing one twice is harmless).
+  static constexpr uint8_t kUnknown = 0, kYes = 1, kNo = 2;
+  std::unique_ptr<std::atomic<uint8_t>[]> known_;
 };
 
 }  // namespace grammask::internal

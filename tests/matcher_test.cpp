@@ -136,6 +136,16 @@ v ::= "\"" [^"\\]{0,3} "\"" | [0-9]+)gm",
       // Plain-text states walk only the tokens outside the text slice;
       // a body that refuses one plain character ('x') walks them all.
       R"gm(root ::= "\"" [^"\\\x7F\x00-\x1F]* "\"" | "[" [^"\\x]* "]")gm",
+      // After "a" and after "b": one walk class (one byte of pure stretch
+      // before a rule call), but only the first reads all plain text (y
+      // does, z does not). Their walks must not be shared.
+      R"gm(root ::= "a" [^"\\\n] y "\n" | "b" [^"\\\n] z "\n"
+y ::= [^"\\\n]* | "#" y
+z ::= "\"" | "#" z)gm",
+      // A counted string body whose characters are rule calls: the slice
+      // holds until fewer characters are left than the longest token.
+      R"gm(root ::= "\"" c c? c? c? c? c? c? c? c? c? "\""
+c ::= [^"\\] | "\\" "n" | "\x01" c)gm",
       // A plain-text state inside an impure set (a recursive rule) and a
       // key that may be anything but "ab" (the JSON Schema key shape).
       R"gm(root ::= "{" k ":" root "}" | "1"
