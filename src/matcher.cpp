@@ -215,6 +215,9 @@ struct CompiledGrammarData {
   Vocabulary vocabulary;
   uint64_t max_mask_work = 0;        // CompileOptions::max_mask_work
   std::vector<uint32_t> walk_class;  // per DFA state; kImpureClass for impure ones
+  // Per DFA state: a rule start or the target of a rule edge, the states
+  // an Earley item can enter by prediction or completion.
+  std::vector<uint8_t> entered_by_rule;
   uint32_t num_walk_classes = 1;
   std::unique_ptr<const PureTransitions> pure_transitions;
   std::unique_ptr<const TextClosure> text_closure;
@@ -556,9 +559,7 @@ class MatcherState {
           const size_t out = pool_.size();
           bool all_pure;
           if (following) {
-            const uint32_t next = grammar.next(pool_[fast_begin_[depth - 1]], node.byte);
-            if (next != kNoState) pool_.push_back(next);
-            all_pure = next != kNoState && calls_no_rule(next);
+            all_pure = advance_followed(fast_begin_[depth - 1], fast_end_[depth - 1], node.byte);
           } else {
             all_pure = advance(pool_.data() + fast_begin_[depth - 1],
                                pool_.data() + fast_end_[depth - 1], node.byte, out);
@@ -629,18 +630,49 @@ class MatcherState {
     return true;
   }
 
+  // advance() for a followed parent (see follow_from_engine): pool_[begin]
+  // is the followed item's state or kNoState, then the pure items' states.
+  // Appends the successors in the same layout, or nothing when all die;
+  // returns false when one needs the engine (the followed item calls a
+  // rule, a pure item ends its rule or calls one).
+  bool advance_followed(uint32_t begin, uint32_t end, uint8_t byte) {
+    const ByteGrammar& grammar = *data_->grammar;
+    uint32_t sources[kMaxFastItems + 1];
+    const size_t count = std::min<size_t>(end - begin, kMaxFastItems + 1);
+    std::copy(pool_.begin() + begin, pool_.begin() + begin + count, sources);
+    const size_t out = pool_.size();
+    const uint32_t followed = sources[0] == kNoState ? kNoState : grammar.next(sources[0], byte);
+    pool_.push_back(followed);
+    bool alive = followed != kNoState;
+    bool fast = followed == kNoState || calls_no_rule(followed);
+    for (size_t i = 1; i < count; ++i) {
+      const uint32_t next = grammar.next(sources[i], byte);
+      if (next == kNoState || std::find(pool_.begin() + out + 1, pool_.end(), next) != pool_.end())
+        continue;
+      pool_.push_back(next);
+      alive = true;
+      fast &= data_->walk_class[next] != kImpureClass;
+    }
+    if (!alive) pool_.resize(out);
+    return fast;
+  }
+
   bool calls_no_rule(uint32_t state) const {
     const AutomatonState& s = data_->grammar->states()[state];
     return s.rule_edges_begin == s.rule_edges_end;
   }
 
-  // Once the engine holds the set at `depth`: when exactly one of its items
-  // sits in a final state that calls no rule (the end of a number, say),
-  // the walk below follows that item's DFA on the fast path, from pool_
-  // offset `out`. Everything else in the set (the rules the item's rule
-  // completed into) can only read the next byte, and ending the rule again
-  // further down completes the same items, so only children whose byte one
-  // of them scans need the engine: follow_[depth] is that byte set.
+  // Once the engine holds the set at `depth`, the walk below may go on
+  // the fast path with the items that need no engine: at most one in a
+  // final state that calls no rule (the end of a number, a key that may
+  // end), followed on its DFA, and pure ones that no completion or
+  // prediction can have added (reached by bytes only: a declared key's
+  // name beside the key automaton). Everything else in the set (the rules
+  // the followed item completed into, calls in progress) can only read the
+  // next byte, and ending the followed rule again further down adds the
+  // same items again, so only children whose byte one of them scans need
+  // the engine: follow_[depth] is that byte set. The states go to pool_
+  // from offset `out`, followed item first (kNoState if none).
   void follow_from_engine(size_t depth, size_t out) {
     constexpr ptrdiff_t kMaxFollowItems = 64;
     const size_t top = engine_.size();
@@ -648,22 +680,29 @@ class MatcherState {
     const EarleyItem* last_item = engine_.set_end(top);
     if (last_item - first_item > kMaxFollowItems) return;
     const auto& states = data_->grammar->states();
-    uint32_t followed = kNoState;
+    pool_.resize(out);
+    pool_.push_back(kNoState);
     ByteSet follow;
     for (const EarleyItem* it = first_item; it != last_item; ++it) {
       const AutomatonState& state = states[it->state];
-      if (state.is_final && calls_no_rule(it->state)) {
-        if (followed != kNoState) return;
-        followed = it->state;
+      if (data_->walk_class[it->state] != kImpureClass && !data_->entered_by_rule[it->state]) {
+        if (pool_.size() - out <= kMaxFastItems &&
+            std::find(pool_.begin() + out + 1, pool_.end(), it->state) == pool_.end())
+          pool_.push_back(it->state);
+        else
+          follow |= state.scan;
+      } else if (state.is_final && calls_no_rule(it->state) && pool_[out] == kNoState) {
+        pool_[out] = it->state;
       } else {
         follow |= state.scan;
       }
     }
-    if (followed == kNoState) return;
-    pool_.resize(out);
-    pool_.push_back(followed);
+    if (pool_[out] == kNoState && pool_.size() == out + 1) {
+      pool_.resize(out);
+      return;
+    }
     fast_begin_[depth] = static_cast<uint32_t>(out);
-    fast_end_[depth] = static_cast<uint32_t>(out + 1);
+    fast_end_[depth] = static_cast<uint32_t>(pool_.size());
     following_[depth] = 1;
     follow_[depth] = follow;
   }
@@ -680,16 +719,18 @@ class MatcherState {
     if (first == last || last - first > kMaxFastItems) return false;
     pure_key_.clear();
     pure_states_.clear();
-    pure_sliced_ = false;
+    item_states_.clear();
     for (const EarleyItem* it = first; it != last; ++it) {
       const uint32_t cls = walk_class[it->state];
       if (cls == kImpureClass) return false;
-      pure_sliced_ = pure_sliced_ || data_->text_closure->accepts_all_text(it->state);
+      item_states_.push_back(it->state);
       if (std::find(pure_key_.begin(), pure_key_.end(), cls) != pure_key_.end()) continue;
       pure_key_.push_back(cls);
       pure_states_.push_back(it->state);
     }
     std::sort(pure_key_.begin(), pure_key_.end());
+    pure_sliced_ =
+        data_->text_closure->any_accepts_all_text(item_states_.data(), item_states_.size());
     return true;
   }
 
@@ -822,9 +863,7 @@ class MatcherState {
     for (const EarleyItem* it = engine_.set_begin(base); it != engine_.set_end(base); ++it)
       item_states_.push_back(it->state);
     walk_trie_ = &data_->trie_for(
-        std::any_of(item_states_.begin(), item_states_.end(),
-                    [&](uint32_t s) { return data_->text_closure->accepts_all_text(s); }),
-        walk);
+        data_->text_closure->any_accepts_all_text(item_states_.data(), item_states_.size()), walk);
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     local_walk_ = &walk;
     engine_.set_floor(base);
@@ -1238,7 +1277,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   auto lowered = internal::ByteGrammar::lower(grammar, options.root, options.recognizer);
   if (!lowered.ok()) return lowered.status();
   auto data = std::make_shared<internal::CompiledGrammarData>(internal::CompiledGrammarData{
-      std::move(lowered).value(), vocabulary, options.max_mask_work, {}, 1, {}, {}, {}, {}});
+      std::move(lowered).value(), vocabulary, options.max_mask_work, {}, {}, 1, {}, {}, {}, {}});
   const internal::ByteGrammar& byte_grammar = *data->grammar;
   const internal::TokenTrie& trie = vocabulary.trie();
   data->walk_class =
@@ -1249,6 +1288,11 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
       std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
   data->text_closure =
       std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length);
+  data->entered_by_rule.assign(byte_grammar.states().size(), 0);
+  for (const internal::LoweredRule& rule : byte_grammar.rules())
+    if (rule.start != internal::kNoState) data->entered_by_rule[rule.start] = 1;
+  for (const internal::RuleEdge& edge : byte_grammar.rule_edges())
+    data->entered_by_rule[edge.target] = 1;
   // Precompute the walk of every class while the budget lasts, nearest
   // states first (breadth-first from the start of every rule: the states a
   // decode reaches early and often); the rest are walked on first use.

@@ -1,7 +1,6 @@
 #include "text_slice.h"
 
 #include <algorithm>
-#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -113,70 +112,88 @@ class TextClosure::Search {
     // walks then read the whole trie, as without a slice).
     constexpr size_t kMaxDepth = 512;
     if (closure_.max_length_ > kMaxDepth) return false;
+    levels_.resize(closure_.max_length_ + 1);
     Config start;
     start.state = state;
     return proves(start, closure_.max_length_);
   }
 
  private:
-  static constexpr size_t kMaxReturns = 4;    // nested rule calls followed
-  static constexpr size_t kMaxWork = 200000;  // successor steps per search
+  static constexpr size_t kMaxReturns = 4;   // nested rule calls followed
+  static constexpr size_t kMaxWork = 50000;  // successor steps per search
 
   struct Config {
     uint32_t state = 0;
-    Phase phase = kBoundary;
+    uint8_t phase = kBoundary;
     uint8_t returns = 0;
-    uint32_t stack[kMaxReturns] = {};
-    std::string key() const {
-      std::string k(reinterpret_cast<const char*>(&state), sizeof state);
-      k += static_cast<char>(phase);
-      k.append(reinterpret_cast<const char*>(stack), returns * sizeof(uint32_t));
-      return k;
+    uint32_t stack[kMaxReturns] = {};  // unused entries stay 0
+    friend bool operator==(const Config& a, const Config& b) {
+      return a.state == b.state && a.phase == b.phase && a.returns == b.returns &&
+             std::equal(a.stack, a.stack + a.returns, b.stack);
+    }
+  };
+  struct ConfigHash {
+    size_t operator()(const Config& c) const noexcept {
+      uint64_t h = (uint64_t{c.state} << 8) ^ (uint64_t{c.phase} << 4) ^ c.returns;
+      for (uint8_t i = 0; i < c.returns; ++i) h = (h ^ c.stack[i]) * 0x9E3779B97F4A7C15ULL;
+      return static_cast<size_t>(h ^ (h >> 29));
     }
   };
   struct Known {
     size_t proven = 0;
     size_t refuted = SIZE_MAX;
   };
+  // Scratch per depth, reused across the search.
+  struct Level {
+    std::vector<Config> here, next;
+    std::vector<size_t> next_begin;
+  };
 
   bool proves(const Config& config, size_t depth) {
-    if (depth == 0) return true;
-    const std::string key = config.key();
+    // A state known to read all text on its own does so whatever the
+    // rules entered around it.
+    if (depth == 0 || closure_.known_[config.state].load(std::memory_order_relaxed) == kYes)
+      return true;
     {
-      const Known& known = known_[key];
-      if (known.proven >= depth) return true;
-      if (known.refuted <= depth) return false;
+      auto it = known_.find(config);
+      if (it != known_.end()) {
+        if (it->second.proven >= depth) return true;
+        if (it->second.refuted <= depth) return false;
+      }
     }
     // The successors on each byte first: most refutations are a byte with
     // none, found without going deeper.
-    const std::vector<Config> here = expand(config);
+    Level& level = levels_[depth];
+    expand(config, level.here);
     const std::vector<Step>& steps = closure_.steps_[config.phase];
-    std::vector<Config> next;
-    std::vector<size_t> next_begin{0};
+    level.next.clear();
+    level.next_begin.assign(1, 0);
     bool all = true;
     for (const Step& step : steps) {
       if (++work_ > kMaxWork) return false;  // unproven; not memoized
-      for (const Config& c : here) {
+      for (const Config& c : level.here) {
         const uint32_t t = closure_.grammar_.next(c.state, step.byte);
         if (t == kNoState) continue;
         Config successor = c;
         successor.state = t;
         successor.phase = step.next;
-        next.push_back(successor);
+        level.next.push_back(successor);
       }
-      if (next.size() == next_begin.back()) {
+      if (level.next.size() == level.next_begin.back()) {
         all = false;
         break;
       }
-      next_begin.push_back(next.size());
+      level.next_begin.push_back(level.next.size());
     }
     for (size_t i = 0; all && i < steps.size(); ++i) {
       bool some = false;
-      for (size_t j = next_begin[i]; j < next_begin[i + 1] && !some; ++j)
-        some = proves(next[j], depth - 1);
+      for (size_t j = level.next_begin[i]; j < level.next_begin[i + 1] && !some; ++j) {
+        const Config successor = level.next[j];  // (deeper levels reuse other scratch)
+        some = proves(successor, depth - 1);
+      }
       all = some;
     }
-    Known& known = known_[key];
+    Known& known = known_[config];
     if (all) {
       known.proven = std::max(known.proven, depth);
     } else if (work_ <= kMaxWork) {
@@ -189,16 +206,15 @@ class TextClosure::Search {
   // rule (and skipping a nullable one), and returning from an entered rule
   // at one of its final states. The item's own rule never ends: what
   // follows it depends on the stack below.
-  std::vector<Config> expand(const Config& config) const {
-    std::vector<Config> out{config};
+  void expand(const Config& config, std::vector<Config>& out) const {
     const ByteGrammar& grammar = closure_.grammar_;
-    std::unordered_set<std::string> seen{config.key()};
+    out.assign(1, config);
+    auto add = [&](const Config& d) {
+      if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+    };
     for (size_t i = 0; i < out.size(); ++i) {
       const Config c = out[i];
       const AutomatonState& state = grammar.states()[c.state];
-      auto add = [&](const Config& d) {
-        if (seen.insert(d.key()).second) out.push_back(d);
-      };
       for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e) {
         const RuleEdge& edge = grammar.rule_edges()[e];
         if (grammar.rules()[edge.rule].nullable) {
@@ -216,46 +232,70 @@ class TextClosure::Search {
       if (state.is_final && c.returns > 0) {
         Config back = c;
         back.state = back.stack[--back.returns];
+        back.stack[back.returns] = 0;
         add(back);
       }
     }
-    return out;
   }
 
   const TextClosure& closure_;
-  std::unordered_map<std::string, Known> known_;
+  std::unordered_map<Config, Known, ConfigHash> known_;
+  std::vector<Level> levels_;
   size_t work_ = 0;
 };
 
 bool TextClosure::loops_on_all_text(uint32_t state) const {
-  // A state that accepts all text is inside a small loop (a string body),
-  // not a large automaton: past this many pairs, no.
-  constexpr size_t kMaxPairs = 4096;
+  // A search over the (state, UTF-8 position) pairs reachable by plain
+  // text. When it succeeds, every state it met between characters reads
+  // all text too and is remembered as such: the key automaton of a large
+  // object is searched once, not once per key position.
+  constexpr size_t kMaxPairs = size_t{1} << 16;
   auto key = [](uint32_t s, int phase) {
     return (uint64_t{s} << 3) | static_cast<uint64_t>(phase);
   };
   std::unordered_set<uint64_t> seen{key(state, kBoundary)};
   std::vector<std::pair<uint32_t, Phase>> todo{{state, kBoundary}};
+  std::vector<uint32_t> between_characters{state};
   while (!todo.empty()) {
     const auto [s, phase] = todo.back();
     todo.pop_back();
     for (const Step& step : steps_[phase]) {
       const uint32_t t = grammar_.next(s, step.byte);
       if (t == kNoState) return false;
+      if (step.next == kBoundary && known_[t].load(std::memory_order_relaxed) == kYes) continue;
       if (!seen.insert(key(t, step.next)).second) continue;
       if (seen.size() > kMaxPairs) return false;
       todo.push_back({t, step.next});
+      if (step.next == kBoundary) between_characters.push_back(t);
     }
   }
+  for (uint32_t s : between_characters) known_[s].store(kYes, std::memory_order_relaxed);
   return true;
 }
 
 bool TextClosure::accepts_all_text(uint32_t state) const {
-  const uint8_t known = known_[state].load(std::memory_order_relaxed);
-  if (known != kUnknown) return known == kYes;
-  const bool answer = loops_on_all_text(state) || Search(*this).proves(state);
-  known_[state].store(answer ? kYes : kNo, std::memory_order_relaxed);
-  return answer;
+  return any_accepts_all_text(&state, 1);
+}
+
+bool TextClosure::any_accepts_all_text(const uint32_t* states, size_t count) const {
+  // Known answers and the cheap loop search first: one string body among
+  // the items spares a deep search from another.
+  bool unknown = false;
+  for (size_t i = 0; i < count; ++i) {
+    const uint8_t known = known_[states[i]].load(std::memory_order_relaxed);
+    if (known == kYes) return true;
+    if (known == kNo) continue;
+    if (loops_on_all_text(states[i])) return true;  // (remembered by the search)
+    unknown = true;
+  }
+  if (!unknown) return false;
+  bool any = false;
+  for (size_t i = 0; i < count && !any; ++i) {
+    if (known_[states[i]].load(std::memory_order_relaxed) != kUnknown) continue;
+    any = Search(*this).proves(states[i]);
+    known_[states[i]].store(any ? kYes : kNo, std::memory_order_relaxed);
+  }
+  return any;
 }
 
 }  // namespace grammask::internal

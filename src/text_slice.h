@@ -61,6 +61,8 @@ class TextClosure {
   // (a string body of at most N characters, each one a rule call, say),
   // without ending its own rule. Answers are kept per state. Thread-safe.
   bool accepts_all_text(uint32_t state) const;
+  // True if one of states[0, count) does.
+  bool any_accepts_all_text(const uint32_t* states, size_t count) const;
 
  private:
   // The UTF-8 positions: between characters, and inside each kind of
