@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <fstream>
 #include <random>
@@ -435,6 +437,32 @@ TEST(SharedWorkload, MasksMatchOracleOnGgufVocabularies) {
     auto vocab = Vocabulary::from_gguf_file(shared + "/bench/vocab/" + v + ".gguf");
     ASSERT_TRUE(vocab.ok());
     oracle_on_vocab(*vocab, shared, 1, 12);
+  }
+}
+
+// Real schemas whose grammars exercise the mask engine's shortcuts: large
+// key automata beside declared names, strings of at most N characters
+// (too long to unroll, so one rule call per character), additional
+// properties. Random walks compared with the brute-force oracle.
+TEST(SharedWorkload, MasksMatchOracleOnMaskBenchSchemas) {
+  const std::string shared = GRAMMASK_SHARED_DIR;
+  if (shared.empty() || read(shared + "/bench/README.md").empty()) GTEST_SKIP() << "no ../shared";
+  auto vocab = Vocabulary::from_gguf_file(shared + "/bench/vocab/phi3.gguf");
+  ASSERT_TRUE(vocab.ok());
+  for (const char* name : {"Github_ultra---o80208", "Github_medium---o6769", "Github_easy---o12607",
+                           "Github_medium---o61616", "Github_medium---o9792"}) {
+    const std::string text =
+        read(shared + "/jsonschemabench/maskbench/data/" + std::string(name) + ".json");
+    ASSERT_FALSE(text.empty()) << name;
+    const auto file = nlohmann::json::parse(text);
+    auto grammar = json_schema_to_grammar(file["schema"].dump());
+    ASSERT_TRUE(grammar.ok()) << name << ": " << grammar.status().to_string();
+    auto compiled = CompiledGrammar::compile(*grammar, *vocab);
+    ASSERT_TRUE(compiled.ok()) << name << ": " << compiled.status().to_string();
+    int compared = 0;
+    for (uint32_t seed = 1; seed <= 3; ++seed)
+      compared += random_walk_compare(*grammar, *compiled, *vocab, seed, 40, 4);
+    EXPECT_GT(compared, 20) << name;
   }
 }
 
