@@ -1,6 +1,7 @@
 #include "text_slice.h"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -112,7 +113,6 @@ class TextClosure::Search {
     // walks then read the whole trie, as without a slice).
     constexpr size_t kMaxDepth = 512;
     if (closure_.max_length_ > kMaxDepth) return false;
-    levels_.resize(closure_.max_length_ + 1);
     Config start;
     start.state = state;
     return proves(start, closure_.max_length_);
@@ -143,7 +143,7 @@ class TextClosure::Search {
     size_t proven = 0;
     size_t refuted = SIZE_MAX;
   };
-  // Scratch per depth, reused across the search.
+  // Scratch per recursion level, reused across the search.
   struct Level {
     std::vector<Config> here, next;
     std::vector<size_t> next_begin;
@@ -163,7 +163,10 @@ class TextClosure::Search {
     }
     // The successors on each byte first: most refutations are a byte with
     // none, found without going deeper.
-    Level& level = levels_[depth];
+    // (A deque: deeper levels are added without moving this one.)
+    const size_t index = closure_.max_length_ - depth;
+    if (levels_.size() <= index) levels_.resize(index + 1);
+    Level& level = levels_[index];
     expand(config, level.here);
     const std::vector<Step>& steps = closure_.steps_[config.phase];
     level.next.clear();
@@ -240,7 +243,7 @@ class TextClosure::Search {
 
   const TextClosure& closure_;
   std::unordered_map<Config, Known, ConfigHash> known_;
-  std::vector<Level> levels_;
+  std::deque<Level> levels_;
   size_t work_ = 0;
 };
 
@@ -273,6 +276,12 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
   return true;
 }
 
+bool TextClosure::scans_all_ascii_text(const ByteSet& scan) {
+  for (unsigned b = 0x20; b < 0x7F; ++b)
+    if (is_plain_text_char(b) && !scan.test(static_cast<uint8_t>(b))) return false;
+  return true;
+}
+
 bool TextClosure::accepts_all_text(uint32_t state) const {
   return any_accepts_all_text(&state, 1);
 }
@@ -282,10 +291,17 @@ bool TextClosure::any_accepts_all_text(const uint32_t* states, size_t count) con
   // the items spares a deep search from another.
   bool unknown = false;
   for (size_t i = 0; i < count; ++i) {
-    const uint8_t known = known_[states[i]].load(std::memory_order_relaxed);
+    const uint32_t state = states[i];
+    const uint8_t known = known_[state].load(std::memory_order_relaxed);
     if (known == kYes) return true;
     if (known == kNo) continue;
-    if (loops_on_all_text(states[i])) return true;  // (remembered by the search)
+    const AutomatonState& automaton_state = grammar_.states()[state];
+    if (automaton_state.rule_edges_begin == automaton_state.rule_edges_end &&
+        !scans_all_ascii_text(automaton_state.scan)) {
+      known_[state].store(kNo, std::memory_order_relaxed);  // the usual answer, at once
+      continue;
+    }
+    if (loops_on_all_text(state)) return true;  // (remembered by the search)
     unknown = true;
   }
   if (!unknown) return false;

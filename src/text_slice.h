@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "byte_set.h"
 #include "token_trie.h"
 
 namespace grammask::internal {
@@ -87,6 +88,9 @@ class TextClosure {
   // Every plain-text string of any length, by byte transitions alone (a
   // string body): a cheap search that tries first.
   bool loops_on_all_text(uint32_t state) const;
+  // Whether `scan` holds every plain ASCII character: a state that calls no
+  // rule needs it (most states fail here).
+  static bool scans_all_ascii_text(const ByteSet& scan);
 
   const ByteGrammar& grammar_;
   size_t max_length_;
