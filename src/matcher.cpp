@@ -114,16 +114,17 @@ std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar);
 // The walk of each class, shared by every Matcher of a CompiledGrammar:
 // filled at compile time within the precompute budget, then by the first
 // Matcher that needs one. Slots are published with a compare-and-swap and
-// never change afterwards, so readers take no lock. A class has two slots:
-// whether the states allow the text slice is a property of the states, not
-// of the class (it looks past the class's pure stretch).
+// never change afterwards, so readers take no lock. A class has a slot per
+// TextCover: how much of the text slice the states allow is a property of
+// the states, not of the class (it looks past the class's pure stretch).
 class ClassWalks {
  public:
   // Memory for walks published after compiling.
   static constexpr size_t kMaxSharedBytes = size_t{64} << 20;
 
   explicit ClassWalks(size_t classes)
-      : slots_(std::make_unique<std::atomic<const PureWalk*>[]>(2 * classes)), size_(2 * classes) {
+      : slots_(std::make_unique<std::atomic<const PureWalk*>[]>(kTextCovers * classes)),
+        size_(kTextCovers * classes) {
     for (size_t i = 0; i < size_; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
   }
   ~ClassWalks() {
@@ -132,15 +133,15 @@ class ClassWalks {
   ClassWalks(const ClassWalks&) = delete;
   ClassWalks& operator=(const ClassWalks&) = delete;
 
-  const PureWalk* find(uint32_t cls, bool sliced) const {
-    return slots_[slot(cls, sliced)].load(std::memory_order_acquire);
+  const PureWalk* find(uint32_t cls, TextCover cover) const {
+    return slots_[slot(cls, cover)].load(std::memory_order_acquire);
   }
 
   // Publishes `walk` for `cls` (taking it) and returns the walk now in the
   // slot, which is another thread's if it was first. Returns nullptr, and
   // leaves `walk` alone, once kMaxSharedBytes are spent (unless forced, as
   // at compile time, whose budget is separate).
-  const PureWalk* publish(uint32_t cls, bool sliced, std::unique_ptr<PureWalk>& walk,
+  const PureWalk* publish(uint32_t cls, TextCover cover, std::unique_ptr<PureWalk>& walk,
                           bool forced = false) {
     const size_t bytes = walk->memory();
     if (bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > kMaxSharedBytes && !forced) {
@@ -148,8 +149,8 @@ class ClassWalks {
       return nullptr;
     }
     const PureWalk* expected = nullptr;
-    if (slots_[slot(cls, sliced)].compare_exchange_strong(expected, walk.get(),
-                                                          std::memory_order_acq_rel)) {
+    if (slots_[slot(cls, cover)].compare_exchange_strong(expected, walk.get(),
+                                                         std::memory_order_acq_rel)) {
       return walk.release();
     }
     bytes_.fetch_sub(bytes, std::memory_order_relaxed);
@@ -158,7 +159,7 @@ class ClassWalks {
   }
 
  private:
-  static size_t slot(uint32_t cls, bool sliced) { return 2 * size_t{cls} + (sliced ? 1 : 0); }
+  static size_t slot(uint32_t cls, TextCover cover) { return kTextCovers * size_t{cls} + cover; }
   std::unique_ptr<std::atomic<const PureWalk*>[]> slots_;
   size_t size_;
   std::atomic<size_t> bytes_{0};
@@ -224,21 +225,33 @@ struct CompiledGrammarData {
   std::unique_ptr<ClassWalks> class_walks;
   std::unique_ptr<SharedWalks> shared_walks;
 
-  // The trie a walk from states of which one accepts all plain text needs
-  // (the rest of the text slice; `walk` then allows the slice), else the
-  // whole trie.
-  const TokenTrie& trie_for(bool accepts_all_text, PureWalk& walk) const {
-    if (!accepts_all_text) return vocabulary.trie();
-    walk.slice = &vocabulary.text_slice().words;
-    return vocabulary.text_slice().rest;
+  // The trie a walk from states with text cover `cover` needs (the rest of
+  // the text slice or of its short tier; `walk` then allows that part),
+  // else the whole trie.
+  const TokenTrie& trie_for(TextCover cover, PureWalk& walk) const {
+    const TextSlice& slice = vocabulary.text_slice();
+    switch (cover) {
+      case kAllText:
+        walk.slice = &slice.words;
+        return slice.rest;
+      case kShortText:
+        walk.slice = &slice.short_words;
+        return slice.short_rest;
+      case kNoText:
+        break;
+    }
+    return vocabulary.trie();
   }
   const TokenTrie& trie_of(const PureWalk& walk) const {
-    return walk.slice != nullptr ? vocabulary.text_slice().rest : vocabulary.trie();
+    const TextSlice& slice = vocabulary.text_slice();
+    if (walk.slice == &slice.words) return slice.rest;
+    if (walk.slice == &slice.short_words) return slice.short_rest;
+    return vocabulary.trie();
   }
   // walk_from_state from pure state `s`, over the trie trie_for picks.
-  bool walk_pure_state(uint32_t s, bool sliced, uint64_t budget, PureWalk& walk,
+  bool walk_pure_state(uint32_t s, TextCover cover, uint64_t budget, PureWalk& walk,
                        uint64_t& visited) const {
-    const TokenTrie& trie = trie_for(sliced, walk);
+    const TokenTrie& trie = trie_for(cover, walk);
     return walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, walk, visited);
   }
 };
@@ -708,9 +721,9 @@ class MatcherState {
   }
 
   // Sets pure_key_ to the sorted walk classes of the top set's DFA states
-  // (pure_states_ to the states, pure_sliced_ to whether one of them allows
-  // the text slice) and returns true when they are all pure (and few enough
-  // for the fast path).
+  // (pure_states_ to the states, pure_cover_ to how much of the text slice
+  // they allow) and returns true when they are all pure (and few enough for
+  // the fast path).
   bool top_set_pure_key() {
     const std::vector<uint32_t>& walk_class = data_->walk_class;
     const size_t top = engine_.size();
@@ -729,8 +742,7 @@ class MatcherState {
       pure_states_.push_back(it->state);
     }
     std::sort(pure_key_.begin(), pure_key_.end());
-    pure_sliced_ =
-        data_->text_closure->any_accepts_all_text(item_states_.data(), item_states_.size());
+    pure_cover_ = data_->text_closure->best_cover(item_states_.data(), item_states_.size());
     return true;
   }
 
@@ -739,19 +751,20 @@ class MatcherState {
   const PureWalk* cached_pure_walk() {
     if (pure_key_.size() == 1) {
       if (const PureWalk* walk =
-              data_->class_walks->find(static_cast<uint32_t>(pure_key_[0]), pure_sliced_))
+              data_->class_walks->find(static_cast<uint32_t>(pure_key_[0]), pure_cover_))
         return walk;
     }
     if (const PureWalk* walk = data_->shared_walks->find(tagged(pure_tag(), pure_key_)))
       return walk;
-    auto it = pure_walks_[pure_sliced_].find(pure_key_);
-    return it == pure_walks_[pure_sliced_].end() ? nullptr : &it->second;
+    auto it = pure_walks_[pure_cover_].find(pure_key_);
+    return it == pure_walks_[pure_cover_].end() ? nullptr : &it->second;
   }
 
   // `key` with `tag` in front, to tell the kinds of keys apart in
   // SharedWalks (kept in tagged_key_).
-  static constexpr uint64_t kPureKeyTag = 0, kLocalKeyTag = 1, kSlicedPureKeyTag = 2;
-  uint64_t pure_tag() const { return pure_sliced_ ? kSlicedPureKeyTag : kPureKeyTag; }
+  // (Pure keys: one tag per text cover.)
+  static constexpr uint64_t kLocalKeyTag = 0, kPureKeyTag = 1;
+  uint64_t pure_tag() const { return kPureKeyTag + pure_cover_; }
   const std::vector<uint64_t>& tagged(uint64_t tag, const std::vector<uint64_t>& key) {
     tagged_key_.assign(1, tag);
     tagged_key_.insert(tagged_key_.end(), key.begin(), key.end());
@@ -778,17 +791,16 @@ class MatcherState {
     if (pure_states_.size() == 1) {
       const uint64_t budget = deadline > engine_.work() ? deadline - engine_.work() : 0;
       uint64_t visited = 0;
-      const bool done =
-          data_->walk_pure_state(pure_states_[0], pure_sliced_, budget, walk, visited);
+      const bool done = data_->walk_pure_state(pure_states_[0], pure_cover_, budget, walk, visited);
       engine_.charge(visited);
       if (!done || engine_.work() > deadline) return nullptr;
       auto owned = std::make_unique<PureWalk>(std::move(walk));
       if (const PureWalk* shared =
-              data_->class_walks->publish(static_cast<uint32_t>(pure_key_[0]), pure_sliced_, owned))
+              data_->class_walks->publish(static_cast<uint32_t>(pure_key_[0]), pure_cover_, owned))
         return shared;
-      return remember_in(pure_walks_[pure_sliced_], pure_key_, std::move(*owned));
+      return remember_in(pure_walks_[pure_cover_], pure_key_, std::move(*owned));
     }
-    const TokenTrie& trie = data_->trie_for(pure_sliced_, walk);
+    const TokenTrie& trie = data_->trie_for(pure_cover_, walk);
     const auto& nodes = trie.nodes();
     const auto& ids = trie.token_ids();
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
@@ -824,14 +836,13 @@ class MatcherState {
     }
     pool_.clear();
     walk.finish();
-    return share(pure_tag(), pure_walks_[pure_sliced_], pure_key_, std::move(walk));
+    return share(pure_tag(), pure_walks_[pure_cover_], pure_key_, std::move(walk));
   }
 
   const PureWalk* remember_in(WalkCache& cache, const std::vector<uint64_t>& key, PureWalk&& walk) {
     const size_t bytes = walk.memory() + key.size() * sizeof(uint64_t);
     if (walk_bytes_ + bytes > kMaskCacheBytes) {
-      pure_walks_[0].clear();
-      pure_walks_[1].clear();
+      for (WalkCache& cache : pure_walks_) cache.clear();
       local_walks_.clear();
       walk_bytes_ = 0;
     }
@@ -863,7 +874,7 @@ class MatcherState {
     for (const EarleyItem* it = engine_.set_begin(base); it != engine_.set_end(base); ++it)
       item_states_.push_back(it->state);
     walk_trie_ = &data_->trie_for(
-        data_->text_closure->any_accepts_all_text(item_states_.data(), item_states_.size()), walk);
+        data_->text_closure->best_cover(item_states_.data(), item_states_.size()), walk);
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     local_walk_ = &walk;
     engine_.set_floor(base);
@@ -967,9 +978,9 @@ class MatcherState {
   std::vector<uint64_t> pure_key_;     // sorted walk classes of the top set
   std::vector<uint32_t> pure_states_;  // one DFA state per class of pure_key_
   std::vector<uint64_t> tagged_key_;
-  bool pure_sliced_ = false;
-  WalkCache pure_walks_[2];          // by pure_sliced_
-  std::vector<uint64_t> local_key_;  // the top set's (state, started here?) items
+  TextCover pure_cover_ = kNoText;
+  WalkCache pure_walks_[kTextCovers];  // by pure_cover_
+  std::vector<uint64_t> local_key_;    // the top set's (state, started here?) items
   WalkCache local_walks_;
   PureWalk* local_walk_ = nullptr;        // the local walk being built, if any
   const TokenTrie* walk_trie_ = nullptr;  // the trie walk_nodes walks
@@ -1304,13 +1315,13 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
     if (budget == 0) break;
     const uint32_t cls = data->walk_class[s];
     if (cls == internal::kImpureClass) continue;
-    const bool sliced = data->text_closure->accepts_all_text(s);
-    if (data->class_walks->find(cls, sliced)) continue;
+    const internal::TextCover cover = data->text_closure->cover(s);
+    if (data->class_walks->find(cls, cover)) continue;
     auto walk = std::make_unique<internal::PureWalk>();
     uint64_t visited = 0;
-    if (!data->walk_pure_state(s, sliced, budget, *walk, visited)) break;
+    if (!data->walk_pure_state(s, cover, budget, *walk, visited)) break;
     budget -= visited;
-    data->class_walks->publish(cls, sliced, walk, /*forced=*/true);
+    data->class_walks->publish(cls, cover, walk, /*forced=*/true);
   }
   return CompiledGrammar(std::move(data));
 }

@@ -33,17 +33,24 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
                            const std::vector<uint32_t>& ids, size_t vocabulary_size) {
   TextSlice slice;
   slice.words.assign(mask_words(vocabulary_size), 0);
-  std::vector<uint32_t> rest;
+  slice.short_words.assign(mask_words(vocabulary_size), 0);
+  std::vector<uint32_t> rest, short_rest;
   for (uint32_t id : ids) {
     const std::string_view token(bytes + offsets[id], offsets[id + 1] - offsets[id]);
     if (spells_plain_text(token)) {
       set_bit(slice.words.data(), id);
       slice.max_length = std::max(slice.max_length, token.size());
+      if (token.size() <= kShortLength) {
+        set_bit(slice.short_words.data(), id);
+        continue;
+      }
     } else {
       rest.push_back(id);
     }
+    short_rest.push_back(id);
   }
   slice.rest = TokenTrie::build(bytes, offsets, std::move(rest));
+  slice.short_rest = TokenTrie::build(bytes, offsets, std::move(short_rest));
   return slice;
 }
 
@@ -108,14 +115,18 @@ class TextClosure::Search {
  public:
   explicit Search(const TextClosure& closure) : closure_(closure) {}
 
-  bool proves(uint32_t state) {
-    // The proof recurses once per byte: past this depth, no proof (the
-    // walks then read the whole trie, as without a slice).
+  // The best cover a proof reaches (the deep one first: what it proves on
+  // the way is kept for the short one).
+  TextCover cover(uint32_t state) {
+    // The proof recurses once per byte: past this depth, no proof for all
+    // text (the walks then read a larger trie).
     constexpr size_t kMaxDepth = 512;
-    if (closure_.max_length_ > kMaxDepth) return false;
     Config start;
     start.state = state;
-    return proves(start, closure_.max_length_);
+    if (closure_.max_length_ <= kMaxDepth && proves(start, closure_.max_length_)) return kAllText;
+    work_ = 0;  // a fresh budget for the short proof
+    if (proves(start, std::min(closure_.max_length_, TextSlice::kShortLength))) return kShortText;
+    return kNoText;
   }
 
  private:
@@ -152,7 +163,8 @@ class TextClosure::Search {
   bool proves(const Config& config, size_t depth) {
     // A state known to read all text on its own does so whatever the
     // rules entered around it.
-    if (depth == 0 || closure_.known_[config.state].load(std::memory_order_relaxed) == kYes)
+    if (depth == 0 ||
+        closure_.known_[config.state].load(std::memory_order_relaxed) == known(kAllText))
       return true;
     {
       auto it = known_.find(config);
@@ -164,7 +176,7 @@ class TextClosure::Search {
     // The successors on each byte first: most refutations are a byte with
     // none, found without going deeper.
     // (A deque: deeper levels are added without moving this one.)
-    const size_t index = closure_.max_length_ - depth;
+    const size_t index = std::min<size_t>(closure_.max_length_, 512) - depth;
     if (levels_.size() <= index) levels_.resize(index + 1);
     Level& level = levels_[index];
     expand(config, level.here);
@@ -265,14 +277,15 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
     for (const Step& step : steps_[phase]) {
       const uint32_t t = grammar_.next(s, step.byte);
       if (t == kNoState) return false;
-      if (step.next == kBoundary && known_[t].load(std::memory_order_relaxed) == kYes) continue;
+      if (step.next == kBoundary && known_[t].load(std::memory_order_relaxed) == known(kAllText))
+        continue;
       if (!seen.insert(key(t, step.next)).second) continue;
       if (seen.size() > kMaxPairs) return false;
       todo.push_back({t, step.next});
       if (step.next == kBoundary) between_characters.push_back(t);
     }
   }
-  for (uint32_t s : between_characters) known_[s].store(kYes, std::memory_order_relaxed);
+  for (uint32_t s : between_characters) known_[s].store(known(kAllText), std::memory_order_relaxed);
   return true;
 }
 
@@ -282,36 +295,39 @@ bool TextClosure::scans_all_ascii_text(const ByteSet& scan) {
   return true;
 }
 
-bool TextClosure::accepts_all_text(uint32_t state) const {
-  return any_accepts_all_text(&state, 1);
+TextCover TextClosure::cover(uint32_t state) const {
+  return best_cover(&state, 1);
 }
 
-bool TextClosure::any_accepts_all_text(const uint32_t* states, size_t count) const {
+TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
   // Known answers and the cheap loop search first: one string body among
-  // the items spares a deep search from another.
+  // the items spares deep searches from the others.
+  TextCover best = kNoText;
   bool unknown = false;
   for (size_t i = 0; i < count; ++i) {
     const uint32_t state = states[i];
-    const uint8_t known = known_[state].load(std::memory_order_relaxed);
-    if (known == kYes) return true;
-    if (known == kNo) continue;
+    const uint8_t answer = known_[state].load(std::memory_order_relaxed);
+    if (answer != kUnknown) {
+      best = std::max(best, static_cast<TextCover>(answer - 1));
+      if (best == kAllText) return best;
+      continue;
+    }
     const AutomatonState& automaton_state = grammar_.states()[state];
     if (automaton_state.rule_edges_begin == automaton_state.rule_edges_end &&
         !scans_all_ascii_text(automaton_state.scan)) {
-      known_[state].store(kNo, std::memory_order_relaxed);  // the usual answer, at once
+      known_[state].store(known(kNoText), std::memory_order_relaxed);  // most states, at once
       continue;
     }
-    if (loops_on_all_text(state)) return true;  // (remembered by the search)
+    if (loops_on_all_text(state)) return kAllText;  // (remembered by the search)
     unknown = true;
   }
-  if (!unknown) return false;
-  bool any = false;
-  for (size_t i = 0; i < count && !any; ++i) {
+  for (size_t i = 0; i < count && unknown && best != kAllText; ++i) {
     if (known_[states[i]].load(std::memory_order_relaxed) != kUnknown) continue;
-    any = Search(*this).proves(states[i]);
-    known_[states[i]].store(any ? kYes : kNo, std::memory_order_relaxed);
+    const TextCover cover = Search(*this).cover(states[i]);
+    known_[states[i]].store(known(cover), std::memory_order_relaxed);
+    best = std::max(best, cover);
   }
-  return any;
+  return best;
 }
 
 }  // namespace grammask::internal

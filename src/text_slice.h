@@ -6,9 +6,12 @@
 // vocabulary is allowed, and which ones is not in question: only the tokens
 // with a quote, a backslash, a control character or a piece of a UTF-8
 // sequence can be refused. A mask walk from a state that accepts all plain
-// text (TextClosure::accepts_all_text) therefore ORs in the slice's
-// precomputed mask and walks only the trie of the other tokens, a tenth of
-// the vocabulary or less.
+// text (TextClosure::cover) therefore ORs in the slice's precomputed mask
+// and walks only the trie of the other tokens, a tenth of the vocabulary or
+// less. A string of at most N characters accepts all text only while N
+// characters are left for the longest token (often 128 spaces), so there is
+// a second tier: the short slice tokens, for states that accept every plain
+// text of up to kShortLength bytes.
 #ifndef GRAMMASK_SRC_TEXT_SLICE_H_
 #define GRAMMASK_SRC_TEXT_SLICE_H_
 
@@ -36,12 +39,24 @@ constexpr bool is_plain_text_char(uint32_t code_point) noexcept {
 // it is plain text.
 bool spells_plain_text(std::string_view bytes) noexcept;
 
+// How much of the slice a state's walk may take for granted.
+enum TextCover : uint8_t {
+  kNoText,     // none: the walk reads the whole trie
+  kShortText,  // the slice tokens of at most TextSlice::kShortLength bytes
+  kAllText,    // every slice token
+};
+inline constexpr int kTextCovers = 3;
+
 // The partition of a vocabulary's trie tokens: the slice as mask words, and
-// a trie of every other token. Built with the trie.
+// a trie of every other token; the same for the short tier. Built with the
+// trie.
 struct TextSlice {
-  std::vector<uint32_t> words;  // bit i set <=> token i is in the slice
-  TokenTrie rest;               // the trie tokens outside the slice
-  size_t max_length = 0;        // the longest slice token, in bytes
+  static constexpr size_t kShortLength = 16;
+  std::vector<uint32_t> words;        // bit i set <=> token i is in the slice
+  std::vector<uint32_t> short_words;  // ... and at most kShortLength bytes long
+  TokenTrie rest;                     // the trie tokens outside the slice
+  TokenTrie short_rest;               // ... outside the short tier
+  size_t max_length = 0;              // the longest slice token, in bytes
 
   // `ids`: the trie's tokens, ascending. Token id spells bytes[offsets[id],
   // offsets[id + 1]); `vocabulary_size` sizes the mask.
@@ -50,20 +65,22 @@ struct TextSlice {
 };
 
 // Which states of a lowered grammar read every string of plain text up to
-// the longest slice token: from an Earley item in such a state no slice
-// token can be refused.
+// the longest slice token (or the short tier's): from an Earley item in
+// such a state no such slice token can be refused.
 class TextClosure {
  public:
   // `max_length`: the longest slice token, in bytes.
   TextClosure(const ByteGrammar& grammar, size_t max_length);
 
-  // True if an Earley item in `state` reads every plain-text string of up
-  // to max_length bytes, by byte transitions or through the rules it calls
-  // (a string body of at most N characters, each one a rule call, say),
-  // without ending its own rule. Answers are kept per state. Thread-safe.
-  bool accepts_all_text(uint32_t state) const;
-  // True if one of states[0, count) does.
-  bool any_accepts_all_text(const uint32_t* states, size_t count) const;
+  // kAllText if an Earley item in `state` reads every plain-text string of
+  // up to max_length bytes, by byte transitions or through the rules it
+  // calls (a string body of at most N characters, each one a rule call,
+  // say), without ending its own rule; kShortText if it does up to
+  // kShortLength bytes; else kNoText. Answers are kept per state.
+  // Thread-safe.
+  TextCover cover(uint32_t state) const;
+  // The best cover among states[0, count): the items of one Earley set.
+  TextCover best_cover(const uint32_t* states, size_t count) const;
 
  private:
   // The UTF-8 positions: between characters, and inside each kind of
@@ -95,8 +112,9 @@ class TextClosure {
   const ByteGrammar& grammar_;
   size_t max_length_;
   std::vector<Step> steps_[kPhases];
-  // Per state: unknown, yes or no (computing one twice is harmless).
-  static constexpr uint8_t kUnknown = 0, kYes = 1, kNo = 2;
+  // Per state: kUnknown or the cover + 1 (computing one twice is harmless).
+  static constexpr uint8_t kUnknown = 0;
+  static uint8_t known(TextCover cover) { return static_cast<uint8_t>(cover + 1); }
   std::unique_ptr<std::atomic<uint8_t>[]> known_;
 };
 

@@ -102,11 +102,12 @@ int random_walk_compare(const Grammar& grammar, const CompiledGrammar& compiled,
 
 Vocabulary small_vocab() {
   std::vector<std::string> tokens = {
-      "a",    "b",     "ab",       "abc",      "c",        " ",  "\n",   "\"",   "{",    "}",
-      "[",    "]",     ",",        ":",        "1",        "12", "-",    "é",    "\xC3", "\xA9",
-      "日本", "\xE6",  "\x97\xA5", "true",     "tr",       "ue", "null", "x",    "xy",   "<s>",
-      "</s>", "\"a\"", "{\"",      "\":",      ", ",       "0",  "00",   "1.5",  "e",    "E+",
-      "\\",   "\\n",   "🎉",        "\xF0\x9F", "\x8E\x89", "b]", "c]]",  "ab\n", "\"}"};
+      "a", "b", "ab", "abc", "c", " ", "\n", "\"", "{", "}", "[", "]", ",", ":", "1", "12", "-",
+      "é", "\xC3", "\xA9", "日本", "\xE6", "\x97\xA5", "true", "tr", "ue", "null", "x", "xy", "<s>",
+      "</s>", "\"a\"", "{\"", "\":", ", ", "0", "00", "1.5", "e", "E+", "\\", "\\n", "🎉",
+      "\xF0\x9F", "\x8E\x89", "b]", "c]]", "ab\n", "\"}",
+      // Within the text slice's short tier (16 bytes), and longer.
+      "abcdefghij", "abcabcabcabcabcabcab", "                    \""};
   return *Vocabulary::from_token_bytes(tokens, {30}, {29});
 }
 
@@ -148,6 +149,10 @@ z ::= "\"" | "#" z)gm",
       // holds until fewer characters are left than the longest token.
       R"gm(root ::= "\"" c c? c? c? c? c? c? c? c? c? "\""
 c ::= [^"\\] | "\\" "n" | "\x01" c)gm",
+      // Strings of at most 24 characters, unrolled and as rule calls: near
+      // the end only the short tier of the slice holds, then none.
+      R"gm(root ::= "\"" [^"\\]{0,24} "\"" | "[" c{0,24} "]"
+c ::= [^"\\\]] | "\x01" c)gm",
       // A plain-text state inside an impure set (a recursive rule) and a
       // key that may be anything but "ab" (the JSON Schema key shape).
       R"gm(root ::= "{" k ":" root "}" | "1"
