@@ -999,18 +999,23 @@ class Lowering {
 
     // Live states reach a final state; productive rules have a live start.
     // Backward propagation over byte edges and productive rule edges.
+    // (A state's classes mostly come in runs with one target: one
+    // predecessor entry per run.)
     std::vector<uint32_t> pred_begin(n + 1, 0), preds;
-    for (size_t s = 0; s < n; ++s)
-      for (uint32_t c = 0; c < classes; ++c)
-        if (uint32_t t = out_->byte_next_[s * classes + c]; t != kNoState) ++pred_begin[t + 1];
+    auto each_byte_edge = [&](auto&& visit) {
+      for (size_t s = 0; s < n; ++s) {
+        const uint32_t* row = out_->byte_next_.data() + s * classes;
+        for (uint32_t c = 0; c < classes; ++c)
+          if (row[c] != kNoState && (c == 0 || row[c] != row[c - 1]))
+            visit(static_cast<uint32_t>(s), row[c]);
+      }
+    };
+    each_byte_edge([&](uint32_t, uint32_t t) { ++pred_begin[t + 1]; });
     for (size_t i = 0; i < n; ++i) pred_begin[i + 1] += pred_begin[i];
     preds.resize(pred_begin[n]);
     {
       std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
-      for (size_t s = 0; s < n; ++s)
-        for (uint32_t c = 0; c < classes; ++c)
-          if (uint32_t t = out_->byte_next_[s * classes + c]; t != kNoState)
-            preds[fill[t]++] = static_cast<uint32_t>(s);
+      each_byte_edge([&](uint32_t s, uint32_t t) { preds[fill[t]++] = s; });
     }
     std::vector<bool> live(n, false);
     std::vector<bool> productive(rules.size(), false);

@@ -68,6 +68,11 @@ class ByteGrammar {
   uint32_t next(uint32_t state, uint8_t byte) const noexcept {
     return byte_next_[static_cast<size_t>(state) * num_classes_ + byte_class_[byte]];
   }
+  // The targets of `state` per byte class: num_classes() entries, kNoState
+  // where there is no transition.
+  const uint32_t* transitions(uint32_t state) const noexcept {
+    return byte_next_.data() + static_cast<size_t>(state) * num_classes_;
+  }
 
  private:
   friend class Lowering;

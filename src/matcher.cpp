@@ -1026,7 +1026,6 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
   const uint32_t n = static_cast<uint32_t>(grammar.states().size());
   const uint32_t width = grammar.num_classes();
   const std::vector<uint8_t> is_pure = pure_states(grammar);
-  const std::vector<uint8_t> representative = class_representatives(grammar);
 
   std::vector<uint32_t> cls(n, kImpureClass);
   std::vector<uint32_t> pure;
@@ -1039,20 +1038,6 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
   if (pure.empty()) return cls;
   std::vector<uint32_t> class_size{0, static_cast<uint32_t>(pure.size())};
 
-  // Pure predecessors of each pure state (impure states never change class).
-  std::vector<uint32_t> pred_begin(n + 1, 0), preds;
-  for (uint32_t s : pure)
-    for (uint32_t c = 0; c < width; ++c)
-      if (uint32_t t = grammar.next(s, representative[c]); t != kNoState && cls[t] != kImpureClass)
-        ++pred_begin[t + 1];
-  for (uint32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
-  preds.resize(pred_begin[n]);
-  std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
-  for (uint32_t s : pure)
-    for (uint32_t c = 0; c < width; ++c)
-      if (uint32_t t = grammar.next(s, representative[c]); t != kNoState && cls[t] != kImpureClass)
-        preds[fill[t]++] = s;
-
   // Each pure state's transitions as runs of byte classes with one target
   // (a state has a few distinct targets among dozens of classes).
   struct Run {
@@ -1064,12 +1049,25 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
   for (uint32_t s = 0; s < n; ++s) {
     run_begin[s] = static_cast<uint32_t>(runs.size());
     if (cls[s] == kImpureClass) continue;
-    for (uint32_t c = 0; c < width; ++c) {
-      const uint32_t t = grammar.next(s, representative[c]);
-      if (c == 0 || runs.back().target != t) runs.push_back({c, t});
-    }
+    const uint32_t* row = grammar.transitions(s);
+    for (uint32_t c = 0; c < width; ++c)
+      if (c == 0 || runs.back().target != row[c]) runs.push_back({c, row[c]});
   }
   run_begin[n] = static_cast<uint32_t>(runs.size());
+
+  // Pure predecessors of each pure state (impure states never change
+  // class), from the runs; a predecessor may be listed more than once.
+  std::vector<uint32_t> pred_begin(n + 1, 0), preds;
+  auto each_pure_edge = [&](auto&& visit) {
+    for (uint32_t s : pure)
+      for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
+        if (const uint32_t t = runs[r].target; t != kNoState && cls[t] != kImpureClass) visit(s, t);
+  };
+  each_pure_edge([&](uint32_t, uint32_t t) { ++pred_begin[t + 1]; });
+  for (uint32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
+  preds.resize(pred_begin[n]);
+  std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+  each_pure_edge([&](uint32_t s, uint32_t t) { preds[fill[t]++] = s; });
   auto target_class = [&](uint32_t t) { return t == kNoState ? UINT32_MAX : cls[t]; };
   // Hash and equality of signatures over maximal runs of equal target
   // classes, so that they do not depend on how the runs were cut.
@@ -1108,7 +1106,9 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
   std::vector<uint32_t> group_first, group_class, groups_in_class_seen;
   std::vector<uint32_t> affected_in_class(class_size.size(), 0);
   for (size_t round = 0; round < depth && !affected.empty(); ++round) {
-    group_by_hash.clear();
+    // (Fresh, sized to this round: the late rounds re-sign a few states.)
+    group_by_hash = std::unordered_map<uint64_t, uint32_t>();
+    group_by_hash.reserve(affected.size());
     group_first.clear();
     for (uint32_t s : affected) {
       for (uint64_t h = signature_hash(s);; ++h) {  // linear probing past true hash collisions
@@ -1126,7 +1126,7 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
     }
     // A class whose members were all re-signed keeps its id for its first
     // group; every other group becomes a new class.
-    affected_in_class.assign(class_size.size(), 0);
+    affected_in_class.resize(class_size.size(), 0);  // (all 0: reset after use)
     for (uint32_t s : affected) ++affected_in_class[cls[s]];
     new_class.assign(group_first.size(), UINT32_MAX);
     for (uint32_t g = 0; g < group_first.size(); ++g) {
@@ -1139,6 +1139,7 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
         class_size.push_back(0);
       }
     }
+    for (uint32_t s : affected) affected_in_class[cls[s]] = 0;  // ready for the next round
     changed.clear();
     for (uint32_t s : affected) {
       const uint32_t next = new_class[group_of[s]];
