@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <system_error>
@@ -88,6 +89,19 @@ struct PureWalk {
 inline constexpr uint32_t kImpureClass = 0;
 std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
                                            uint32_t& num_classes);
+
+// Local classes: the same refinement over every state, telling states apart
+// also by finality and by their rule edges (a call to a rule that may derive
+// nothing by its exact target). Two states in one class read the same within
+// `depth` bytes as Earley items, whatever they call and complete, so the
+// local walks of sets whose items agree in class and origin are equal: the
+// positions of a string of at most N characters whose characters are rule
+// calls share one walk while N is far.
+std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t depth);
+// Whether the grammar has such chains (a state calling a rule, and the state
+// after the call calling it again), within a size where refining pays.
+bool has_call_chains(const ByteGrammar& grammar);
+std::vector<uint32_t> identity_classes(const ByteGrammar& grammar);
 
 // The PureWalk from one pure state. Gives up (returning false) once it has
 // visited more than `budget` trie nodes; `visited` receives the count.
@@ -212,6 +226,10 @@ class SharedWalks {
 };
 
 struct CompiledGrammarData {
+  CompiledGrammarData(std::shared_ptr<const ByteGrammar> lowered, Vocabulary vocab,
+                      uint64_t mask_work)
+      : grammar(std::move(lowered)), vocabulary(std::move(vocab)), max_mask_work(mask_work) {}
+
   std::shared_ptr<const ByteGrammar> grammar;
   Vocabulary vocabulary;
   uint64_t max_mask_work = 0;        // CompileOptions::max_mask_work
@@ -248,6 +266,11 @@ struct CompiledGrammarData {
     if (walk.slice == &slice.short_words) return slice.short_rest;
     return vocabulary.trie();
   }
+  // Per DFA state: its local class (compute_local_classes) where the
+  // grammar calls one rule in a chain (a repeat too large to unroll, such as
+  // a string of at most N characters), else the state itself.
+  std::vector<uint32_t> local_class;
+
   // walk_from_state from pure state `s`, over the trie trie_for picks.
   bool walk_pure_state(uint32_t s, TextCover cover, uint64_t budget, PureWalk& walk,
                        uint64_t& visited) const {
@@ -860,8 +883,9 @@ class MatcherState {
   // engine's floor at k, cutting paths there.
   const PureWalk* top_set_local_walk(size_t base, uint64_t deadline) {
     local_key_.clear();
+    const std::vector<uint32_t>& local_class = data_->local_class;
     for (const EarleyItem* it = engine_.set_begin(base); it != engine_.set_end(base); ++it)
-      local_key_.push_back((uint64_t{it->state} << 1) | (it->origin == base ? 0 : 1));
+      local_key_.push_back((uint64_t{local_class[it->state]} << 1) | (it->origin == base ? 0 : 1));
     std::sort(local_key_.begin(), local_key_.end());
     local_key_.erase(std::unique(local_key_.begin(), local_key_.end()), local_key_.end());
     if (const PureWalk* walk = data_->shared_walks->find(tagged(kLocalKeyTag, local_key_)))
@@ -1021,22 +1045,57 @@ std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
   return pure;
 }
 
-std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
-                                           uint32_t& num_classes) {
+namespace {
+
+// The refinement behind walk and local classes. `local`: every state takes
+// part, and rule edges count as transitions on classes past the bytes' (one
+// per rule); else only pure states, and impure targets are one class.
+std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, bool local,
+                                     uint32_t& num_classes) {
   const uint32_t n = static_cast<uint32_t>(grammar.states().size());
-  const uint32_t width = grammar.num_classes();
+  const uint32_t byte_width = grammar.num_classes();
+  const uint32_t width = byte_width + (local ? static_cast<uint32_t>(grammar.rules().size()) : 0);
   const std::vector<uint8_t> is_pure = pure_states(grammar);
 
   std::vector<uint32_t> cls(n, kImpureClass);
-  std::vector<uint32_t> pure;
-  for (uint32_t s = 0; s < n; ++s) {
-    if (!is_pure[s]) continue;
-    pure.push_back(s);
-    cls[s] = 1;
+  std::vector<uint32_t> pure;  // the states taking part
+  std::vector<uint32_t> class_size{0};
+  if (!local) {
+    for (uint32_t s = 0; s < n; ++s) {
+      if (!is_pure[s]) continue;
+      pure.push_back(s);
+      cls[s] = 1;
+    }
+    class_size.push_back(static_cast<uint32_t>(pure.size()));
+  } else {
+    // First split: finality, and the exact targets of calls to rules that
+    // may derive nothing (such a call reads no byte, so bounding the
+    // lookahead by bytes says nothing about what follows it).
+    std::map<std::vector<uint32_t>, uint32_t> initial;
+    for (uint32_t s = 0; s < n; ++s) {
+      const AutomatonState& state = grammar.states()[s];
+      // (Also a rule called twice from one state: the transitions below
+      // hold one target per rule.)
+      std::vector<uint32_t> key{state.is_final ? 1u : 0u};
+      const RuleEdge* first_edge = grammar.rule_edges().data() + state.rule_edges_begin;
+      const RuleEdge* last_edge = grammar.rule_edges().data() + state.rule_edges_end;
+      for (const RuleEdge* edge = first_edge; edge != last_edge; ++edge) {
+        const bool twice = std::count_if(first_edge, last_edge, [&](const RuleEdge& other) {
+                             return other.rule == edge->rule;
+                           }) > 1;
+        if (grammar.rules()[edge->rule].nullable || twice)
+          key.insert(key.end(), {edge->rule, edge->target});
+      }
+      auto [it, inserted] =
+          initial.emplace(std::move(key), static_cast<uint32_t>(class_size.size()));
+      if (inserted) class_size.push_back(0);
+      cls[s] = it->second;
+      ++class_size[cls[s]];
+      pure.push_back(s);
+    }
   }
-  num_classes = pure.empty() ? 1 : 2;
+  num_classes = static_cast<uint32_t>(class_size.size());
   if (pure.empty()) return cls;
-  std::vector<uint32_t> class_size{0, static_cast<uint32_t>(pure.size())};
 
   // Each pure state's transitions as runs of byte classes with one target
   // (a state has a few distinct targets among dozens of classes).
@@ -1046,12 +1105,34 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
   };
   std::vector<uint32_t> run_begin(n + 1, 0);
   std::vector<Run> runs;
+  std::vector<RuleEdge> calls;
   for (uint32_t s = 0; s < n; ++s) {
     run_begin[s] = static_cast<uint32_t>(runs.size());
     if (cls[s] == kImpureClass) continue;
     const uint32_t* row = grammar.transitions(s);
-    for (uint32_t c = 0; c < width; ++c)
+    for (uint32_t c = 0; c < byte_width; ++c)
       if (c == 0 || runs.back().target != row[c]) runs.push_back({c, row[c]});
+    if (!local) continue;
+    // Calls to rules that derive something, as transitions on class
+    // byte_width + rule (a DFA state calls a rule at most once).
+    const AutomatonState& state = grammar.states()[s];
+    calls.assign(grammar.rule_edges().begin() + state.rule_edges_begin,
+                 grammar.rule_edges().begin() + state.rule_edges_end);
+    std::sort(calls.begin(), calls.end(),
+              [](const RuleEdge& a, const RuleEdge& b) { return a.rule < b.rule; });
+    uint32_t next_class = byte_width;  // the first class not yet covered
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const RuleEdge& call = calls[i];
+      const bool twice = (i > 0 && calls[i - 1].rule == call.rule) ||
+                         (i + 1 < calls.size() && calls[i + 1].rule == call.rule);
+      if (grammar.rules()[call.rule].nullable || twice) continue;  // (in the first split)
+      if (byte_width + call.rule > next_class && runs.back().target != kNoState)
+        runs.push_back({next_class, kNoState});
+      runs.push_back({byte_width + call.rule, call.target});
+      next_class = byte_width + call.rule + 1;
+    }
+    if (next_class < width && runs.back().target != kNoState)
+      runs.push_back({next_class, kNoState});
   }
   run_begin[n] = static_cast<uint32_t>(runs.size());
 
@@ -1167,6 +1248,39 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
     cls[s] = dense[cls[s]];
   }
   return cls;
+}
+
+}  // namespace
+
+std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
+                                           uint32_t& num_classes) {
+  return refine_classes(grammar, depth, /*local=*/false, num_classes);
+}
+
+std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t depth) {
+  uint32_t num_classes = 0;
+  return refine_classes(grammar, depth, /*local=*/true, num_classes);
+}
+
+bool has_call_chains(const ByteGrammar& grammar) {
+  // Past this size the refinement costs more than the walks it saves.
+  constexpr size_t kMaxStates = 20000;
+  if (grammar.states().size() > kMaxStates) return false;
+  const auto& edges = grammar.rule_edges();
+  for (const AutomatonState& state : grammar.states())
+    for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e) {
+      const AutomatonState& next = grammar.states()[edges[e].target];
+      if (grammar.rules()[edges[e].rule].nullable) continue;
+      for (uint32_t f = next.rule_edges_begin; f < next.rule_edges_end; ++f)
+        if (edges[f].rule == edges[e].rule) return true;
+    }
+  return false;
+}
+
+std::vector<uint32_t> identity_classes(const ByteGrammar& grammar) {
+  std::vector<uint32_t> identity(grammar.states().size());
+  for (uint32_t s = 0; s < identity.size(); ++s) identity[s] = s;
+  return identity;
 }
 
 std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
@@ -1288,8 +1402,8 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
                                                  const CompileOptions& options) {
   auto lowered = internal::ByteGrammar::lower(grammar, options.root, options.recognizer);
   if (!lowered.ok()) return lowered.status();
-  auto data = std::make_shared<internal::CompiledGrammarData>(internal::CompiledGrammarData{
-      std::move(lowered).value(), vocabulary, options.max_mask_work, {}, {}, 1, {}, {}, {}, {}});
+  auto data = std::make_shared<internal::CompiledGrammarData>(std::move(lowered).value(),
+                                                              vocabulary, options.max_mask_work);
   const internal::ByteGrammar& byte_grammar = *data->grammar;
   const internal::TokenTrie& trie = vocabulary.trie();
   data->walk_class =
@@ -1300,6 +1414,9 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
       std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
   data->text_closure =
       std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length);
+  data->local_class = internal::has_call_chains(byte_grammar)
+                          ? internal::compute_local_classes(byte_grammar, trie.max_depth() + 1)
+                          : internal::identity_classes(byte_grammar);
   data->entered_by_rule.assign(byte_grammar.states().size(), 0);
   for (const internal::LoweredRule& rule : byte_grammar.rules())
     if (rule.start != internal::kNoState) data->entered_by_rule[rule.start] = 1;
