@@ -499,7 +499,12 @@ class MatcherState {
   // those items advanced, so the walk follows plain DFA transitions on the
   // (few) states and builds no Earley sets. It falls back to the engine,
   // replaying the path's bytes, only where some state needs completion or
-  // prediction.
+  // prediction; and below an engine set, it carries on the fast path the
+  // items that need no engine, sending to the engine only the bytes the
+  // others can read (follow_from_engine).
+  //
+  // Walks from states that read all plain text allow the text slice in bulk
+  // and read only the trie of the other tokens (text_slice.h).
   //
   // When the top set itself is all pure (inside a string, a number, a
   // keyword), that DFA part of the walk depends on the states alone, not on
