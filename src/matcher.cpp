@@ -577,7 +577,6 @@ class MatcherState {
   // Walks trie nodes [first, last) of *walk_trie_, a run of whole subtrees
   // whose parent depth the engine or the fast path already holds.
   bool walk_nodes(uint32_t first, uint32_t last, uint32_t* words, size_t base, uint64_t deadline) {
-    const ByteGrammar& grammar = *data_->grammar;
     const auto& nodes = walk_trie_->nodes();
     const auto& ids = walk_trie_->token_ids();
     for (uint32_t i = first; i < last;) {
