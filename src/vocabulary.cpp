@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <mutex>
 #include <new>
 
 #include "text_slice.h"
@@ -33,21 +34,45 @@ struct VocabularyData {
   }
 };
 
+// The text slice of a trie's tokens, built by the first caller that needs
+// it (compiling a grammar), so that loading a vocabulary stays "read the
+// tokens, build the trie". Thread-safe.
+class LazyTextSlice {
+ public:
+  LazyTextSlice(std::shared_ptr<const VocabularyData> data, std::vector<uint32_t> trie_ids)
+      : data_(std::move(data)), trie_ids_(std::move(trie_ids)) {}
+
+  const TextSlice& get() const {
+    std::call_once(once_, [this] {
+      slice_ =
+          TextSlice::build(data_->bytes.data(), data_->offsets.data(), trie_ids_, data_->size());
+      trie_ids_ = {};
+    });
+    return slice_;
+  }
+
+ private:
+  mutable std::once_flag once_;
+  mutable TextSlice slice_;
+  std::shared_ptr<const VocabularyData> data_;
+  mutable std::vector<uint32_t> trie_ids_;  // ascending; released once built
+};
+
 // What depends on the stop set: the ids, the trie of the remaining text
 // tokens, and the tokens outside the trie that find_token must still see.
 struct StopSet {
   std::vector<uint32_t> ids;
   std::shared_ptr<const TokenTrie> trie;
-  std::shared_ptr<const TextSlice> text_slice;  // the trie's tokens, partitioned
-  std::vector<uint32_t> outside_trie;           // non-empty bytes, not in the trie
+  std::shared_ptr<const LazyTextSlice> text_slice;  // the trie's tokens, partitioned
+  std::vector<uint32_t> outside_trie;               // non-empty bytes, not in the trie
 };
 
 }  // namespace internal
 
 namespace {
 
+using internal::LazyTextSlice;
 using internal::StopSet;
-using internal::TextSlice;
 using internal::TokenTrie;
 using internal::VocabularyData;
 
@@ -83,10 +108,11 @@ Status check_ids(const std::vector<uint32_t>& ids, size_t size, const char* what
   return Status();
 }
 
-std::shared_ptr<const StopSet> make_stop_set(const VocabularyData& data,
-                                             std::vector<uint32_t> stop_ids,
-                                             std::shared_ptr<const TokenTrie> reusable_trie,
-                                             std::shared_ptr<const TextSlice> reusable_slice) {
+std::shared_ptr<const StopSet> make_stop_set(
+    const std::shared_ptr<const VocabularyData>& shared_data, std::vector<uint32_t> stop_ids,
+    std::shared_ptr<const TokenTrie> reusable_trie,
+    std::shared_ptr<const LazyTextSlice> reusable_slice) {
+  const VocabularyData& data = *shared_data;
   auto stops = std::make_shared<StopSet>();
   std::sort(stop_ids.begin(), stop_ids.end());
   stop_ids.erase(std::unique(stop_ids.begin(), stop_ids.end()), stop_ids.end());
@@ -108,10 +134,9 @@ std::shared_ptr<const StopSet> make_stop_set(const VocabularyData& data,
     stops->trie = std::move(reusable_trie);
     stops->text_slice = std::move(reusable_slice);
   } else {
-    stops->text_slice = std::make_shared<const TextSlice>(
-        TextSlice::build(data.bytes.data(), data.offsets.data(), trie_ids, data.size()));
     stops->trie = std::make_shared<const TokenTrie>(
-        TokenTrie::build(data.bytes.data(), data.offsets.data(), std::move(trie_ids)));
+        TokenTrie::build(data.bytes.data(), data.offsets.data(), trie_ids));
+    stops->text_slice = std::make_shared<const LazyTextSlice>(shared_data, std::move(trie_ids));
   }
   return stops;
 }
@@ -171,7 +196,7 @@ Result<Vocabulary> Vocabulary::from_decoded(DecodedVocabulary decoded) try {
       }
     }
   }
-  auto stops = make_stop_set(*data, std::move(stop_ids), nullptr, nullptr);
+  auto stops = make_stop_set(data, std::move(stop_ids), nullptr, nullptr);
   return Vocabulary(std::move(data), std::move(stops));
 } catch (const std::bad_alloc&) {
   return Status(ErrorCode::kLimitExceeded, "out of memory while building the vocabulary");
@@ -211,8 +236,8 @@ Result<Vocabulary> Vocabulary::with_stop_tokens(std::vector<uint32_t> stop_ids) 
   const bool trie_changes = std::any_of(changed.begin(), changed.end(),
                                         [&](uint32_t id) { return data_->spells_text(id); });
   auto stops = trie_changes
-                   ? make_stop_set(*data_, std::move(stop_ids), nullptr, nullptr)
-                   : make_stop_set(*data_, std::move(stop_ids), stops_->trie, stops_->text_slice);
+                   ? make_stop_set(data_, std::move(stop_ids), nullptr, nullptr)
+                   : make_stop_set(data_, std::move(stop_ids), stops_->trie, stops_->text_slice);
   return Vocabulary(data_, std::move(stops));
 } catch (const std::bad_alloc&) {
   return Status(ErrorCode::kLimitExceeded, "out of memory while rebuilding the token trie");
@@ -256,8 +281,8 @@ const internal::TokenTrie& Vocabulary::trie() const noexcept {
   return *stops_->trie;
 }
 
-const internal::TextSlice& Vocabulary::text_slice() const noexcept {
-  return *stops_->text_slice;
+const internal::TextSlice& Vocabulary::text_slice() const {
+  return stops_->text_slice->get();
 }
 
 std::optional<uint32_t> Vocabulary::find_token(std::string_view bytes) const {
