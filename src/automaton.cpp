@@ -198,7 +198,7 @@ class Lowering {
                     "the start rule '" + std::string(root) + "' is not defined");
     }
     if (Status s = grammar_.validate(); !s.ok()) return s;
-    find_recursive_rules();
+    find_recursive_rules(static_cast<uint32_t>(root_index));
     inline_size_.assign(grammar_.rules().size(), -1);
     tail_summaries_.assign(grammar_.rules().size(), TailSummary{});
     // A rule whose automaton blows up is lowered again with its parts split
@@ -372,60 +372,46 @@ class Lowering {
     }
   }
 
-  // Rules that can reach themselves through references stay rules; the
-  // others may be inlined. Iterative Tarjan, so deep grammars cannot
-  // overflow the stack.
-  void find_recursive_rules() {
+  // Every cycle of references must keep one rule as a rule (a rule edge
+  // the Earley engine follows); the others may be inlined. The kept ones are
+  // the targets of the back edges of a depth-first search from the root:
+  // every cycle has one. So `value` stays a rule in JSON, but `object` and
+  // `array` inline into it, and in a schema whose objects nest through a
+  // member, the member chain inlines into the object: their numbers and
+  // keys are plain DFA states instead of rule calls. Iterative, so deep
+  // grammars cannot overflow the stack.
+  void find_recursive_rules(uint32_t root) {
     const size_t n = grammar_.rules().size();
     std::vector<std::vector<uint32_t>> refs(n);
     for (size_t i = 0; i < n; ++i) collect_refs(grammar_.rules()[i].body, refs[i]);
     recursive_.assign(n, false);
-    std::vector<int> index(n, -1), low(n, 0);
-    std::vector<bool> on_stack(n, false);
-    std::vector<uint32_t> stack;
-    int counter = 0;
+    std::vector<uint8_t> visited(n, 0), on_stack(n, 0);
     struct Frame {
       uint32_t rule;
       size_t next;
     };
-    for (uint32_t s = 0; s < n; ++s) {
-      if (index[s] >= 0) continue;
-      std::vector<Frame> frames{{s, 0}};
-      index[s] = low[s] = counter++;
-      stack.push_back(s);
-      on_stack[s] = true;
+    auto search_from = [&](uint32_t start) {
+      if (visited[start]) return;
+      std::vector<Frame> frames{{start, 0}};
+      visited[start] = on_stack[start] = 1;
       while (!frames.empty()) {
         Frame& f = frames.back();
         if (f.next < refs[f.rule].size()) {
-          uint32_t w = refs[f.rule][f.next++];
-          if (w == f.rule) recursive_[w] = true;
-          if (index[w] < 0) {
-            index[w] = low[w] = counter++;
-            stack.push_back(w);
-            on_stack[w] = true;
+          const uint32_t w = refs[f.rule][f.next++];
+          if (on_stack[w]) {
+            recursive_[w] = true;  // a back edge: w closes a cycle
+          } else if (!visited[w]) {
+            visited[w] = on_stack[w] = 1;
             frames.push_back({w, 0});
-          } else if (on_stack[w]) {
-            low[f.rule] = std::min(low[f.rule], index[w]);
           }
           continue;
         }
-        uint32_t v = f.rule;
+        on_stack[f.rule] = 0;
         frames.pop_back();
-        if (!frames.empty()) low[frames.back().rule] = std::min(low[frames.back().rule], low[v]);
-        if (low[v] == index[v]) {
-          std::vector<uint32_t> component;
-          uint32_t w;
-          do {
-            w = stack.back();
-            stack.pop_back();
-            on_stack[w] = false;
-            component.push_back(w);
-          } while (w != v);
-          if (component.size() > 1)
-            for (uint32_t c : component) recursive_[c] = true;
-        }
       }
-    }
+    };
+    search_from(root);
+    for (uint32_t r = 0; r < n; ++r) search_from(r);
   }
 
   static void collect_refs(const Expr& e, std::vector<uint32_t>& out) {
