@@ -301,7 +301,12 @@ TextCover TextClosure::cover(uint32_t state) const {
 
 TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
   // Known answers and the cheap loop search first: one string body among
-  // the items spares deep searches from the others.
+  // the items spares deep searches from the others. A set of many new
+  // states searches a few of them per call (each search is bounded; the
+  // others stay unknown, so a later mask tries them): a hostile grammar
+  // cannot make one mask run thousands of searches.
+  constexpr int kMaxSearches = 8;
+  int searches = 0;
   TextCover best = kNoText;
   bool unknown = false;
   for (size_t i = 0; i < count; ++i) {
@@ -318,11 +323,15 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
       known_[state].store(known(kNoText), std::memory_order_relaxed);  // most states, at once
       continue;
     }
-    if (loops_on_all_text(state)) return kAllText;  // (remembered by the search)
+    if (searches < kMaxSearches) {
+      ++searches;
+      if (loops_on_all_text(state)) return kAllText;  // (remembered by the search)
+    }
     unknown = true;
   }
-  for (size_t i = 0; i < count && unknown && best != kAllText; ++i) {
+  for (size_t i = 0; i < count && unknown && best != kAllText && searches < 2 * kMaxSearches; ++i) {
     if (known_[states[i]].load(std::memory_order_relaxed) != kUnknown) continue;
+    ++searches;
     const TextCover cover = Search(*this).cover(states[i]);
     known_[states[i]].store(known(cover), std::memory_order_relaxed);
     best = std::max(best, cover);
