@@ -1290,7 +1290,6 @@ std::vector<uint32_t> identity_classes(const ByteGrammar& grammar) {
 std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
   const auto& states = grammar.states();
   const uint32_t width = grammar.num_classes();
-  const std::vector<uint8_t> representative = class_representatives(grammar);
   std::vector<uint8_t> seen(states.size(), 0);
   std::vector<uint32_t> order;
   order.reserve(states.size());
@@ -1303,7 +1302,9 @@ std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
   for (const LoweredRule& rule : grammar.rules()) visit(rule.start);
   for (size_t i = 0; i < order.size(); ++i) {
     const uint32_t s = order[i];
-    for (uint32_t c = 0; c < width; ++c) visit(grammar.next(s, representative[c]));
+    const uint32_t* row = grammar.transitions(s);
+    for (uint32_t c = 0; c < width; ++c)
+      if (c == 0 || row[c] != row[c - 1]) visit(row[c]);
     for (uint32_t e = states[s].rule_edges_begin; e < states[s].rule_edges_end; ++e)
       visit(grammar.rule_edges()[e].target);
   }
@@ -1344,12 +1345,13 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
   // A list at most 1/8 the words' size; on top of the slice's words, one
   // that costs little next to copying them.
   const size_t max_sparse = walk.slice != nullptr ? words / 64 : words / 8;
-  walk.bits.assign(words, 0);
+  // Mask words only once the list outgrows max_sparse: most walks (a
+  // keyword, a digit) never need them.
+  walk.bits.clear();
   walk.tokens.clear();
   walk.frontier.clear();
   walk.paths.clear();
-  uint32_t* bits = walk.bits.data();
-  size_t allowed = 0;
+  uint32_t* bits = nullptr;
   std::vector<uint32_t> row_at(trie.max_depth() + 2, 0);  // the row after depth d
   std::vector<uint8_t> path(trie.max_depth() + 2, 0);
   row_at[0] = transitions.row_of[start];
@@ -1369,8 +1371,17 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
       continue;
     }
     for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) {
-      set_bit(bits, ids[t]);
-      if (++allowed <= max_sparse) walk.tokens.push_back(ids[t]);
+      if (bits != nullptr) {
+        set_bit(bits, ids[t]);
+        continue;
+      }
+      walk.tokens.push_back(ids[t]);
+      if (walk.tokens.size() > max_sparse) {
+        walk.bits.assign(words, 0);
+        bits = walk.bits.data();
+        for (uint32_t id : walk.tokens) set_bit(bits, id);
+        walk.tokens.clear();
+      }
     }
     if (node.subtree_end == i + 1) {
       ++i;
@@ -1386,11 +1397,7 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
     ++i;
   }
   visited = count;
-  if (allowed <= max_sparse) {
-    walk.bits.clear();
-    walk.bits.shrink_to_fit();
-  } else {
-    walk.tokens.clear();
+  if (bits != nullptr) {
     walk.tokens.shrink_to_fit();
     walk.finish();
   }
