@@ -1087,7 +1087,7 @@ class Lowering {
     }
   }
 
-  static constexpr size_t kInlineLimit = 2048;
+  static constexpr size_t kInlineLimit = 4096;
   static constexpr size_t kLiftProduct = 65536;
   static constexpr size_t kMinDfaBudget = 4096;
   static constexpr int kMaxSplitRetries = 256;
