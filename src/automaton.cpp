@@ -188,8 +188,10 @@ class Lowering {
   };
 
  public:
-  Lowering(const Grammar& grammar, const RecognizerOptions& options)
-      : grammar_(grammar), options_(options) {}
+  // `inline_limit`: the largest estimated NFA size of a rule copied into
+  // the places that name it.
+  Lowering(const Grammar& grammar, const RecognizerOptions& options, size_t inline_limit)
+      : grammar_(grammar), options_(options), inline_limit_(inline_limit) {}
 
   Result<std::shared_ptr<const ByteGrammar>> run(std::string_view root) {
     const int root_index = grammar_.find_rule(root);
@@ -452,7 +454,7 @@ class Lowering {
   // Whether a reference to `rule` is inlined (else it is a rule edge, one
   // state). should_inline() with the estimate's depth guard.
   bool inlined_here(uint32_t rule, int depth) {
-    return !recursive_[rule] && inline_size(rule, depth + 1) <= kInlineLimit;
+    return !recursive_[rule] && inline_size(rule, depth + 1) <= inline_limit_;
   }
 
   // Estimated size of `e` built in a tail context, without the bodies of
@@ -539,7 +541,7 @@ class Lowering {
   }
 
   bool should_inline(uint32_t rule) {
-    return !recursive_[rule] && inline_size(rule, 0) <= kInlineLimit;
+    return !recursive_[rule] && inline_size(rule, 0) <= inline_limit_;
   }
 
   uint32_t lowered_rule_for_source(uint32_t source) {
@@ -1087,7 +1089,7 @@ class Lowering {
     }
   }
 
-  static constexpr size_t kInlineLimit = 4096;
+  const size_t inline_limit_;
   static constexpr size_t kLiftProduct = 65536;
   static constexpr size_t kMinDfaBudget = 4096;
   static constexpr int kMaxSplitRetries = 256;
@@ -1120,7 +1122,15 @@ class Lowering {
 Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& grammar,
                                                               std::string_view root,
                                                               const RecognizerOptions& options) {
-  return Lowering(grammar, options).run(root);
+  // Copying more rules inline makes fewer rule calls (faster masks) but
+  // more states: a grammar that the generous limit takes past
+  // RecognizerOptions::max_states (or max_lowering_work) is lowered again
+  // with the frugal one, so the limit never refuses a grammar that lowered
+  // before. The retry at most doubles the work.
+  constexpr size_t kGenerousInlineLimit = 4096, kFrugalInlineLimit = 2048;
+  auto lowered = Lowering(grammar, options, kGenerousInlineLimit).run(root);
+  if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
+  return Lowering(grammar, options, kFrugalInlineLimit).run(root);
 }
 
 }  // namespace grammask::internal

@@ -41,7 +41,10 @@ struct RecognizerOptions {
   // before a choice, inlined many times); past the bound create() fails
   // with kLimitExceeded (naming this option) instead of running for
   // seconds. The bundled grammars need under a million units; at the
-  // default, lowering costs at most about a second.
+  // default, lowering costs at most about a second. A grammar that passes
+  // max_states or this bound is lowered once more with fewer rules copied
+  // inline (more rule calls, fewer states) before failing, so the bound
+  // applies to each of the two attempts.
   uint64_t max_lowering_work = uint64_t{1} << 27;
 };
 
