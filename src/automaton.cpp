@@ -1085,11 +1085,10 @@ class Lowering {
         st.waits_on |= uint64_t{1} << (r.rule & 63);
       }
       st.rule_edges_end = static_cast<uint32_t>(out_->rule_edges_.size());
-      st.is_tail = st.is_final && st.scan.empty() && st.rule_edges_begin == st.rule_edges_end;
+      st.is_tail = st.is_final && st.scan.empty() && st.calls_no_rule();
     }
   }
 
-  const size_t inline_limit_;
   static constexpr size_t kLiftProduct = 65536;
   static constexpr size_t kMinDfaBudget = 4096;
   static constexpr int kMaxSplitRetries = 256;
@@ -1097,6 +1096,7 @@ class Lowering {
 
   const Grammar& grammar_;
   const RecognizerOptions& options_;
+  const size_t inline_limit_;
   Status status_;
   std::shared_ptr<ByteGrammar> out_;
   std::vector<bool> recursive_;

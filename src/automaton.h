@@ -39,6 +39,8 @@ struct AutomatonState {
   bool is_tail = false;   // final with no outgoing edge at all (Leo's condition)
   uint64_t waits_on = 0;  // bit (rule % 64) set for each rule edge: a quick filter
   ByteSet scan;           // bytes with a transition from here
+
+  bool calls_no_rule() const noexcept { return rule_edges_begin == rule_edges_end; }
 };
 
 struct LoweredRule {

@@ -684,7 +684,7 @@ class MatcherState {
     const uint32_t followed = sources[0] == kNoState ? kNoState : grammar.next(sources[0], byte);
     pool_.push_back(followed);
     bool alive = followed != kNoState;
-    bool fast = followed == kNoState || calls_no_rule(followed);
+    bool fast = followed == kNoState || grammar.states()[followed].calls_no_rule();
     for (size_t i = 1; i < count; ++i) {
       const uint32_t next = grammar.next(sources[i], byte);
       if (next == kNoState || std::find(pool_.begin() + out + 1, pool_.end(), next) != pool_.end())
@@ -695,11 +695,6 @@ class MatcherState {
     }
     if (!alive) pool_.resize(out);
     return fast;
-  }
-
-  bool calls_no_rule(uint32_t state) const {
-    const AutomatonState& s = data_->grammar->states()[state];
-    return s.rule_edges_begin == s.rule_edges_end;
   }
 
   // Once the engine holds the set at `depth`, the walk below may go on
@@ -731,7 +726,7 @@ class MatcherState {
           pool_.push_back(it->state);
         else
           follow |= state.scan;
-      } else if (state.is_final && calls_no_rule(it->state) && pool_[out] == kNoState) {
+      } else if (state.is_final && state.calls_no_rule() && pool_[out] == kNoState) {
         pool_[out] = it->state;
       } else {
         follow |= state.scan;
@@ -1025,14 +1020,6 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h * 0xff51afd7ed558ccdULL;
 }
 
-// The smallest byte of each byte class, to step a state once per class.
-std::vector<uint8_t> class_representatives(const ByteGrammar& grammar) {
-  std::vector<uint8_t> representative(grammar.num_classes());
-  for (int b = 255; b >= 0; --b)
-    representative[grammar.byte_class(static_cast<uint8_t>(b))] = static_cast<uint8_t>(b);
-  return representative;
-}
-
 }  // namespace
 
 std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
@@ -1043,7 +1030,7 @@ std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
   std::vector<uint8_t> pure(states.size());
   for (size_t s = 0; s < states.size(); ++s) {
     const AutomatonState& state = states[s];
-    pure[s] = state.rule_edges_begin == state.rule_edges_end &&
+    pure[s] = state.calls_no_rule() &&
               (!state.is_final || (state.rule == grammar.root_rule() && !root_is_called));
   }
   return pure;
@@ -1314,7 +1301,6 @@ std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
 PureTransitions::PureTransitions(const ByteGrammar& grammar,
                                  const std::vector<uint32_t>& walk_class) {
   const uint32_t width = grammar.num_classes();
-  const std::vector<uint8_t> representative = class_representatives(grammar);
   for (int b = 0; b < 256; ++b) byte_class[b] = grammar.byte_class(static_cast<uint8_t>(b));
   const size_t n = walk_class.size();
   row_of.assign(n, kImpure);
@@ -1327,10 +1313,9 @@ PureTransitions::PureTransitions(const ByteGrammar& grammar,
   rows.resize(offset);
   for (size_t s = 0; s < n; ++s) {
     if (row_of[s] == kImpure) continue;
-    for (uint32_t c = 0; c < width; ++c) {
-      const uint32_t t = grammar.next(static_cast<uint32_t>(s), representative[c]);
-      rows[row_of[s] + c] = t == kNoState ? kNone : row_of[t];
-    }
+    const uint32_t* row = grammar.transitions(static_cast<uint32_t>(s));
+    for (uint32_t c = 0; c < width; ++c)
+      rows[row_of[s] + c] = row[c] == kNoState ? kNone : row_of[row[c]];
   }
 }
 

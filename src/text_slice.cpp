@@ -318,8 +318,7 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
       continue;
     }
     const AutomatonState& automaton_state = grammar_.states()[state];
-    if (automaton_state.rule_edges_begin == automaton_state.rule_edges_end &&
-        !scans_all_ascii_text(automaton_state.scan)) {
+    if (automaton_state.calls_no_rule() && !scans_all_ascii_text(automaton_state.scan)) {
       known_[state].store(known(kNoText), std::memory_order_relaxed);  // most states, at once
       continue;
     }
