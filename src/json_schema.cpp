@@ -29,6 +29,7 @@
 #include <set>
 #include <stdexcept>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -1053,6 +1054,13 @@ class Converter {
   // --- normalization -------------------------------------------------------
   const Disj& normalize(const Sub& sub);
   const Disj& normalize_node(const Json* node);
+  // A Sub keeps its nodes sorted by address (a set); what is built from
+  // them follows JSON pointer order, so the grammar does not depend on
+  // where the heap put the nodes.
+  std::vector<const Json*> in_document_order(std::vector<const Json*> nodes) const;
+  std::vector<std::vector<const Json*>> in_document_order(
+      const std::vector<std::vector<const Json*>>& groups) const;
+  std::vector<Sub> negate_sub(const Sub& sub) const;
   Disj normalize_object(const Json* node);
   void apply_keyword(Disj& d, const Json* node, const std::string& key, const Json& value,
                      const NodeInfo& where);
@@ -1227,14 +1235,14 @@ const Disj& Converter::normalize(const Sub& sub) {
   auto it = sub_memo_.find(key);
   if (it != sub_memo_.end()) return it->second;
   Disj result = all_types();
-  for (const Json* node : sub.nodes)
+  for (const Json* node : in_document_order(sub.nodes))
     result = intersect(result, normalize_node(node), doc_.info(node).pointer);
-  for (const Json* node : sub.negated) {
+  for (const Json* node : in_document_order(sub.negated)) {
     std::optional<Disj> negated = negate(normalize_node(node));
     if (!negated) refuse("not", doc_.info(node).pointer, "cannot negate this schema exactly");
     result = intersect(result, *negated, doc_.info(node).pointer);
   }
-  for (const auto& group : sub.any_of) {
+  for (const auto& group : in_document_order(sub.any_of)) {
     Disj either;
     for (const Json* node : group) {
       const Disj& one = normalize_node(node);
@@ -2034,16 +2042,47 @@ bool Converter::objects_disjoint_by_required(const Clause& x, const Clause& y, i
   return false;
 }
 
+std::vector<const Json*> Converter::in_document_order(std::vector<const Json*> nodes) const {
+  // (Stable: nodes outside the document, such as false_node(), keep their
+  // relative order.)
+  std::stable_sort(nodes.begin(), nodes.end(), [&](const Json* a, const Json* b) {
+    const NodeInfo& x = doc_.info(a);
+    const NodeInfo& y = doc_.info(b);
+    return std::tie(x.pointer, x.scope) < std::tie(y.pointer, y.scope);
+  });
+  return nodes;
+}
+
+std::vector<std::vector<const Json*>> Converter::in_document_order(
+    const std::vector<std::vector<const Json*>>& groups) const {
+  // Each group stays sorted by address (negated groups are Sub sets); the
+  // groups are ordered by their members in pointer order.
+  std::vector<std::pair<std::vector<const Json*>, size_t>> keyed;
+  for (size_t i = 0; i < groups.size(); ++i) keyed.emplace_back(in_document_order(groups[i]), i);
+  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+    return std::lexicographical_compare(a.first.begin(), a.first.end(), b.first.begin(),
+                                        b.first.end(), [&](const Json* x, const Json* y) {
+                                          const NodeInfo& i = doc_.info(x);
+                                          const NodeInfo& j = doc_.info(y);
+                                          return std::tie(i.pointer, i.scope) <
+                                                 std::tie(j.pointer, j.scope);
+                                        });
+  });
+  std::vector<std::vector<const Json*>> ordered;
+  for (const auto& [members, i] : keyed) ordered.push_back(groups[i]);
+  return ordered;
+}
+
 // not (S1 and S2 ...) as a list of alternatives: one per conjunct.
-std::vector<Sub> negate_sub(const Sub& sub) {
+std::vector<Sub> Converter::negate_sub(const Sub& sub) const {
   std::vector<Sub> alternatives;
-  for (const Json* node : sub.nodes) {
+  for (const Json* node : in_document_order(sub.nodes)) {
     Sub s;
     s.negated.push_back(node);
     alternatives.push_back(s);
   }
-  for (const Json* node : sub.negated) alternatives.push_back(Sub::of(node));
-  for (const auto& group : sub.any_of) {
+  for (const Json* node : in_document_order(sub.negated)) alternatives.push_back(Sub::of(node));
+  for (const auto& group : in_document_order(sub.any_of)) {
     Sub none;
     none.negated = group;
     alternatives.push_back(none);
