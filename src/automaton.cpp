@@ -95,20 +95,53 @@ struct ByteEdge {
   uint32_t target;
 };
 
-struct NfaState {
-  std::vector<uint32_t> epsilon;
-  std::vector<ByteEdge> bytes;
-  std::vector<RuleEdge> rules;  // rule = lowered rule index
-};
-
+// An NFA under construction. Fragments append edges in any order; freeze()
+// then groups them by source state into flat arrays for the subset
+// construction (no allocation per state).
 struct Nfa {
-  std::vector<NfaState> states;
+  uint32_t num_states = 0;
   uint32_t start = 0;
   uint32_t accept = 0;
-  uint32_t add() {
-    states.emplace_back();
-    return static_cast<uint32_t>(states.size() - 1);
+  // After freeze(), the edges of state s are [x_begin[s], x_begin[s + 1]).
+  std::vector<uint32_t> epsilon_begin, epsilon;
+  std::vector<uint32_t> byte_begin;
+  std::vector<ByteEdge> bytes;
+  std::vector<uint32_t> rule_begin;
+  std::vector<RuleEdge> rules;
+
+  uint32_t add() { return num_states++; }
+  void add_epsilon(uint32_t from, uint32_t to) { epsilon_edges_.push_back({from, to}); }
+  void add_bytes(uint32_t from, uint8_t lo, uint8_t hi, uint32_t to) {
+    byte_edges_.push_back({from, ByteEdge{lo, hi, to}});
   }
+  void add_rule(uint32_t from, uint32_t rule, uint32_t to) {
+    rule_edges_.push_back({from, RuleEdge{rule, to}});
+  }
+
+  void freeze() {
+    group_by_source(epsilon_edges_, epsilon_begin, epsilon);
+    group_by_source(byte_edges_, byte_begin, bytes);
+    group_by_source(rule_edges_, rule_begin, rules);
+  }
+
+ private:
+  // Counting sort on the source state (stable: each state keeps its edges
+  // in the order they were added).
+  template <typename Edge>
+  void group_by_source(std::vector<std::pair<uint32_t, Edge>>& edges, std::vector<uint32_t>& begin,
+                       std::vector<Edge>& out) const {
+    begin.assign(num_states + 1, 0);
+    for (const auto& e : edges) ++begin[e.first + 1];
+    for (uint32_t s = 0; s < num_states; ++s) begin[s + 1] += begin[s];
+    out.resize(edges.size());
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (const auto& e : edges) out[fill[e.first]++] = e.second;
+    edges = {};
+  }
+
+  std::vector<std::pair<uint32_t, uint32_t>> epsilon_edges_;
+  std::vector<std::pair<uint32_t, ByteEdge>> byte_edges_;
+  std::vector<std::pair<uint32_t, RuleEdge>> rule_edges_;
 };
 
 // Code point ranges of a class, sorted, merged, negated if asked, and
@@ -154,12 +187,56 @@ std::vector<CodePointRange> normalized_ranges(const Expr& e) {
   return out;
 }
 
-struct StateSetHash {
-  size_t operator()(const std::vector<uint32_t>& set) const noexcept {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ set.size();
-    for (uint32_t x : set) h = (h ^ x) * 0xff51afd7ed558ccdULL;
-    return static_cast<size_t>(h ^ (h >> 29));
+// Sorted sets of NFA states interned by content and numbered in the order
+// they were first seen: the contents in one arena, the numbers in an
+// open-addressing table (no allocation per set).
+class SetIndex {
+ public:
+  // The number of the set data[0, size), and whether it is new.
+  std::pair<uint32_t, bool> intern(const uint32_t* data, size_t size) {
+    if (2 * (count() + 1) > slots_.size()) grow();
+    const uint64_t h = hash(data, size);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const uint32_t k = slots_[i];
+      if (k == kEmpty) {
+        slots_[i] = count();
+        hashes_.push_back(h);
+        arena_.insert(arena_.end(), data, data + size);
+        begin_.push_back(static_cast<uint32_t>(arena_.size()));
+        return {slots_[i], true};
+      }
+      if (hashes_[k] == h && this->size(k) == size && std::equal(data, data + size, this->data(k)))
+        return {k, false};
+    }
   }
+  uint32_t count() const noexcept { return static_cast<uint32_t>(begin_.size() - 1); }
+  // Valid until the next intern().
+  const uint32_t* data(uint32_t k) const noexcept { return arena_.data() + begin_[k]; }
+  uint32_t size(uint32_t k) const noexcept { return begin_[k + 1] - begin_[k]; }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+
+  static uint64_t hash(const uint32_t* data, size_t size) noexcept {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ size;
+    for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 29);
+  }
+  void grow() {
+    slots_.assign(std::max<size_t>(64, 2 * slots_.size()), kEmpty);
+    const size_t mask = slots_.size() - 1;
+    for (uint32_t k = 0; k < count(); ++k) {
+      size_t i = hashes_[k] & mask;
+      while (slots_[i] != kEmpty) i = (i + 1) & mask;
+      slots_[i] = k;
+    }
+  }
+
+  std::vector<uint32_t> arena_;
+  std::vector<uint32_t> begin_{0};
+  std::vector<uint64_t> hashes_;
+  std::vector<uint32_t> slots_;
 };
 
 }  // namespace
@@ -279,6 +356,7 @@ class Lowering {
       nfa.accept = tail.end;
     }
     nfa_charge_[i] = total_nfa_states_ - charged_before;
+    nfa.freeze();
     nfas_[i] = std::move(nfa);
   }
 
@@ -344,7 +422,7 @@ class Lowering {
             out_->rules_[building_rule_].name + "#" + std::to_string(out_->rules_.size()), &part);
       }
       uint32_t target = nfa.add();
-      nfa.states[at].rules.push_back({rule, target});
+      nfa.add_rule(at, rule, target);
       charge(1);
       return target;
     };
@@ -585,7 +663,7 @@ class Lowering {
           encode_utf8(static_cast<uint32_t>(cp), bytes);
           for (int i = 0; i < utf8_length(static_cast<uint32_t>(cp)); ++i) {
             uint32_t next = nfa.add();
-            nfa.states[cur].bytes.push_back({bytes[i], bytes[i], next});
+            nfa.add_bytes(cur, bytes[i], bytes[i], next);
             cur = next;
           }
         }
@@ -601,7 +679,7 @@ class Lowering {
           uint32_t cur = from;
           for (int i = 0; i < s.length; ++i) {
             uint32_t next = i + 1 == s.length ? end : nfa.add();
-            nfa.states[cur].bytes.push_back({s.lo[i], s.hi[i], next});
+            nfa.add_bytes(cur, s.lo[i], s.hi[i], next);
             cur = next;
           }
         }
@@ -611,7 +689,7 @@ class Lowering {
       case Expr::Kind::kRuleRef: {
         if (should_inline(e.rule)) return build_in_new_context(e, from, nfa, depth);
         uint32_t target = nfa.add();
-        nfa.states[from].rules.push_back({lowered_rule_for_source(e.rule), target});
+        nfa.add_rule(from, lowered_rule_for_source(e.rule), target);
         charge(1);
         return target;
       }
@@ -650,12 +728,12 @@ class Lowering {
     switch (e.kind) {
       case Expr::Kind::kRuleRef: {
         if (!should_inline(e.rule)) {
-          nfa.states[from].rules.push_back({lowered_rule_for_source(e.rule), tail.end});
+          nfa.add_rule(from, lowered_rule_for_source(e.rule), tail.end);
           return;
         }
         auto known = tail.rule_starts.find(e.rule);
         if (known != tail.rule_starts.end()) {
-          nfa.states[from].epsilon.push_back(known->second);
+          nfa.add_epsilon(from, known->second);
           return;
         }
         // A fresh start, since other references will enter it too; recorded
@@ -664,7 +742,7 @@ class Lowering {
         const uint32_t start = nfa.add();
         charge(1);
         tail.rule_starts.emplace(e.rule, start);
-        nfa.states[from].epsilon.push_back(start);
+        nfa.add_epsilon(from, start);
         build_tail(grammar_.rules()[e.rule].body, start, nfa, depth + 1, tail);
         return;
       }
@@ -680,21 +758,21 @@ class Lowering {
         // Each alternative from a fresh start, as in build_alternation().
         for (const Expr& c : e.children) {
           const uint32_t start = nfa.add();
-          nfa.states[from].epsilon.push_back(start);
+          nfa.add_epsilon(from, start);
           build_tail(c, start, nfa, depth + 1, tail);
         }
         charge(e.children.size());
         return;
       case Expr::Kind::kRepeat:
         if (e.max > 1) break;
-        if (e.min == 0) nfa.states[from].epsilon.push_back(tail.end);
+        if (e.min == 0) nfa.add_epsilon(from, tail.end);
         if (e.max == 1) build_tail(e.children[0], from, nfa, depth + 1, tail);
         return;
       default:
         break;
     }
     const uint32_t stop = build(e, from, nfa, depth);
-    nfa.states[stop].epsilon.push_back(tail.end);
+    nfa.add_epsilon(stop, tail.end);
   }
 
   // The children of a sequence one after another; `part(child, at)` adds one
@@ -713,9 +791,9 @@ class Lowering {
     uint32_t end = nfa.add();
     for (const Expr& c : e.children) {
       uint32_t start = nfa.add();
-      nfa.states[from].epsilon.push_back(start);
+      nfa.add_epsilon(from, start);
       uint32_t stop = part(c, start);
-      nfa.states[stop].epsilon.push_back(end);
+      nfa.add_epsilon(stop, end);
     }
     charge(e.children.size() + 1);
     return end;
@@ -739,7 +817,7 @@ class Lowering {
   uint32_t build_repeat_of_rule(const Expr& e, uint32_t rule, uint32_t from, Nfa& nfa) {
     return build_copies(e, from, nfa, [&](uint32_t at) {
       uint32_t target = nfa.add();
-      nfa.states[at].rules.push_back({rule, target});
+      nfa.add_rule(at, rule, target);
       charge(1);
       return target;
     });
@@ -753,19 +831,19 @@ class Lowering {
     for (uint32_t i = 0; i < e.min && status_.ok(); ++i) cur = one(cur);
     if (e.max == kUnbounded) {
       uint32_t loop = nfa.add();
-      nfa.states[cur].epsilon.push_back(loop);
+      nfa.add_epsilon(cur, loop);
       uint32_t end = one(loop);
-      nfa.states[end].epsilon.push_back(loop);
+      nfa.add_epsilon(end, loop);
       return loop;
     }
     // Nested optional copies: after each copy either stop or read one more,
     // which keeps the subset construction linear in the bound.
     uint32_t end = nfa.add();
     for (uint32_t i = e.min; i < e.max && status_.ok(); ++i) {
-      nfa.states[cur].epsilon.push_back(end);
+      nfa.add_epsilon(cur, end);
       cur = one(cur);
     }
-    nfa.states[cur].epsilon.push_back(end);
+    nfa.add_epsilon(cur, end);
     charge(2);
     return end;
   }
@@ -773,11 +851,10 @@ class Lowering {
   void compute_byte_classes() {
     bool boundary[257] = {};
     for (const Nfa& nfa : nfas_)
-      for (const NfaState& s : nfa.states)
-        for (const ByteEdge& b : s.bytes) {
-          boundary[b.lo] = true;
-          boundary[b.hi + 1] = true;
-        }
+      for (const ByteEdge& b : nfa.bytes) {
+        boundary[b.lo] = true;
+        boundary[b.hi + 1] = true;
+      }
     uint32_t cls = 0;
     for (int b = 0; b < 256; ++b) {
       if (b > 0 && boundary[b]) ++cls;
@@ -791,17 +868,16 @@ class Lowering {
   bool byte_classes_fit() const {
     const uint8_t* cls = out_->byte_class_;
     for (const Nfa& nfa : nfas_)
-      for (const NfaState& s : nfa.states)
-        for (const ByteEdge& b : s.bytes) {
-          if (b.lo > 0 && cls[b.lo] == cls[b.lo - 1]) return false;
-          if (b.hi < 255 && cls[b.hi] == cls[b.hi + 1]) return false;
-        }
+      for (const ByteEdge& b : nfa.bytes) {
+        if (b.lo > 0 && cls[b.lo] == cls[b.lo - 1]) return false;
+        if (b.hi < 255 && cls[b.hi] == cls[b.hi + 1]) return false;
+      }
     return true;
   }
 
   void closure(const Nfa& nfa, std::vector<uint32_t>& set) {
     // Stamped marks: no per-call clearing of an NFA-sized array.
-    if (seen_stamp_.size() < nfa.states.size()) seen_stamp_.resize(nfa.states.size(), 0);
+    if (seen_stamp_.size() < nfa.num_states) seen_stamp_.resize(nfa.num_states, 0);
     if (++stamp_ == 0) {
       std::fill(seen_stamp_.begin(), seen_stamp_.end(), 0);
       stamp_ = 1;
@@ -813,9 +889,10 @@ class Lowering {
     while (!stack.empty()) {
       uint32_t s = stack.back();
       stack.pop_back();
-      visited += 1 + nfa.states[s].epsilon.size();
-      for (uint32_t t : nfa.states[s].epsilon)
-        if (seen_stamp_[t] != stamp_) {
+      const uint32_t first = nfa.epsilon_begin[s], last = nfa.epsilon_begin[s + 1];
+      visited += 1 + last - first;
+      for (uint32_t i = first; i < last; ++i)
+        if (const uint32_t t = nfa.epsilon[i]; seen_stamp_[t] != stamp_) {
           seen_stamp_[t] = stamp_;
           set.push_back(t);
           stack.push_back(t);
@@ -835,33 +912,30 @@ class Lowering {
     const Nfa& nfa = nfas_[rule];
     const uint32_t classes = out_->num_classes_;
     const uint8_t* byte_class = out_->byte_class_;
-    // NFA state sets are interned by hash; the map's nodes own the sets and
-    // `sets` points at them in creation order (node addresses are stable).
-    std::unordered_map<std::vector<uint32_t>, uint32_t, StateSetHash> ids;
-    std::vector<const std::vector<uint32_t>*> sets;
+    // DFA state first_id + k is the closed NFA state set number k.
+    const uint32_t first_id = static_cast<uint32_t>(out_->states_.size());
+    SetIndex closed_sets;
     // The DFA state reached from each set of NFA targets of a byte, before
     // closure.
-    std::unordered_map<std::vector<uint32_t>, uint32_t, StateSetHash> moves;
-    auto intern = [&](std::vector<uint32_t>& set) -> uint32_t {
+    SetIndex target_sets;
+    std::vector<uint32_t> target_state;
+    auto intern = [&](const std::vector<uint32_t>& set) -> uint32_t {
       add_work(set.size());
-      auto [it, inserted] = ids.try_emplace(std::move(set), 0);
-      if (!inserted) return it->second;
-      const uint32_t id = static_cast<uint32_t>(out_->states_.size());
-      it->second = id;
-      AutomatonState st;
-      st.rule = rule;
-      st.is_final = std::binary_search(it->first.begin(), it->first.end(), nfa.accept);
-      out_->states_.push_back(st);
-      out_->byte_next_.resize(out_->byte_next_.size() + classes, kNoState);
-      pending_rule_edges_.emplace_back();
-      sets.push_back(&it->first);
-      return id;
+      auto [k, inserted] = closed_sets.intern(set.data(), set.size());
+      if (inserted) {
+        AutomatonState st;
+        st.rule = rule;
+        st.is_final = std::binary_search(set.begin(), set.end(), nfa.accept);
+        out_->states_.push_back(st);
+        out_->byte_next_.resize(out_->byte_next_.size() + classes, kNoState);
+        pending_rule_edges_.emplace_back();
+      }
+      return first_id + k;
     };
     std::vector<uint32_t> scratch{nfa.start};
     closure(nfa, scratch);
-    const uint32_t first = intern(scratch);
-    out_->rules_[rule].start = first;
-    const size_t budget = std::max<size_t>(kMinDfaBudget, 4 * nfa.states.size());
+    out_->rules_[rule].start = intern(scratch);
+    const size_t budget = std::max<size_t>(kMinDfaBudget, 4 * static_cast<size_t>(nfa.num_states));
     struct ClassEdge {
       uint32_t lo, hi;  // byte classes, inclusive
       uint32_t target;
@@ -872,33 +946,34 @@ class Lowering {
       uint32_t state;
     };
     std::vector<ClassEdge> edges;
-    std::vector<uint8_t> is_cut(classes + 1, 0);
     std::vector<uint32_t> cuts;                  // where runs of classes begin
     std::vector<std::vector<uint32_t>> buckets;  // NFA targets per run
     std::vector<Run> resolved;
     std::vector<RuleEdge> by_rule;  // (rule, NFA target), sorted per DFA state
-    for (size_t done = 0; done < sets.size(); ++done) {
-      if (sets.size() > budget) return false;
+    for (uint32_t done = 0; done < closed_sets.count(); ++done) {
+      if (closed_sets.count() > budget) return false;
       if (!status_.ok()) return true;
-      const uint32_t id = first + static_cast<uint32_t>(done);
+      const uint32_t id = first_id + done;
       edges.clear();
       cuts.clear();
       by_rule.clear();
-      for (uint32_t s : *sets[done]) {
-        for (const ByteEdge& b : nfa.states[s].bytes) {
-          const uint32_t lo = byte_class[b.lo], hi = byte_class[b.hi];
-          edges.push_back({lo, hi, b.target});
-          is_cut[lo] = 1;
-          is_cut[hi + 1] = 1;
+      const uint32_t* set = closed_sets.data(done);
+      const uint32_t set_size = closed_sets.size(done);
+      for (uint32_t i = 0; i < set_size; ++i) {
+        const uint32_t s = set[i];
+        for (uint32_t b = nfa.byte_begin[s]; b < nfa.byte_begin[s + 1]; ++b) {
+          const ByteEdge& e = nfa.bytes[b];
+          const uint32_t lo = byte_class[e.lo], hi = byte_class[e.hi];
+          edges.push_back({lo, hi, e.target});
+          cuts.push_back(lo);
+          cuts.push_back(hi + 1);
         }
-        for (const RuleEdge& r : nfa.states[s].rules) by_rule.push_back(r);
+        by_rule.insert(by_rule.end(), nfa.rules.begin() + nfa.rule_begin[s],
+                       nfa.rules.begin() + nfa.rule_begin[s + 1]);
       }
-      add_work(sets[done]->size() + edges.size() + by_rule.size());
-      for (uint32_t c = 0; c <= classes; ++c)
-        if (is_cut[c]) {
-          cuts.push_back(c);
-          is_cut[c] = 0;
-        }
+      add_work(set_size + edges.size() + by_rule.size());
+      std::sort(cuts.begin(), cuts.end());
+      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
       const size_t runs = cuts.empty() ? 0 : cuts.size() - 1;
       if (buckets.size() < runs) buckets.resize(runs);
       for (const ClassEdge& e : edges) {
@@ -913,7 +988,8 @@ class Lowering {
         std::sort(bucket.begin(), bucket.end());
         bucket.erase(std::unique(bucket.begin(), bucket.end()), bucket.end());
         add_work(bucket.size());
-        const size_t hash = StateSetHash()(bucket);
+        uint64_t hash = bucket.size();
+        for (uint32_t x : bucket) hash = (hash ^ x) * 0xff51afd7ed558ccdULL;
         uint32_t t = kNoState;
         for (const Run& r : resolved)
           if (r.hash == hash && buckets[r.bucket] == bucket) {
@@ -922,18 +998,17 @@ class Lowering {
           }
         if (t == kNoState) {
           // The same NFA targets from another DFA state: no closure again.
-          auto [it, inserted] = moves.try_emplace(bucket, kNoState);
+          auto [k_targets, inserted] = target_sets.intern(bucket.data(), bucket.size());
           if (inserted) {
             scratch.assign(bucket.begin(), bucket.end());
             closure(nfa, scratch);
-            it->second = intern(scratch);
-            scratch.clear();
+            target_state.push_back(intern(scratch));
           }
-          t = it->second;
+          t = target_state[k_targets];
           resolved.push_back({hash, k, t});
         }
-        for (uint32_t c = cuts[k]; c < cuts[k + 1]; ++c)
-          out_->byte_next_[static_cast<size_t>(id) * classes + c] = t;
+        uint32_t* row = out_->byte_next_.data() + static_cast<size_t>(id) * classes;
+        std::fill(row + cuts[k], row + cuts[k + 1], t);
       }
       for (uint32_t k = 0; k < runs; ++k) buckets[k].clear();
       std::sort(by_rule.begin(), by_rule.end(), [](const RuleEdge& a, const RuleEdge& b) {
@@ -950,7 +1025,7 @@ class Lowering {
         pending_rule_edges_[id].push_back({r, t});
       }
     }
-    charge(sets.size());
+    charge(closed_sets.count());
     return true;
   }
 
@@ -985,18 +1060,33 @@ class Lowering {
     std::vector<std::vector<uint32_t>> rules_starting_at(n);
     for (uint32_t r = 0; r < rules.size(); ++r) rules_starting_at[rules[r].start].push_back(r);
 
+    // Each state's transitions as runs of byte classes with one target (a
+    // state has a few distinct targets among dozens of classes): the
+    // passes below go over runs, not classes.
+    struct ClassRun {
+      uint32_t first_class;
+      uint32_t target;
+    };
+    std::vector<uint32_t> run_begin(n + 1, 0);
+    std::vector<ClassRun> runs;
+    for (size_t s = 0; s < n; ++s) {
+      run_begin[s] = static_cast<uint32_t>(runs.size());
+      const uint32_t* row = out_->byte_next_.data() + s * classes;
+      for (uint32_t c = 0; c < classes; ++c)
+        if (c == 0 || row[c] != row[c - 1]) runs.push_back({c, row[c]});
+    }
+    run_begin[n] = static_cast<uint32_t>(runs.size());
+    auto run_end_class = [&](uint32_t r, size_t s) {
+      return r + 1 < run_begin[s + 1] ? runs[r + 1].first_class : classes;
+    };
+
     // Live states reach a final state; productive rules have a live start.
     // Backward propagation over byte edges and productive rule edges.
-    // (A state's classes mostly come in runs with one target: one
-    // predecessor entry per run.)
     std::vector<uint32_t> pred_begin(n + 1, 0), preds;
     auto each_byte_edge = [&](auto&& visit) {
-      for (size_t s = 0; s < n; ++s) {
-        const uint32_t* row = out_->byte_next_.data() + s * classes;
-        for (uint32_t c = 0; c < classes; ++c)
-          if (row[c] != kNoState && (c == 0 || row[c] != row[c - 1]))
-            visit(static_cast<uint32_t>(s), row[c]);
-      }
+      for (size_t s = 0; s < n; ++s)
+        for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
+          if (runs[r].target != kNoState) visit(static_cast<uint32_t>(s), runs[r].target);
     };
     each_byte_edge([&](uint32_t, uint32_t t) { ++pred_begin[t + 1]; });
     for (size_t i = 0; i < n; ++i) pred_begin[i + 1] += pred_begin[i];
@@ -1034,9 +1124,11 @@ class Lowering {
       }
     }
     for (size_t s = 0; s < n; ++s) {
-      for (uint32_t c = 0; c < classes; ++c) {
-        uint32_t& t = out_->byte_next_[s * classes + c];
-        if (t != kNoState && !live[t]) t = kNoState;
+      uint32_t* row = out_->byte_next_.data() + s * classes;
+      for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) {
+        if (runs[r].target == kNoState || live[runs[r].target]) continue;
+        runs[r].target = kNoState;
+        std::fill(row + runs[r].first_class, row + run_end_class(r, s), kNoState);
       }
       auto& edges = pending_rule_edges_[s];
       edges.erase(
@@ -1072,13 +1164,16 @@ class Lowering {
         }
       }
     }
-    // The bytes of each class, so a state's scan set is an OR per class.
-    std::vector<ByteSet> class_bytes(classes);
-    for (int b = 0; b < 256; ++b) class_bytes[out_->byte_class_[b]].set(static_cast<uint8_t>(b));
+    // A class is a range of bytes (compute_byte_classes), so a run of
+    // classes is one too.
+    std::vector<uint32_t> first_byte(classes + 1, 256);
+    for (int b = 255; b >= 0; --b) first_byte[out_->byte_class_[b]] = static_cast<uint32_t>(b);
     for (size_t s = 0; s < n; ++s) {
       AutomatonState& st = states[s];
-      for (uint32_t c = 0; c < classes; ++c)
-        if (out_->byte_next_[s * classes + c] != kNoState) st.scan |= class_bytes[c];
+      for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
+        if (runs[r].target != kNoState)
+          st.scan.set_range(static_cast<uint8_t>(first_byte[runs[r].first_class]),
+                            static_cast<uint8_t>(first_byte[run_end_class(r, s)] - 1));
       st.rule_edges_begin = static_cast<uint32_t>(out_->rule_edges_.size());
       for (const RuleEdge& r : pending_rule_edges_[s]) {
         out_->rule_edges_.push_back(r);

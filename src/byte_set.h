@@ -11,8 +11,14 @@ struct ByteSet {
 
   bool test(uint8_t b) const noexcept { return (bits[b >> 6] >> (b & 63)) & 1; }
   void set(uint8_t b) noexcept { bits[b >> 6] |= uint64_t{1} << (b & 63); }
+  // Sets [first, last]; nothing if first > last.
   void set_range(uint8_t first, uint8_t last) noexcept {
-    for (unsigned b = first; b <= last; ++b) set(static_cast<uint8_t>(b));
+    for (unsigned word = first >> 6; first <= last && word <= static_cast<unsigned>(last >> 6);
+         ++word) {
+      const unsigned lo = word == static_cast<unsigned>(first >> 6) ? first & 63 : 0;
+      const unsigned hi = word == static_cast<unsigned>(last >> 6) ? last & 63 : 63;
+      bits[word] |= (~uint64_t{0} >> (63 - hi)) & (~uint64_t{0} << lo);
+    }
   }
   bool empty() const noexcept { return (bits[0] | bits[1] | bits[2] | bits[3]) == 0; }
   ByteSet& operator|=(const ByteSet& o) noexcept {
