@@ -319,6 +319,8 @@ class Lowering {
     built_split_.clear();
     dfa_begin_.clear();
     pending_rule_edges_.clear();
+    pending_run_begin_.clear();
+    pending_runs_.clear();
     total_nfa_states_ = 0;
     next_rule_ = 0;
     out_->root_rule_ = lowered_rule_for_source(root_index);
@@ -388,8 +390,11 @@ class Lowering {
 
   void truncate_states(size_t n) {
     out_->states_.resize(n);
-    out_->byte_next_.resize(n * out_->num_classes_);
     pending_rule_edges_.resize(n);
+    if (pending_run_begin_.size() > n) {
+      pending_runs_.resize(pending_run_begin_[n]);
+      pending_run_begin_.resize(n);
+    }
   }
 
   // Counts lowering work (automaton states built, NFA states and edges
@@ -927,7 +932,6 @@ class Lowering {
         st.rule = rule;
         st.is_final = std::binary_search(set.begin(), set.end(), nfa.accept);
         out_->states_.push_back(st);
-        out_->byte_next_.resize(out_->byte_next_.size() + classes, kNoState);
         pending_rule_edges_.emplace_back();
       }
       return first_id + k;
@@ -954,6 +958,15 @@ class Lowering {
       if (closed_sets.count() > budget) return false;
       if (!status_.ok()) return true;
       const uint32_t id = first_id + done;
+      // (States are stepped in the order they were made, so state id's runs
+      // come next.)
+      pending_run_begin_.push_back(static_cast<uint32_t>(pending_runs_.size()));
+      auto add_run = [&](uint32_t first_class, uint32_t target) {
+        if (pending_runs_.size() > pending_run_begin_.back() &&
+            pending_runs_.back().target == target)
+          return;  // (keeps runs maximal)
+        pending_runs_.push_back({first_class, target});
+      };
       edges.clear();
       cuts.clear();
       by_rule.clear();
@@ -982,9 +995,13 @@ class Lowering {
         for (; cuts[k] <= e.hi; ++k) buckets[k].push_back(e.target);
       }
       resolved.clear();
+      if (cuts.empty() || cuts[0] > 0) add_run(0, kNoState);
       for (uint32_t k = 0; k < runs; ++k) {
         std::vector<uint32_t>& bucket = buckets[k];
-        if (bucket.empty()) continue;
+        if (bucket.empty()) {
+          add_run(cuts[k], kNoState);
+          continue;
+        }
         std::sort(bucket.begin(), bucket.end());
         bucket.erase(std::unique(bucket.begin(), bucket.end()), bucket.end());
         add_work(bucket.size());
@@ -1007,9 +1024,9 @@ class Lowering {
           t = target_state[k_targets];
           resolved.push_back({hash, k, t});
         }
-        uint32_t* row = out_->byte_next_.data() + static_cast<size_t>(id) * classes;
-        std::fill(row + cuts[k], row + cuts[k + 1], t);
+        add_run(cuts[k], t);
       }
+      if (!cuts.empty() && cuts.back() < classes) add_run(cuts.back(), kNoState);
       for (uint32_t k = 0; k < runs; ++k) buckets[k].clear();
       std::sort(by_rule.begin(), by_rule.end(), [](const RuleEdge& a, const RuleEdge& b) {
         return a.rule != b.rule ? a.rule < b.rule : a.target < b.target;
@@ -1061,21 +1078,12 @@ class Lowering {
     for (uint32_t r = 0; r < rules.size(); ++r) rules_starting_at[rules[r].start].push_back(r);
 
     // Each state's transitions as runs of byte classes with one target (a
-    // state has a few distinct targets among dozens of classes): the
-    // passes below go over runs, not classes.
-    struct ClassRun {
-      uint32_t first_class;
-      uint32_t target;
-    };
-    std::vector<uint32_t> run_begin(n + 1, 0);
-    std::vector<ClassRun> runs;
-    for (size_t s = 0; s < n; ++s) {
-      run_begin[s] = static_cast<uint32_t>(runs.size());
-      const uint32_t* row = out_->byte_next_.data() + s * classes;
-      for (uint32_t c = 0; c < classes; ++c)
-        if (c == 0 || row[c] != row[c - 1]) runs.push_back({c, row[c]});
-    }
-    run_begin[n] = static_cast<uint32_t>(runs.size());
+    // state has a few distinct targets among dozens of classes), as
+    // determinize() made them: the passes below go over runs, and the
+    // transition table is written once at the end.
+    std::vector<ClassRun>& runs = pending_runs_;
+    std::vector<uint32_t>& run_begin = pending_run_begin_;
+    run_begin.push_back(static_cast<uint32_t>(runs.size()));
     auto run_end_class = [&](uint32_t r, size_t s) {
       return r + 1 < run_begin[s + 1] ? runs[r + 1].first_class : classes;
     };
@@ -1123,12 +1131,16 @@ class Lowering {
         }
       }
     }
+    out_->byte_next_.assign(n * classes, kNoState);
     for (size_t s = 0; s < n; ++s) {
       uint32_t* row = out_->byte_next_.data() + s * classes;
       for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) {
-        if (runs[r].target == kNoState || live[runs[r].target]) continue;
-        runs[r].target = kNoState;
-        std::fill(row + runs[r].first_class, row + run_end_class(r, s), kNoState);
+        if (runs[r].target == kNoState) continue;
+        if (!live[runs[r].target]) {
+          runs[r].target = kNoState;
+          continue;
+        }
+        std::fill(row + runs[r].first_class, row + run_end_class(r, s), runs[r].target);
       }
       auto& edges = pending_rule_edges_[s];
       edges.erase(
@@ -1182,6 +1194,16 @@ class Lowering {
       st.rule_edges_end = static_cast<uint32_t>(out_->rule_edges_.size());
       st.is_tail = st.is_final && st.scan.empty() && st.calls_no_rule();
     }
+    // The runs again, maximal after pruning, for the passes of compile().
+    out_->run_begin_.assign(n + 1, 0);
+    out_->runs_.clear();
+    for (size_t s = 0; s < n; ++s) {
+      out_->run_begin_[s] = static_cast<uint32_t>(out_->runs_.size());
+      for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
+        if (r == run_begin[s] || runs[r].target != out_->runs_.back().target)
+          out_->runs_.push_back(runs[r]);
+    }
+    out_->run_begin_[n] = static_cast<uint32_t>(out_->runs_.size());
   }
 
   static constexpr size_t kLiftProduct = 65536;
@@ -1208,6 +1230,9 @@ class Lowering {
   uint64_t work_ = 0;
   std::vector<uint32_t> closure_stack_;
   std::vector<std::vector<RuleEdge>> pending_rule_edges_;
+  // Transitions of the states stepped so far, as runs (see finish()).
+  std::vector<uint32_t> pending_run_begin_;
+  std::vector<ClassRun> pending_runs_;
   std::vector<uint32_t> seen_stamp_;
   uint32_t stamp_ = 0;
   uint32_t building_rule_ = 0;

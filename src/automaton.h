@@ -43,6 +43,13 @@ struct AutomatonState {
   bool calls_no_rule() const noexcept { return rule_edges_begin == rule_edges_end; }
 };
 
+// A maximal run of byte classes on which a state goes to one target
+// (kNoState included): a state has a few runs among dozens of classes.
+struct ClassRun {
+  uint32_t first_class;
+  uint32_t target;
+};
+
 struct LoweredRule {
   std::string name;       // source rule name, or "name#k" for a lifted part
   uint32_t start = 0;     // start state
@@ -75,6 +82,13 @@ class ByteGrammar {
   const uint32_t* transitions(uint32_t state) const noexcept {
     return byte_next_.data() + static_cast<size_t>(state) * num_classes_;
   }
+  // The same transitions as runs in class order: [runs_begin, runs_end).
+  const ClassRun* runs_begin(uint32_t state) const noexcept {
+    return runs_.data() + run_begin_[state];
+  }
+  const ClassRun* runs_end(uint32_t state) const noexcept {
+    return runs_.data() + run_begin_[state + 1];
+  }
 
  private:
   friend class Lowering;
@@ -83,6 +97,8 @@ class ByteGrammar {
   uint32_t num_classes_ = 1;
   uint8_t byte_class_[256] = {};
   std::vector<uint32_t> byte_next_;  // states x classes
+  std::vector<uint32_t> run_begin_;  // states + 1
+  std::vector<ClassRun> runs_;
   std::vector<AutomatonState> states_;
   std::vector<RuleEdge> rule_edges_;
   std::vector<LoweredRule> rules_;

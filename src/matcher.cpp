@@ -1090,19 +1090,13 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
 
   // Each pure state's transitions as runs of byte classes with one target
   // (a state has a few distinct targets among dozens of classes).
-  struct Run {
-    uint32_t first_class;
-    uint32_t target;
-  };
   std::vector<uint32_t> run_begin(n + 1, 0);
-  std::vector<Run> runs;
+  std::vector<ClassRun> runs;
   std::vector<RuleEdge> calls;
   for (uint32_t s = 0; s < n; ++s) {
     run_begin[s] = static_cast<uint32_t>(runs.size());
     if (cls[s] == kImpureClass) continue;
-    const uint32_t* row = grammar.transitions(s);
-    for (uint32_t c = 0; c < byte_width; ++c)
-      if (c == 0 || runs.back().target != row[c]) runs.push_back({c, row[c]});
+    runs.insert(runs.end(), grammar.runs_begin(s), grammar.runs_end(s));
     if (!local) continue;
     // Calls to rules that derive something, as transitions on class
     // byte_width + rule (a DFA state calls a rule at most once).
@@ -1141,32 +1135,21 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
   each_pure_edge([&](uint32_t s, uint32_t t) { preds[fill[t]++] = s; });
   auto target_class = [&](uint32_t t) { return t == kNoState ? UINT32_MAX : cls[t]; };
-  // Hash and equality of signatures over maximal runs of equal target
-  // classes, so that they do not depend on how the runs were cut.
-  auto signature_hash = [&](uint32_t s) {
-    uint64_t h = cls[s];
+  // A state's signature: its class, then (first class, target class) for
+  // each maximal run of equal target classes, so that it does not depend on
+  // how the runs were cut. Written out once per round for the states
+  // re-signed in it; groups are found by hash and confirmed by comparing.
+  std::vector<uint32_t> signatures, signature_begin;
+  auto write_signature = [&](uint32_t s) {
+    signatures.push_back(cls[s]);
     uint32_t previous = UINT32_MAX - 1;
     for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) {
       const uint32_t c = target_class(runs[r].target);
       if (c == previous) continue;
-      h = mix(mix(h, runs[r].first_class), c);
+      signatures.push_back(runs[r].first_class);
+      signatures.push_back(c);
       previous = c;
     }
-    return h;
-  };
-  auto same_signature = [&](uint32_t s, uint32_t t) {
-    if (cls[s] != cls[t]) return false;
-    uint32_t rs = run_begin[s], rt = run_begin[t];
-    const uint32_t end_s = run_begin[s + 1], end_t = run_begin[t + 1];
-    for (uint32_t c = 0; c < width;) {  // c: the first class not yet compared
-      while (rs + 1 < end_s && runs[rs + 1].first_class <= c) ++rs;
-      while (rt + 1 < end_t && runs[rt + 1].first_class <= c) ++rt;
-      if (target_class(runs[rs].target) != target_class(runs[rt].target)) return false;
-      const uint32_t next_s = rs + 1 < end_s ? runs[rs + 1].first_class : width;
-      const uint32_t next_t = rt + 1 < end_t ? runs[rt + 1].first_class : width;
-      c = std::min(next_s, next_t);
-    }
-    return true;
   };
 
   // Moore refinement, one round per byte of lookahead, until stable. A
@@ -1174,24 +1157,39 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   // in the previous one: the other members of a class still agree.
   std::vector<uint32_t> affected = pure, changed, group_of(n, 0), new_class;
   std::vector<uint8_t> marked(n, 0);
-  std::unordered_map<uint64_t, uint32_t> group_by_hash;  // signature hash -> group
-  std::vector<uint32_t> group_first, group_class, groups_in_class_seen;
+  std::vector<uint32_t> slots;  // open addressing: group + 1, 0 when empty
+  std::vector<uint64_t> group_hash;
+  std::vector<uint32_t> group_first;  // index into affected of the first member
   std::vector<uint32_t> affected_in_class(class_size.size(), 0);
   for (size_t round = 0; round < depth && !affected.empty(); ++round) {
-    // (Fresh, sized to this round: the late rounds re-sign a few states.)
-    group_by_hash = std::unordered_map<uint64_t, uint32_t>();
-    group_by_hash.reserve(affected.size());
-    group_first.clear();
+    signatures.clear();
+    signature_begin.assign(1, 0);
     for (uint32_t s : affected) {
-      for (uint64_t h = signature_hash(s);; ++h) {  // linear probing past true hash collisions
-        auto [it, inserted] = group_by_hash.emplace(h, static_cast<uint32_t>(group_first.size()));
-        if (inserted) {
-          group_first.push_back(s);
-          group_of[s] = it->second;
+      write_signature(s);
+      signature_begin.push_back(static_cast<uint32_t>(signatures.size()));
+    }
+    size_t table = 16;
+    while (table < 2 * affected.size()) table *= 2;
+    slots.assign(table, 0);
+    group_hash.clear();
+    group_first.clear();
+    for (uint32_t i = 0; i < affected.size(); ++i) {
+      const uint32_t* sig = signatures.data() + signature_begin[i];
+      const uint32_t size = signature_begin[i + 1] - signature_begin[i];
+      uint64_t h = size;
+      for (uint32_t k = 0; k < size; ++k) h = mix(h, sig[k]);
+      for (size_t slot = h & (table - 1);; slot = (slot + 1) & (table - 1)) {
+        if (slots[slot] == 0) {
+          slots[slot] = static_cast<uint32_t>(group_first.size()) + 1;
+          group_of[affected[i]] = static_cast<uint32_t>(group_first.size());
+          group_first.push_back(i);
+          group_hash.push_back(h);
           break;
         }
-        if (same_signature(s, group_first[it->second])) {
-          group_of[s] = it->second;
+        const uint32_t g = slots[slot] - 1, j = group_first[g];
+        if (group_hash[g] == h && signature_begin[j + 1] - signature_begin[j] == size &&
+            std::equal(sig, sig + size, signatures.data() + signature_begin[j])) {
+          group_of[affected[i]] = g;
           break;
         }
       }
@@ -1202,7 +1200,7 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
     for (uint32_t s : affected) ++affected_in_class[cls[s]];
     new_class.assign(group_first.size(), UINT32_MAX);
     for (uint32_t g = 0; g < group_first.size(); ++g) {
-      const uint32_t old = cls[group_first[g]];
+      const uint32_t old = cls[affected[group_first[g]]];
       if (affected_in_class[old] == class_size[old]) {
         affected_in_class[old] = UINT32_MAX;  // the id is taken
         new_class[g] = old;
@@ -1276,7 +1274,6 @@ std::vector<uint32_t> identity_classes(const ByteGrammar& grammar) {
 
 std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
   const auto& states = grammar.states();
-  const uint32_t width = grammar.num_classes();
   std::vector<uint8_t> seen(states.size(), 0);
   std::vector<uint32_t> order;
   order.reserve(states.size());
@@ -1289,9 +1286,8 @@ std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
   for (const LoweredRule& rule : grammar.rules()) visit(rule.start);
   for (size_t i = 0; i < order.size(); ++i) {
     const uint32_t s = order[i];
-    const uint32_t* row = grammar.transitions(s);
-    for (uint32_t c = 0; c < width; ++c)
-      if (c == 0 || row[c] != row[c - 1]) visit(row[c]);
+    for (const ClassRun* run = grammar.runs_begin(s); run != grammar.runs_end(s); ++run)
+      visit(run->target);
     for (uint32_t e = states[s].rule_edges_begin; e < states[s].rule_edges_end; ++e)
       visit(grammar.rule_edges()[e].target);
   }
@@ -1311,11 +1307,14 @@ PureTransitions::PureTransitions(const ByteGrammar& grammar,
     offset += width;
   }
   rows.resize(offset);
-  for (size_t s = 0; s < n; ++s) {
+  for (uint32_t s = 0; s < n; ++s) {
     if (row_of[s] == kImpure) continue;
-    const uint32_t* row = grammar.transitions(static_cast<uint32_t>(s));
-    for (uint32_t c = 0; c < width; ++c)
-      rows[row_of[s] + c] = row[c] == kNoState ? kNone : row_of[row[c]];
+    uint32_t* row = rows.data() + row_of[s];
+    for (const ClassRun* run = grammar.runs_begin(s); run != grammar.runs_end(s); ++run) {
+      const uint32_t end = run + 1 != grammar.runs_end(s) ? run[1].first_class : width;
+      std::fill(row + run->first_class, row + end,
+                run->target == kNoState ? kNone : row_of[run->target]);
+    }
   }
 }
 
