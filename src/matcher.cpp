@@ -105,15 +105,14 @@ std::vector<uint32_t> identity_classes(const ByteGrammar& grammar);
 
 // The PureWalk from one pure state. Gives up (returning false) once it has
 // visited more than `budget` trie nodes; `visited` receives the count.
-// The transitions between pure states, laid out for trie walks: one row of
-// byte-class entries per pure state, each the offset of the next state's row
-// (no multiply per step) or a marker. Built once per CompiledGrammar.
+// The transitions trie walks follow: the grammar's table, and a flag per
+// DFA state saying whether a walk stops there (an impure state, left to the
+// Earley engine). Built once per CompiledGrammar.
 struct PureTransitions {
-  static constexpr uint32_t kNone = UINT32_MAX;        // no transition
-  static constexpr uint32_t kImpure = UINT32_MAX - 1;  // to an impure state
   uint8_t byte_class[256] = {};
-  std::vector<uint32_t> rows;
-  std::vector<uint32_t> row_of;  // per DFA state: its row offset, or kImpure
+  const uint32_t* table = nullptr;  // ByteGrammar::transitions(0)
+  uint32_t width = 0;               // byte classes
+  std::vector<uint8_t> stops;
 
   PureTransitions(const ByteGrammar& grammar, const std::vector<uint32_t>& walk_class);
 };
@@ -1296,26 +1295,11 @@ std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
 
 PureTransitions::PureTransitions(const ByteGrammar& grammar,
                                  const std::vector<uint32_t>& walk_class) {
-  const uint32_t width = grammar.num_classes();
   for (int b = 0; b < 256; ++b) byte_class[b] = grammar.byte_class(static_cast<uint8_t>(b));
-  const size_t n = walk_class.size();
-  row_of.assign(n, kImpure);
-  uint32_t offset = 0;
-  for (size_t s = 0; s < n; ++s) {
-    if (walk_class[s] == kImpureClass) continue;
-    row_of[s] = offset;
-    offset += width;
-  }
-  rows.resize(offset);
-  for (uint32_t s = 0; s < n; ++s) {
-    if (row_of[s] == kImpure) continue;
-    uint32_t* row = rows.data() + row_of[s];
-    for (const ClassRun* run = grammar.runs_begin(s); run != grammar.runs_end(s); ++run) {
-      const uint32_t end = run + 1 != grammar.runs_end(s) ? run[1].first_class : width;
-      std::fill(row + run->first_class, row + end,
-                run->target == kNoState ? kNone : row_of[run->target]);
-    }
-  }
+  table = grammar.transitions(0);
+  width = grammar.num_classes();
+  stops.resize(walk_class.size());
+  for (size_t s = 0; s < walk_class.size(); ++s) stops[s] = walk_class[s] == kImpureClass;
 }
 
 bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
@@ -1323,7 +1307,9 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
                      uint64_t& visited) {
   const TokenTrie::Node* nodes = trie.nodes().data();
   const uint32_t* ids = trie.token_ids().data();
-  const uint32_t* rows = transitions.rows.data();
+  const uint32_t* table = transitions.table;
+  const uint8_t* stops = transitions.stops.data();
+  const size_t width = transitions.width;
   const uint8_t* byte_class = transitions.byte_class;
   const size_t words = mask_words(vocabulary_size);
   // A list at most 1/8 the words' size; on top of the slice's words, one
@@ -1336,9 +1322,9 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
   walk.frontier.clear();
   walk.paths.clear();
   uint32_t* bits = nullptr;
-  std::vector<uint32_t> row_at(trie.max_depth() + 2, 0);  // the row after depth d
+  std::vector<size_t> row_at(trie.max_depth() + 2, 0);  // the row after depth d
   std::vector<uint8_t> path(trie.max_depth() + 2, 0);
-  row_at[0] = transitions.row_of[start];
+  row_at[0] = start * width;
   const uint32_t n = static_cast<uint32_t>(trie.nodes().size());
   uint32_t i = 1;
   uint64_t count = 0;
@@ -1349,8 +1335,8 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
     }
     const TokenTrie::Node& node = nodes[i];
     const size_t depth = node.depth;
-    const uint32_t next = rows[row_at[depth - 1] + byte_class[node.byte]];
-    if (next == PureTransitions::kNone) {
+    const uint32_t next = table[row_at[depth - 1] + byte_class[node.byte]];
+    if (next == kNoState) {
       i = node.subtree_end;
       continue;
     }
@@ -1372,12 +1358,12 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
       continue;
     }
     path[depth] = node.byte;
-    if (next == PureTransitions::kImpure) {
+    if (stops[next]) {
       walk.add_frontier(i, path, depth);
       i = node.subtree_end;
       continue;
     }
-    row_at[depth] = next;
+    row_at[depth] = next * width;
     ++i;
   }
   visited = count;
