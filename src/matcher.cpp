@@ -1012,15 +1012,6 @@ class MatcherState {
   size_t misses_ = 0;
 };
 
-namespace {
-
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdULL;
-}
-
-}  // namespace
-
 std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
   const auto& states = grammar.states();
   bool root_is_called = false;
@@ -1175,8 +1166,14 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
     for (uint32_t i = 0; i < affected.size(); ++i) {
       const uint32_t* sig = signatures.data() + signature_begin[i];
       const uint32_t size = signature_begin[i + 1] - signature_begin[i];
-      uint64_t h = size;
-      for (uint32_t k = 0; k < size; ++k) h = mix(h, sig[k]);
+      // (Two words per multiply; the last shift mixes high bits into the
+      // low ones that pick the slot.)
+      constexpr uint64_t kOdd = 0x9E3779B97F4A7C15ULL;
+      uint64_t h = size * kOdd;
+      uint32_t k = 0;
+      for (; k + 1 < size; k += 2) h = (h ^ (sig[k] | uint64_t{sig[k + 1]} << 32)) * kOdd;
+      if (k < size) h = (h ^ sig[k]) * kOdd;
+      h ^= h >> 29;
       for (size_t slot = h & (table - 1);; slot = (slot + 1) & (table - 1)) {
         if (slots[slot] == 0) {
           slots[slot] = static_cast<uint32_t>(group_first.size()) + 1;
