@@ -677,8 +677,7 @@ class Lowering {
       }
       case Expr::Kind::kCharClass:
       case Expr::Kind::kAnyChar: {
-        std::vector<Utf8Sequence> seqs;
-        for (const auto& r : normalized_ranges(e)) utf8_sequences(r.first, r.last, seqs);
+        const std::vector<Utf8Sequence>& seqs = utf8_sequences_of(e);
         uint32_t end = nfa.add();
         for (const Utf8Sequence& s : seqs) {
           uint32_t cur = from;
@@ -709,6 +708,15 @@ class Lowering {
         return build_repeat(e, from, nfa, depth);
     }
     return from;
+  }
+
+  // The UTF-8 sequences of a character class, once per class (a counted
+  // repeat builds the same class many times).
+  const std::vector<Utf8Sequence>& utf8_sequences_of(const Expr& e) {
+    auto [it, inserted] = class_sequences_.try_emplace(&e);
+    if (inserted)
+      for (const auto& r : normalized_ranges(e)) utf8_sequences(r.first, r.last, it->second);
+    return it->second;
   }
 
   // A part with tail positions, built where something follows it: a tail
@@ -1223,6 +1231,7 @@ class Lowering {
   std::vector<PendingRule> pending_;
   std::set<const Expr*> split_bodies_;
   std::vector<Nfa> nfas_;
+  std::unordered_map<const Expr*, std::vector<Utf8Sequence>> class_sequences_;
   std::vector<size_t> nfa_charge_;  // states each rule's NFA charged
   std::vector<bool> built_split_;   // whether each rule's NFA was built split
   std::vector<size_t> dfa_begin_;   // first DFA state of each determinized rule
