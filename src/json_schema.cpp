@@ -3164,11 +3164,13 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
 std::string Converter::dfa_rules(const internal::CharDfa& dfa,
                                  const std::function<bool(uint32_t)>& keep,
                                  const std::string& hint) {
-  // Past a few dozen states, an automaton (escapes make each state large)
-  // outgrows the lowering's inline budget; each of its states then still
-  // inlined would be a rule of its own holding a copy of the states after
-  // it. Each state stays a rule of its own instead.
-  constexpr size_t kInlinedStates = 64;
+  // The state rules name each other last, so the lowering inlines them into
+  // plain DFA states of the caller, in linear size (as a rule call per
+  // byte, a key automaton cost milliseconds per mask). Past a couple of
+  // thousand states, copies at every place that names the automaton can
+  // take the lowering past its state budget (one MaskBench schema went past
+  // a million states): there each state stays a rule of its own.
+  constexpr size_t kInlinedStates = 2048;
   const bool separate = dfa.states.size() > kInlinedStates;
   return internal::dfa_to_gbnf(
       dfa, keep, [&] { return unique_name(hint); },
