@@ -1092,6 +1092,8 @@ class Converter {
   std::string emit_string_automaton(const Clause& clause, std::optional<uint64_t> max_length,
                                     const std::string& hint);
   internal::CharDfa string_dfa(const Clause& clause, std::optional<uint64_t> max_length);
+  // The rules of a string automaton: the JSON strings it leads to a label
+  // passing `keep`, closing quote included (without the opening one).
   std::string dfa_rules(const internal::CharDfa& dfa, const std::function<bool(uint32_t)>& keep,
                         const std::string& hint);
   std::string other_members(const Clause& clause, const std::vector<std::string>& declared,
@@ -2671,8 +2673,7 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
     }
     std::string start = dfa_rules(
         *strings, [](uint32_t label) { return label != 0; }, name + "-s");
-    if (!start.empty())
-      options.push_back(add_rule(name + "-str", seq({"\"\\\"\"", start, "\"\\\"\""})));
+    if (!start.empty()) options.push_back(add_rule(name + "-str", seq({"\"\\\"\"", start})));
     clauses = std::move(rest);
   }
   for (const Clause* clause : clauses) {
@@ -3176,7 +3177,8 @@ std::string Converter::dfa_rules(const internal::CharDfa& dfa,
       dfa, keep, [&] { return unique_name(hint); },
       [&](const std::string& name, const std::string& body) {
         define_rule(name, separate ? "(" + body + ") | " + base_rule("never") + " " + name : body);
-      });
+      },
+      "\"\\\"\"");
 }
 
 // Several patterns, a pattern the string must not match, excluded values or
@@ -3187,7 +3189,7 @@ std::string Converter::emit_string_automaton(const Clause& clause,
   std::string start = dfa_rules(
       string_dfa(clause, max_length), [](uint32_t label) { return label != 0; }, "s");
   if (start.empty()) return "";
-  return add_rule(hint + "-str", seq({"\"\\\"\"", start, "\"\\\"\""}));
+  return add_rule(hint + "-str", seq({"\"\\\"\"", start}));
 }
 
 // Strings (canonically encoded) other than the given ones, via a trie.
@@ -3256,14 +3258,15 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
   }
   // One rule per merged state: characters that continue some name lead to
   // other states, the others leave the names, then anything (the shared
-  // rule `key-tail`); states that end no name may end the key. Every state
+  // rule `key-tail`); states that end no name may end the key, closing
+  // quote included (so that no state before it ends a rule). Every state
   // rule, `key-tail` and `key-leave` is named only last in a rule, so the
   // lowering builds each once where the key is named: the whole automaton
   // becomes plain states of the caller.
   const internal::CodePointSet shared = internal::normalize_set(
       {{0x00, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {0x80, kMaxCodePoint}});
   if (key_tail_rule_.empty()) {
-    key_tail_rule_ = add_rule("key-tail", base_rule("cchar") + "*");
+    key_tail_rule_ = add_rule("key-tail", base_rule("cchar") + "* \"\\\"\"");
     key_leave_rule_ = add_rule(
         "key-leave", add_rule("key-char", internal::json_char_gbnf(shared)) + " " + key_tail_rule_);
   }
@@ -3358,11 +3361,11 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
       body += ' ';
       body += key_tail_rule_;
     }
-    if (!node.terminal) body += ")?";
+    if (!node.terminal) body += " | \"\\\"\")";  // the key may end here
     names_.insert(state_names[id]);
     define_rule(state_names[id], body);
   }
-  return seq({"\"\\\"\"", base, "\"\\\"\""});
+  return seq({"\"\\\"\"", base});
 }
 
 std::string Converter::emit_string_key_rule(const Sub& names, const std::string& hint) {
@@ -3642,7 +3645,7 @@ std::string Converter::other_members(const Clause& clause, const std::vector<std
     std::string key = dfa_rules(
         keys, [label](uint32_t l) { return l == label; }, "pk");
     if (key.empty()) continue;
-    options.push_back(seq({"\"\\\"\"", key, "\"\\\"\"", colon(), value_rule}));
+    options.push_back(seq({"\"\\\"\"", key, colon(), value_rule}));
   }
   return alternatives(options);
 }

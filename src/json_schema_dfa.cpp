@@ -555,7 +555,8 @@ bool dfa_accepts(const CharDfa& dfa, const std::string& utf8,
 
 std::string dfa_to_gbnf(const CharDfa& dfa, const std::function<bool(uint32_t)>& keep,
                         const std::function<std::string()>& new_rule,
-                        const std::function<void(const std::string&, const std::string&)>& define) {
+                        const std::function<void(const std::string&, const std::string&)>& define,
+                        const std::string& suffix) {
   const CharDfa min = dfa_minimize(dfa, keep);
   const bool accepts_something = min.states[0].label != 0 || !min.states[0].edges.empty();
   if (!accepts_something) return "";
@@ -573,13 +574,17 @@ std::string dfa_to_gbnf(const CharDfa& dfa, const std::function<bool(uint32_t)>&
       else
         onward.push_back(json_char_gbnf(e.chars) + " " + names[e.target]);
     }
+    // With a suffix, a string that may end here continues with it (so the
+    // states before it end nothing: a caller that names the automaton
+    // need not complete it at every character).
+    if (state.label != 0 && !suffix.empty()) onward.push_back(suffix);
     std::string body;
     if (!self.empty()) body = "(" + json_char_gbnf(normalize_set(std::move(self))) + ")*";
     if (!onward.empty()) {
       std::string choice;
       for (size_t k = 0; k < onward.size(); ++k) choice += (k ? " | " : "") + onward[k];
       choice = "(" + choice + ")";
-      if (state.label != 0) choice += "?";
+      if (state.label != 0 && suffix.empty()) choice += "?";
       body += (body.empty() ? "" : " ") + choice;
     }
     define(names[i], body.empty() ? "\"\"" : body);

@@ -68,12 +68,14 @@ bool dfa_accepts(const CharDfa& dfa, const std::string& utf8,
                  const std::function<bool(uint32_t)>& keep);
 
 // GBNF for the JSON-encoded bodies (between the quotes) of the strings the
-// automaton leads to a label passing `keep`: one rule per state, named by
+// automaton leads to a label passing `keep`, each followed by `suffix` (a
+// GBNF expression; empty for none): one rule per state, named by
 // `new_rule(hint)` and written with `define(name, body)`. Returns the start
 // rule, or "" when no string qualifies.
 std::string dfa_to_gbnf(const CharDfa& dfa, const std::function<bool(uint32_t)>& keep,
                         const std::function<std::string()>& new_rule,
-                        const std::function<void(const std::string&, const std::string&)>& define);
+                        const std::function<void(const std::string&, const std::string&)>& define,
+                        const std::string& suffix = "");
 
 }  // namespace grammask::internal
 
