@@ -237,7 +237,14 @@ class TextClosure::Search {
           skip.state = edge.target;
           add(skip);
         }
-        if (c.returns < kMaxReturns) {
+        if (grammar.states()[edge.target].is_tail) {
+          // A tail call: returning to the target ends this rule at once, so
+          // the callee's ends are this rule's ends (no frame: the chains of
+          // state rules of a large key automaton stay within the bound).
+          Config enter = c;
+          enter.state = grammar.rules()[edge.rule].start;
+          add(enter);
+        } else if (c.returns < kMaxReturns) {
           Config enter = c;
           enter.stack[enter.returns++] = edge.target;
           enter.state = grammar.rules()[edge.rule].start;
@@ -289,6 +296,110 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
   return true;
 }
 
+std::optional<TextCover> TextClosure::cover_by_dead_end(uint32_t state) const {
+  const auto& states = grammar_.states();
+  // Reading nothing but one call to a rule that derives something (a key
+  // inside a member): the text is that rule's, and its ends matter (the
+  // caller goes on after them). Else the state's own rule never ends in
+  // the proof, so its final states do not matter.
+  bool entered = false;
+  if (!states[state].calls_no_rule()) {
+    const AutomatonState& caller = states[state];
+    if (caller.rule_edges_end - caller.rule_edges_begin != 1 || !caller.scan.empty()) return {};
+    const LoweredRule& callee =
+        grammar_.rules()[grammar_.rule_edges()[caller.rule_edges_begin].rule];
+    if (callee.nullable) return {};
+    state = callee.start;
+    entered = true;
+  }
+  // Breadth-first over (state, UTF-8 position): the first step with no
+  // successor is the shortest refused string. Depth is in bytes, as in the
+  // proof.
+  constexpr size_t kMaxPairs = size_t{1} << 16;
+  auto key = [](uint32_t s, int phase) {
+    return (uint64_t{s} << 3) | static_cast<uint64_t>(phase);
+  };
+  std::unordered_set<uint64_t> seen{key(state, kBoundary)};
+  std::vector<std::pair<uint32_t, Phase>> level{{state, kBoundary}}, next;
+  for (size_t depth = 0; depth < max_length_ && !level.empty(); ++depth) {
+    next.clear();
+    for (const auto& [s, phase] : level) {
+      const AutomatonState& at = states[s];
+      if (!at.calls_no_rule() || (entered && at.is_final)) return {};
+      for (const Step& step : steps_[phase]) {
+        const uint32_t t = grammar_.next(s, step.byte);
+        if (t == kNoState) return depth < TextSlice::kShortLength ? kNoText : kShortText;
+        if (!seen.insert(key(t, step.next)).second) continue;
+        if (seen.size() > kMaxPairs) return {};
+        next.push_back({t, step.next});
+      }
+    }
+    level.swap(next);
+  }
+  return kAllText;
+}
+
+bool TextClosure::loops_through_tail_calls(uint32_t state) const {
+  // Like loops_on_all_text, over the (state, UTF-8 position) pairs plain
+  // text reaches, where a state also stands for the starts of the rules it
+  // calls last (an Earley item predicts them; returns are not followed,
+  // and the item's own rule never ends in the proof). Every pair reached
+  // must have a successor on every step. Only calls made last: a search
+  // through every call explores whole grammars and fails, at mask time.
+  const auto& states = grammar_.states();
+  constexpr size_t kMaxPairs = size_t{1} << 16;
+  constexpr size_t kMaxCallees = 16;
+  bool calls = false;
+  std::vector<uint32_t> sources;
+  // `s` and the starts of the rules it calls last, recursively; false on
+  // any other call.
+  auto close = [&](uint32_t s) {
+    sources.assign(1, s);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const AutomatonState& at = states[sources[i]];
+      for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e) {
+        const RuleEdge& edge = grammar_.rule_edges()[e];
+        if (!states[edge.target].is_tail) return false;
+        calls = true;
+        const uint32_t start = grammar_.rules()[edge.rule].start;
+        if (std::find(sources.begin(), sources.end(), start) == sources.end())
+          sources.push_back(start);
+      }
+      if (sources.size() > kMaxCallees) return false;
+    }
+    return true;
+  };
+  auto key = [](uint32_t s, int phase) {
+    return (uint64_t{s} << 3) | static_cast<uint64_t>(phase);
+  };
+  std::unordered_set<uint64_t> seen{key(state, kBoundary)};
+  std::vector<std::pair<uint32_t, Phase>> todo{{state, kBoundary}};
+  std::vector<uint32_t> between_characters{state};
+  while (!todo.empty()) {
+    const auto [s, phase] = todo.back();
+    todo.pop_back();
+    if (!close(s)) return false;
+    for (const Step& step : steps_[phase]) {
+      bool some = false;
+      for (uint32_t u : sources) {
+        const uint32_t t = grammar_.next(u, step.byte);
+        if (t == kNoState) continue;
+        some = true;
+        if (!seen.insert(key(t, step.next)).second) continue;
+        if (seen.size() > kMaxPairs) return false;
+        todo.push_back({t, step.next});
+        if (step.next == kBoundary) between_characters.push_back(t);
+      }
+      if (!some) return false;  // a text this state refuses
+    }
+  }
+  if (!calls) return false;  // (loops_on_all_text has decided)
+  // Every pair reached reads all text: the rest of a key automaton is not
+  // searched again.
+  for (uint32_t s : between_characters) known_[s].store(known(kAllText), std::memory_order_relaxed);
+  return true;
+}
+
 bool TextClosure::scans_all_ascii_text(const ByteSet& scan) {
   for (unsigned b = 0x20; b < 0x7F; ++b)
     if (is_plain_text_char(b) && !scan.test(static_cast<uint8_t>(b))) return false;
@@ -324,14 +435,16 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
     }
     if (searches < kMaxSearches) {
       ++searches;
-      if (loops_on_all_text(state)) return kAllText;  // (remembered by the search)
+      if (loops_on_all_text(state) || loops_through_tail_calls(state))
+        return kAllText;  // (remembered by the search)
     }
     unknown = true;
   }
   for (size_t i = 0; i < count && unknown && best != kAllText && searches < 2 * kMaxSearches; ++i) {
     if (known_[states[i]].load(std::memory_order_relaxed) != kUnknown) continue;
     ++searches;
-    const TextCover cover = Search(*this).cover(states[i]);
+    const std::optional<TextCover> decided = cover_by_dead_end(states[i]);
+    const TextCover cover = decided ? *decided : Search(*this).cover(states[i]);
     known_[states[i]].store(known(cover), std::memory_order_relaxed);
     best = std::max(best, cover);
   }

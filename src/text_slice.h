@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -105,9 +106,17 @@ class TextClosure {
   // Every plain-text string of any length, by byte transitions alone (a
   // string body): a cheap search that tries first.
   bool loops_on_all_text(uint32_t state) const;
+  // The same through the rules the states call last (a large key
+  // automaton, whose cycles the lowering cut into rules).
+  bool loops_through_tail_calls(uint32_t state) const;
   // Whether `scan` holds every plain ASCII character: a state that calls no
   // rule needs it (most states fail here).
   static bool scans_all_ascii_text(const ByteSet& scan);
+  // The cover of `state` when plain text from it only walks byte
+  // transitions (after entering the one rule it calls, if it reads nothing
+  // else): then a breadth-first search for the shortest string it refuses
+  // decides it, without the deep proof. nullopt otherwise.
+  std::optional<TextCover> cover_by_dead_end(uint32_t state) const;
 
   const ByteGrammar& grammar_;
   size_t max_length_;
