@@ -268,12 +268,33 @@ class TextClosure::Search {
 
 bool TextClosure::loops_on_all_text(uint32_t state) const {
   // A search over the (state, UTF-8 position) pairs reachable by plain
-  // text. When it succeeds, every state it met between characters reads
-  // all text too and is remembered as such: the key automaton of a large
-  // object is searched once, not once per key position.
+  // text, where a state also stands for the starts of the rules it calls
+  // last (an Earley item predicts them: a large key automaton, whose cycles
+  // the lowering cut into such rules). Returns from called rules are not
+  // followed, nor is the end of the item's own rule: fewer paths, so a
+  // proof still holds. When it succeeds, every state it met between
+  // characters reads all text too and is remembered as such: the key
+  // automaton of a large object is searched once, not once per key
+  // position.
   constexpr size_t kMaxPairs = size_t{1} << 16;
+  constexpr size_t kMaxSources = 16;
+  const auto& states = grammar_.states();
   auto key = [](uint32_t s, int phase) {
     return (uint64_t{s} << 3) | static_cast<uint64_t>(phase);
+  };
+  std::vector<uint32_t> sources;
+  auto close = [&](uint32_t s) {  // s and the starts of the rules it calls last
+    sources.assign(1, s);
+    for (size_t i = 0; i < sources.size() && sources.size() <= kMaxSources; ++i) {
+      const AutomatonState& at = states[sources[i]];
+      for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e) {
+        const RuleEdge& edge = grammar_.rule_edges()[e];
+        if (!states[edge.target].is_tail) continue;
+        const uint32_t start = grammar_.rules()[edge.rule].start;
+        if (std::find(sources.begin(), sources.end(), start) == sources.end())
+          sources.push_back(start);
+      }
+    }
   };
   std::unordered_set<uint64_t> seen{key(state, kBoundary)};
   std::vector<std::pair<uint32_t, Phase>> todo{{state, kBoundary}};
@@ -281,15 +302,21 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
   while (!todo.empty()) {
     const auto [s, phase] = todo.back();
     todo.pop_back();
+    close(s);
     for (const Step& step : steps_[phase]) {
-      const uint32_t t = grammar_.next(s, step.byte);
-      if (t == kNoState) return false;
-      if (step.next == kBoundary && known_[t].load(std::memory_order_relaxed) == known(kAllText))
-        continue;
-      if (!seen.insert(key(t, step.next)).second) continue;
-      if (seen.size() > kMaxPairs) return false;
-      todo.push_back({t, step.next});
-      if (step.next == kBoundary) between_characters.push_back(t);
+      bool some = false;
+      for (uint32_t u : sources) {
+        const uint32_t t = grammar_.next(u, step.byte);
+        if (t == kNoState) continue;
+        some = true;
+        if (step.next == kBoundary && known_[t].load(std::memory_order_relaxed) == known(kAllText))
+          continue;
+        if (!seen.insert(key(t, step.next)).second) continue;
+        if (seen.size() > kMaxPairs) return false;
+        todo.push_back({t, step.next});
+        if (step.next == kBoundary) between_characters.push_back(t);
+      }
+      if (!some) return false;  // a text this state refuses
     }
   }
   for (uint32_t s : between_characters) known_[s].store(known(kAllText), std::memory_order_relaxed);
@@ -339,67 +366,6 @@ std::optional<TextCover> TextClosure::cover_by_dead_end(uint32_t state) const {
   return kAllText;
 }
 
-bool TextClosure::loops_through_tail_calls(uint32_t state) const {
-  // Like loops_on_all_text, over the (state, UTF-8 position) pairs plain
-  // text reaches, where a state also stands for the starts of the rules it
-  // calls last (an Earley item predicts them; returns are not followed,
-  // and the item's own rule never ends in the proof). Every pair reached
-  // must have a successor on every step. Only calls made last: a search
-  // through every call explores whole grammars and fails, at mask time.
-  const auto& states = grammar_.states();
-  constexpr size_t kMaxPairs = size_t{1} << 16;
-  constexpr size_t kMaxCallees = 16;
-  bool calls = false;
-  std::vector<uint32_t> sources;
-  // `s` and the starts of the rules it calls last, recursively; false on
-  // any other call.
-  auto close = [&](uint32_t s) {
-    sources.assign(1, s);
-    for (size_t i = 0; i < sources.size(); ++i) {
-      const AutomatonState& at = states[sources[i]];
-      for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e) {
-        const RuleEdge& edge = grammar_.rule_edges()[e];
-        if (!states[edge.target].is_tail) return false;
-        calls = true;
-        const uint32_t start = grammar_.rules()[edge.rule].start;
-        if (std::find(sources.begin(), sources.end(), start) == sources.end())
-          sources.push_back(start);
-      }
-      if (sources.size() > kMaxCallees) return false;
-    }
-    return true;
-  };
-  auto key = [](uint32_t s, int phase) {
-    return (uint64_t{s} << 3) | static_cast<uint64_t>(phase);
-  };
-  std::unordered_set<uint64_t> seen{key(state, kBoundary)};
-  std::vector<std::pair<uint32_t, Phase>> todo{{state, kBoundary}};
-  std::vector<uint32_t> between_characters{state};
-  while (!todo.empty()) {
-    const auto [s, phase] = todo.back();
-    todo.pop_back();
-    if (!close(s)) return false;
-    for (const Step& step : steps_[phase]) {
-      bool some = false;
-      for (uint32_t u : sources) {
-        const uint32_t t = grammar_.next(u, step.byte);
-        if (t == kNoState) continue;
-        some = true;
-        if (!seen.insert(key(t, step.next)).second) continue;
-        if (seen.size() > kMaxPairs) return false;
-        todo.push_back({t, step.next});
-        if (step.next == kBoundary) between_characters.push_back(t);
-      }
-      if (!some) return false;  // a text this state refuses
-    }
-  }
-  if (!calls) return false;  // (loops_on_all_text has decided)
-  // Every pair reached reads all text: the rest of a key automaton is not
-  // searched again.
-  for (uint32_t s : between_characters) known_[s].store(known(kAllText), std::memory_order_relaxed);
-  return true;
-}
-
 bool TextClosure::scans_all_ascii_text(const ByteSet& scan) {
   for (unsigned b = 0x20; b < 0x7F; ++b)
     if (is_plain_text_char(b) && !scan.test(static_cast<uint8_t>(b))) return false;
@@ -435,8 +401,7 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
     }
     if (searches < kMaxSearches) {
       ++searches;
-      if (loops_on_all_text(state) || loops_through_tail_calls(state))
-        return kAllText;  // (remembered by the search)
+      if (loops_on_all_text(state)) return kAllText;  // (remembered by the search)
     }
     unknown = true;
   }

@@ -103,12 +103,10 @@ class TextClosure {
   };
   class Search;
 
-  // Every plain-text string of any length, by byte transitions alone (a
-  // string body): a cheap search that tries first.
+  // Every plain-text string of any length, by byte transitions and calls
+  // made last (a string body, a key automaton): a cheap search that tries
+  // first.
   bool loops_on_all_text(uint32_t state) const;
-  // The same through the rules the states call last (a large key
-  // automaton, whose cycles the lowering cut into rules).
-  bool loops_through_tail_calls(uint32_t state) const;
   // Whether `scan` holds every plain ASCII character: a state that calls no
   // rule needs it (most states fail here).
   static bool scans_all_ascii_text(const ByteSet& scan);
