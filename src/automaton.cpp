@@ -215,14 +215,15 @@ class SetIndex {
   const uint32_t* data(uint32_t k) const noexcept { return arena_.data() + begin_[k]; }
   uint32_t size(uint32_t k) const noexcept { return begin_[k + 1] - begin_[k]; }
 
- private:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
-
   static uint64_t hash(const uint32_t* data, size_t size) noexcept {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ size;
     for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 0xff51afd7ed558ccdULL;
     return h ^ (h >> 29);
   }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+
   void grow() {
     slots_.assign(std::max<size_t>(64, 2 * slots_.size()), kEmpty);
     const size_t mask = slots_.size() - 1;
@@ -953,7 +954,7 @@ class Lowering {
       uint32_t target;
     };
     struct Run {
-      size_t hash;
+      uint64_t hash;
       uint32_t bucket;
       uint32_t state;
     };
@@ -1013,8 +1014,7 @@ class Lowering {
         std::sort(bucket.begin(), bucket.end());
         bucket.erase(std::unique(bucket.begin(), bucket.end()), bucket.end());
         add_work(bucket.size());
-        uint64_t hash = bucket.size();
-        for (uint32_t x : bucket) hash = (hash ^ x) * 0xff51afd7ed558ccdULL;
+        const uint64_t hash = SetIndex::hash(bucket.data(), bucket.size());
         uint32_t t = kNoState;
         for (const Run& r : resolved)
           if (r.hash == hash && buckets[r.bucket] == bucket) {

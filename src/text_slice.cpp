@@ -266,6 +266,15 @@ class TextClosure::Search {
   size_t work_ = 0;
 };
 
+namespace {
+
+// A (DFA state, UTF-8 position) pair as one key (positions fit in 3 bits).
+uint64_t pair_key(uint32_t state, int phase) {
+  return (uint64_t{state} << 3) | static_cast<uint64_t>(phase);
+}
+
+}  // namespace
+
 bool TextClosure::loops_on_all_text(uint32_t state) const {
   // A search over the (state, UTF-8 position) pairs reachable by plain
   // text, where a state also stands for the starts of the rules it calls
@@ -279,9 +288,6 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
   constexpr size_t kMaxPairs = size_t{1} << 16;
   constexpr size_t kMaxSources = 16;
   const auto& states = grammar_.states();
-  auto key = [](uint32_t s, int phase) {
-    return (uint64_t{s} << 3) | static_cast<uint64_t>(phase);
-  };
   std::vector<uint32_t> sources;
   auto close = [&](uint32_t s) {  // s and the starts of the rules it calls last
     sources.assign(1, s);
@@ -296,7 +302,7 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
       }
     }
   };
-  std::unordered_set<uint64_t> seen{key(state, kBoundary)};
+  std::unordered_set<uint64_t> seen{pair_key(state, kBoundary)};
   std::vector<std::pair<uint32_t, Phase>> todo{{state, kBoundary}};
   std::vector<uint32_t> between_characters{state};
   while (!todo.empty()) {
@@ -311,7 +317,7 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
         some = true;
         if (step.next == kBoundary && known_[t].load(std::memory_order_relaxed) == known(kAllText))
           continue;
-        if (!seen.insert(key(t, step.next)).second) continue;
+        if (!seen.insert(pair_key(t, step.next)).second) continue;
         if (seen.size() > kMaxPairs) return false;
         todo.push_back({t, step.next});
         if (step.next == kBoundary) between_characters.push_back(t);
@@ -343,10 +349,7 @@ std::optional<TextCover> TextClosure::cover_by_dead_end(uint32_t state) const {
   // successor is the shortest refused string. Depth is in bytes, as in the
   // proof.
   constexpr size_t kMaxPairs = size_t{1} << 16;
-  auto key = [](uint32_t s, int phase) {
-    return (uint64_t{s} << 3) | static_cast<uint64_t>(phase);
-  };
-  std::unordered_set<uint64_t> seen{key(state, kBoundary)};
+  std::unordered_set<uint64_t> seen{pair_key(state, kBoundary)};
   std::vector<std::pair<uint32_t, Phase>> level{{state, kBoundary}}, next;
   for (size_t depth = 0; depth < max_length_ && !level.empty(); ++depth) {
     next.clear();
@@ -356,7 +359,7 @@ std::optional<TextCover> TextClosure::cover_by_dead_end(uint32_t state) const {
       for (const Step& step : steps_[phase]) {
         const uint32_t t = grammar_.next(s, step.byte);
         if (t == kNoState) return depth < TextSlice::kShortLength ? kNoText : kShortText;
-        if (!seen.insert(key(t, step.next)).second) continue;
+        if (!seen.insert(pair_key(t, step.next)).second) continue;
         if (seen.size() > kMaxPairs) return {};
         next.push_back({t, step.next});
       }
