@@ -209,18 +209,23 @@ bool accepted(const CharDfa& dfa, const std::string& text) {
   return dfa_accepts(dfa, text, [](uint32_t label) { return label != 0; });
 }
 
-// A recognizer for the JSON strings of an automaton's language.
-std::optional<Recognizer> dfa_recognizer(const CharDfa& dfa, std::string* gbnf) {
+// A recognizer for the JSON strings of an automaton's language; with
+// `quote_as_suffix`, the automaton's rules write the closing quote
+// themselves (dfa_to_gbnf's suffix) instead of the root.
+std::optional<Recognizer> dfa_recognizer(const CharDfa& dfa, std::string* gbnf,
+                                         bool quote_as_suffix = false) {
   std::string rules;
   int counter = 0;
+  const std::string quote = "\"\\\"\"";
   std::string start = dfa_to_gbnf(
       dfa, [](uint32_t label) { return label != 0; },
       [&] { return "s" + std::to_string(counter++); },
       [&](const std::string& name, const std::string& body) {
         rules += name + " ::= " + body + "\n";
-      });
-  *gbnf = "root ::= \"\\\"\" " + (start.empty() ? "[^\\x00-\\U0010FFFF]" : start) + " \"\\\"\"\n" +
-          rules;
+      },
+      quote_as_suffix ? quote : "");
+  *gbnf = "root ::= " + quote + " " + (start.empty() ? "[^\\x00-\\U0010FFFF]" : start) +
+          (quote_as_suffix ? "" : " " + quote) + "\n" + rules;
   auto grammar = parse_gbnf(*gbnf);
   EXPECT_TRUE(grammar.ok()) << *gbnf << "\n" << grammar.status().to_string();
   if (!grammar.ok()) return std::nullopt;
@@ -253,7 +258,9 @@ TEST(RegexDfaTest, MatchesRe2AndTheGrammarMatchesTheDfa) {
     std::string gbnf, complement_gbnf;
     auto recognizer = dfa_recognizer(dfa, &gbnf);
     auto complement_recognizer = dfa_recognizer(complement, &complement_gbnf);
-    ASSERT_TRUE(recognizer && complement_recognizer) << c.pattern;
+    std::string suffixed_gbnf;
+    auto suffixed = dfa_recognizer(dfa, &suffixed_gbnf, /*quote_as_suffix=*/true);
+    ASSERT_TRUE(recognizer && complement_recognizer && suffixed) << c.pattern;
     RE2 oracle(c.pattern);
     std::vector<std::string> letters = split_utf8(c.alphabet);
     for (int round = 0; round < 300; ++round) {
@@ -269,6 +276,9 @@ TEST(RegexDfaTest, MatchesRe2AndTheGrammarMatchesTheDfa) {
       ASSERT_EQ(grammar_accepts(*complement_recognizer, text), !expected)
           << "not " << c.pattern << " on " << json_quote(text) << "\n"
           << complement_gbnf;
+      ASSERT_EQ(grammar_accepts(*suffixed, text), expected)
+          << c.pattern << " on " << json_quote(text) << "\n"
+          << suffixed_gbnf;
     }
   }
 }
