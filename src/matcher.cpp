@@ -98,9 +98,12 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
 // positions of a string of at most N characters whose characters are rule
 // calls share one walk while N is far.
 std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t depth);
-// Whether the grammar has such chains (a state calling a rule, and the state
-// after the call calling it again), within a size where refining pays.
-bool has_call_chains(const ByteGrammar& grammar);
+// Whether the grammar has such a chain (a state calling a rule, the state
+// after the call calling it again, and so on) of more than `depth` calls,
+// within a size where refining pays. Each call reads a byte at least, so
+// on a shorter chain every position is within `depth` bytes of the end
+// and no two share a class.
+bool has_call_chains(const ByteGrammar& grammar, size_t depth);
 std::vector<uint32_t> identity_classes(const ByteGrammar& grammar);
 
 // The PureWalk from one pure state. Gives up (returning false) once it has
@@ -1247,21 +1250,51 @@ std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t d
   return refine_classes(grammar, depth, /*local=*/true, num_classes);
 }
 
-bool has_call_chains(const ByteGrammar& grammar) {
+bool has_call_chains(const ByteGrammar& grammar, size_t depth) {
   // The refinement costs about as much as lowering the states; in the large
   // schemas that have call chains (strings of up to 256 characters whose
   // characters are rule calls), it spares a trie walk per character.
   // (Lowering's own bound, RecognizerOptions::max_states, is larger.)
   constexpr size_t kMaxStates = 400000;
   if (grammar.states().size() > kMaxStates) return false;
+  const auto& states = grammar.states();
   const auto& edges = grammar.rule_edges();
-  for (const AutomatonState& state : grammar.states())
-    for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e) {
-      const AutomatonState& next = grammar.states()[edges[e].target];
-      if (grammar.rules()[edges[e].rule].nullable) continue;
-      for (uint32_t f = next.rule_edges_begin; f < next.rule_edges_end; ++f)
-        if (edges[f].rule == edges[e].rule) return true;
+  // The next call in the chain of edge e: the call of the same rule from
+  // e's target, or none.
+  auto next_call = [&](uint32_t e) -> uint32_t {
+    const AutomatonState& next = states[edges[e].target];
+    for (uint32_t f = next.rule_edges_begin; f < next.rule_edges_end; ++f)
+      if (edges[f].rule == edges[e].rule) return f;
+    return UINT32_MAX;
+  };
+  // Chain lengths from each edge, capped past `depth`; a chain that comes
+  // back to an edge it passed is long enough.
+  constexpr uint32_t kUnknown = 0, kOnPath = UINT32_MAX;
+  std::vector<uint32_t> length(edges.size(), kUnknown);
+  std::vector<uint32_t> path;
+  for (uint32_t first = 0; first < edges.size(); ++first) {
+    if (length[first] != kUnknown || grammar.rules()[edges[first].rule].nullable) continue;
+    path.clear();
+    uint32_t e = first;
+    uint32_t tail = 0;  // the length after the path
+    while (true) {
+      if (length[e] == kOnPath) return true;  // a cycle of calls
+      if (length[e] != kUnknown) {
+        tail = length[e];
+        break;
+      }
+      length[e] = kOnPath;
+      path.push_back(e);
+      const uint32_t next = next_call(e);
+      if (next == UINT32_MAX) break;
+      e = next;
     }
+    for (size_t i = path.size(); i-- > 0;) {
+      tail = std::min<uint32_t>(tail + 1, static_cast<uint32_t>(depth) + 1);
+      length[path[i]] = tail;
+      if (tail > depth) return true;
+    }
+  }
   return false;
 }
 
@@ -1395,7 +1428,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
       std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
   data->text_closure =
       std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length);
-  data->local_class = internal::has_call_chains(byte_grammar)
+  data->local_class = internal::has_call_chains(byte_grammar, trie.max_depth() + 1)
                           ? internal::compute_local_classes(byte_grammar, trie.max_depth() + 1)
                           : internal::identity_classes(byte_grammar);
   data->entered_by_rule.assign(byte_grammar.states().size(), 0);
