@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sequence_index.h"
+
 namespace grammask::internal {
 
 // --- UTF-8 ranges ---------------------------------------------------------
@@ -186,59 +188,6 @@ std::vector<CodePointRange> normalized_ranges(const Expr& e) {
   }
   return out;
 }
-
-// Sorted sets of NFA states interned by content and numbered in the order
-// they were first seen: the contents in one arena, the numbers in an
-// open-addressing table (no allocation per set).
-class SetIndex {
- public:
-  // The number of the set data[0, size), and whether it is new.
-  std::pair<uint32_t, bool> intern(const uint32_t* data, size_t size) {
-    if (2 * (count() + 1) > slots_.size()) grow();
-    const uint64_t h = hash(data, size);
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-      const uint32_t k = slots_[i];
-      if (k == kEmpty) {
-        slots_[i] = count();
-        hashes_.push_back(h);
-        arena_.insert(arena_.end(), data, data + size);
-        begin_.push_back(static_cast<uint32_t>(arena_.size()));
-        return {slots_[i], true};
-      }
-      if (hashes_[k] == h && this->size(k) == size && std::equal(data, data + size, this->data(k)))
-        return {k, false};
-    }
-  }
-  uint32_t count() const noexcept { return static_cast<uint32_t>(begin_.size() - 1); }
-  // Valid until the next intern().
-  const uint32_t* data(uint32_t k) const noexcept { return arena_.data() + begin_[k]; }
-  uint32_t size(uint32_t k) const noexcept { return begin_[k + 1] - begin_[k]; }
-
-  static uint64_t hash(const uint32_t* data, size_t size) noexcept {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ size;
-    for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 0xff51afd7ed558ccdULL;
-    return h ^ (h >> 29);
-  }
-
- private:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
-
-  void grow() {
-    slots_.assign(std::max<size_t>(64, 2 * slots_.size()), kEmpty);
-    const size_t mask = slots_.size() - 1;
-    for (uint32_t k = 0; k < count(); ++k) {
-      size_t i = hashes_[k] & mask;
-      while (slots_[i] != kEmpty) i = (i + 1) & mask;
-      slots_[i] = k;
-    }
-  }
-
-  std::vector<uint32_t> arena_;
-  std::vector<uint32_t> begin_{0};
-  std::vector<uint64_t> hashes_;
-  std::vector<uint32_t> slots_;
-};
 
 }  // namespace
 
@@ -928,10 +877,10 @@ class Lowering {
     const uint8_t* byte_class = out_->byte_class_;
     // DFA state first_id + k is the closed NFA state set number k.
     const uint32_t first_id = static_cast<uint32_t>(out_->states_.size());
-    SetIndex closed_sets;
+    SequenceIndex closed_sets;
     // The DFA state reached from each set of NFA targets of a byte, before
     // closure.
-    SetIndex target_sets;
+    SequenceIndex target_sets;
     std::vector<uint32_t> target_state;
     auto intern = [&](const std::vector<uint32_t>& set) -> uint32_t {
       add_work(set.size());
@@ -1014,7 +963,7 @@ class Lowering {
         std::sort(bucket.begin(), bucket.end());
         bucket.erase(std::unique(bucket.begin(), bucket.end()), bucket.end());
         add_work(bucket.size());
-        const uint64_t hash = SetIndex::hash(bucket.data(), bucket.size());
+        const uint64_t hash = SequenceIndex::hash(bucket.data(), bucket.size());
         uint32_t t = kNoState;
         for (const Run& r : resolved)
           if (r.hash == hash && buckets[r.bucket] == bucket) {

@@ -15,6 +15,7 @@
 #include "earley.h"
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
+#include "sequence_index.h"
 #include "text_slice.h"
 #include "token_trie.h"
 
@@ -1130,17 +1131,16 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   auto target_class = [&](uint32_t t) { return t == kNoState ? UINT32_MAX : cls[t]; };
   // A state's signature: its class, then (first class, target class) for
   // each maximal run of equal target classes, so that it does not depend on
-  // how the runs were cut. Written out once per round for the states
-  // re-signed in it; groups are found by hash and confirmed by comparing.
-  std::vector<uint32_t> signatures, signature_begin;
+  // how the runs were cut. A round's groups are its distinct signatures.
+  std::vector<uint32_t> signature;
   auto write_signature = [&](uint32_t s) {
-    signatures.push_back(cls[s]);
+    signature.assign(1, cls[s]);
     uint32_t previous = UINT32_MAX - 1;
     for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) {
       const uint32_t c = target_class(runs[r].target);
       if (c == previous) continue;
-      signatures.push_back(runs[r].first_class);
-      signatures.push_back(c);
+      signature.push_back(runs[r].first_class);
+      signature.push_back(c);
       previous = c;
     }
   };
@@ -1150,56 +1150,21 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   // in the previous one: the other members of a class still agree.
   std::vector<uint32_t> affected = pure, changed, group_of(n, 0), new_class;
   std::vector<uint8_t> marked(n, 0);
-  std::vector<uint32_t> slots;  // open addressing: group + 1, 0 when empty
-  std::vector<uint64_t> group_hash;
-  std::vector<uint32_t> group_first;  // index into affected of the first member
+  SequenceIndex groups;
   std::vector<uint32_t> affected_in_class(class_size.size(), 0);
   for (size_t round = 0; round < depth && !affected.empty(); ++round) {
-    signatures.clear();
-    signature_begin.assign(1, 0);
+    groups.reset(affected.size());
     for (uint32_t s : affected) {
       write_signature(s);
-      signature_begin.push_back(static_cast<uint32_t>(signatures.size()));
-    }
-    size_t table = 16;
-    while (table < 2 * affected.size()) table *= 2;
-    slots.assign(table, 0);
-    group_hash.clear();
-    group_first.clear();
-    for (uint32_t i = 0; i < affected.size(); ++i) {
-      const uint32_t* sig = signatures.data() + signature_begin[i];
-      const uint32_t size = signature_begin[i + 1] - signature_begin[i];
-      // (Two words per multiply; the last shift mixes high bits into the
-      // low ones that pick the slot.)
-      constexpr uint64_t kOdd = 0x9E3779B97F4A7C15ULL;
-      uint64_t h = size * kOdd;
-      uint32_t k = 0;
-      for (; k + 1 < size; k += 2) h = (h ^ (sig[k] | uint64_t{sig[k + 1]} << 32)) * kOdd;
-      if (k < size) h = (h ^ sig[k]) * kOdd;
-      h ^= h >> 29;
-      for (size_t slot = h & (table - 1);; slot = (slot + 1) & (table - 1)) {
-        if (slots[slot] == 0) {
-          slots[slot] = static_cast<uint32_t>(group_first.size()) + 1;
-          group_of[affected[i]] = static_cast<uint32_t>(group_first.size());
-          group_first.push_back(i);
-          group_hash.push_back(h);
-          break;
-        }
-        const uint32_t g = slots[slot] - 1, j = group_first[g];
-        if (group_hash[g] == h && signature_begin[j + 1] - signature_begin[j] == size &&
-            std::equal(sig, sig + size, signatures.data() + signature_begin[j])) {
-          group_of[affected[i]] = g;
-          break;
-        }
-      }
+      group_of[s] = groups.intern(signature.data(), signature.size()).first;
     }
     // A class whose members were all re-signed keeps its id for its first
     // group; every other group becomes a new class.
     affected_in_class.resize(class_size.size(), 0);  // (all 0: reset after use)
     for (uint32_t s : affected) ++affected_in_class[cls[s]];
-    new_class.assign(group_first.size(), UINT32_MAX);
-    for (uint32_t g = 0; g < group_first.size(); ++g) {
-      const uint32_t old = cls[affected[group_first[g]]];
+    new_class.assign(groups.count(), UINT32_MAX);
+    for (uint32_t g = 0; g < groups.count(); ++g) {
+      const uint32_t old = groups.data(g)[0];  // the class the signature starts with
       if (affected_in_class[old] == class_size[old]) {
         affected_in_class[old] = UINT32_MAX;  // the id is taken
         new_class[g] = old;

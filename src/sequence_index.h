@@ -1,0 +1,84 @@
+// Sequences of 32-bit words interned by content (internal).
+#ifndef GRAMMASK_SRC_SEQUENCE_INDEX_H_
+#define GRAMMASK_SRC_SEQUENCE_INDEX_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace grammask::internal {
+
+// Sequences numbered in the order they were first seen: the contents in one
+// arena, the numbers in an open-addressing table (no allocation per
+// sequence). Lowering interns NFA state sets with it, the class refinement
+// the signatures of one round.
+class SequenceIndex {
+ public:
+  // Forgets every sequence, with room for `expected` of them.
+  void reset(size_t expected) {
+    arena_.clear();
+    begin_.assign(1, 0);
+    hashes_.clear();
+    size_t table = 64;
+    while (table < 2 * expected) table *= 2;
+    slots_.assign(table, kEmpty);
+  }
+
+  // The number of the sequence data[0, size), and whether it is new.
+  std::pair<uint32_t, bool> intern(const uint32_t* data, size_t size) {
+    if (2 * (count() + 1) > slots_.size()) grow();
+    const uint64_t h = hash(data, size);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const uint32_t k = slots_[i];
+      if (k == kEmpty) {
+        slots_[i] = count();
+        hashes_.push_back(h);
+        arena_.insert(arena_.end(), data, data + size);
+        begin_.push_back(static_cast<uint32_t>(arena_.size()));
+        return {slots_[i], true};
+      }
+      if (hashes_[k] == h && this->size(k) == size && std::equal(data, data + size, this->data(k)))
+        return {k, false};
+    }
+  }
+  uint32_t count() const noexcept { return static_cast<uint32_t>(begin_.size() - 1); }
+  // Valid until the next intern().
+  const uint32_t* data(uint32_t k) const noexcept { return arena_.data() + begin_[k]; }
+  uint32_t size(uint32_t k) const noexcept { return begin_[k + 1] - begin_[k]; }
+
+  // Two words per multiply; the last shift mixes high bits into the low
+  // ones that pick the slot.
+  static uint64_t hash(const uint32_t* data, size_t size) noexcept {
+    constexpr uint64_t kOdd = 0x9E3779B97F4A7C15ULL;
+    uint64_t h = size * kOdd;
+    size_t i = 0;
+    for (; i + 1 < size; i += 2) h = (h ^ (data[i] | uint64_t{data[i + 1]} << 32)) * kOdd;
+    if (i < size) h = (h ^ data[i]) * kOdd;
+    return h ^ (h >> 29);
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+
+  void grow() {
+    slots_.assign(std::max<size_t>(64, 2 * slots_.size()), kEmpty);
+    const size_t mask = slots_.size() - 1;
+    for (uint32_t k = 0; k < count(); ++k) {
+      size_t i = hashes_[k] & mask;
+      while (slots_[i] != kEmpty) i = (i + 1) & mask;
+      slots_[i] = k;
+    }
+  }
+
+  std::vector<uint32_t> arena_;
+  std::vector<uint32_t> begin_{0};
+  std::vector<uint64_t> hashes_;
+  std::vector<uint32_t> slots_;
+};
+
+}  // namespace grammask::internal
+
+#endif  // GRAMMASK_SRC_SEQUENCE_INDEX_H_
