@@ -1057,6 +1057,7 @@ class Converter {
   // A Sub keeps its nodes sorted by address (a set); what is built from
   // them follows JSON pointer order, so the grammar does not depend on
   // where the heap put the nodes.
+  bool before_in_document(const Json* a, const Json* b) const;  // JSON pointer, then scope
   std::vector<const Json*> in_document_order(std::vector<const Json*> nodes) const;
   std::vector<std::vector<const Json*>> in_document_order(
       const std::vector<std::vector<const Json*>>& groups) const;
@@ -2044,14 +2045,17 @@ bool Converter::objects_disjoint_by_required(const Clause& x, const Clause& y, i
   return false;
 }
 
+bool Converter::before_in_document(const Json* a, const Json* b) const {
+  const NodeInfo& x = doc_.info(a);
+  const NodeInfo& y = doc_.info(b);
+  return std::tie(x.pointer, x.scope) < std::tie(y.pointer, y.scope);
+}
+
 std::vector<const Json*> Converter::in_document_order(std::vector<const Json*> nodes) const {
   // (Stable: nodes outside the document, such as false_node(), keep their
   // relative order.)
-  std::stable_sort(nodes.begin(), nodes.end(), [&](const Json* a, const Json* b) {
-    const NodeInfo& x = doc_.info(a);
-    const NodeInfo& y = doc_.info(b);
-    return std::tie(x.pointer, x.scope) < std::tie(y.pointer, y.scope);
-  });
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [&](const Json* a, const Json* b) { return before_in_document(a, b); });
   return nodes;
 }
 
@@ -2062,13 +2066,9 @@ std::vector<std::vector<const Json*>> Converter::in_document_order(
   std::vector<std::pair<std::vector<const Json*>, size_t>> keyed;
   for (size_t i = 0; i < groups.size(); ++i) keyed.emplace_back(in_document_order(groups[i]), i);
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-    return std::lexicographical_compare(a.first.begin(), a.first.end(), b.first.begin(),
-                                        b.first.end(), [&](const Json* x, const Json* y) {
-                                          const NodeInfo& i = doc_.info(x);
-                                          const NodeInfo& j = doc_.info(y);
-                                          return std::tie(i.pointer, i.scope) <
-                                                 std::tie(j.pointer, j.scope);
-                                        });
+    return std::lexicographical_compare(
+        a.first.begin(), a.first.end(), b.first.begin(), b.first.end(),
+        [&](const Json* x, const Json* y) { return before_in_document(x, y); });
   });
   std::vector<std::vector<const Json*>> ordered;
   for (const auto& [members, i] : keyed) ordered.push_back(groups[i]);
