@@ -40,15 +40,30 @@ std::vector<uint8_t> pure_states(const ByteGrammar& grammar);
 // the whole text slice and walks only the trie of the other tokens:
 // `slice` is then the slice's mask, and the frontier indexes that trie.
 // Mask words include the slice (finish() folds it in); an id list does not.
+//
+// A split walk: states that differ only past kShortLength bytes (the
+// positions of a string of at most 64 characters, say) share the walk of
+// the tokens of at most that many bytes, `short_part`, and each walks only
+// the few longer tokens itself: a walk of the long-token trie, with the
+// short part attached.
 struct PureWalk {
   std::vector<uint32_t> bits;    // mask words; empty when `tokens` is used
   std::vector<uint32_t> tokens;  // the allowed ids when sparse
   std::vector<uint32_t> frontier;
   std::vector<uint8_t> paths;
   const std::vector<uint32_t>* slice = nullptr;  // the vocabulary's, when allowed
+  const TokenTrie* trie = nullptr;               // the trie walked (the frontier indexes it)
+  size_t depth_cap = SIZE_MAX;           // the walk skipped nodes deeper than this (a short part)
+  const PureWalk* short_part = nullptr;  // of a split walk; owned by the grammar or below
+  std::shared_ptr<const PureWalk> owned_short_part;  // (copied with a Matcher)
 
   // Writes the mask of the allowed tokens over all of words[0, n_words).
   void write_over(uint32_t* words, size_t n_words) const {
+    if (short_part != nullptr) {
+      short_part->write_over(words, n_words);
+      write_own_to(words);
+      return;
+    }
     const std::vector<uint32_t>* base = !bits.empty() ? &bits : slice;
     if (base == nullptr) {
       std::fill(words, words + n_words, 0);
@@ -61,16 +76,30 @@ struct PureWalk {
   }
   // ORs the allowed tokens into `words`.
   void write_to(uint32_t* words) const {
-    const std::vector<uint32_t>* base = !bits.empty() ? &bits : slice;
-    if (base != nullptr)
-      for (size_t i = 0; i < base->size(); ++i) words[i] |= (*base)[i];
-    if (bits.empty())
-      for (uint32_t id : tokens) set_bit(words, id);
+    if (short_part != nullptr) short_part->write_to(words);
+    write_own_to(words);
+  }
+  bool has_frontier() const {
+    return !frontier.empty() || (short_part != nullptr && !short_part->frontier.empty());
   }
   // Folds the slice into the mask words, once the walk is done.
   void finish() {
     if (slice == nullptr || bits.empty()) return;
     for (size_t i = 0; i < bits.size(); ++i) bits[i] |= (*slice)[i];
+  }
+  // Keeps the allowed tokens as an id list when they are few (a split
+  // walk's long part, say), so that writing the mask costs little more
+  // than writing its short part.
+  void make_sparse() {
+    if (slice != nullptr || bits.empty()) return;
+    size_t count = 0;
+    for (uint32_t word : bits) count += static_cast<size_t>(__builtin_popcount(word));
+    if (count > bits.size() / 8) return;
+    for (size_t i = 0; i < bits.size(); ++i)
+      for (uint32_t word = bits[i]; word != 0; word &= word - 1)
+        tokens.push_back(static_cast<uint32_t>(i * 32 + static_cast<size_t>(__builtin_ctz(word))));
+    bits.clear();
+    bits.shrink_to_fit();
   }
   // Records trie node `node`, reached by path[1..depth], as a frontier node.
   void add_frontier(uint32_t node, const std::vector<uint8_t>& path, size_t depth) {
@@ -78,7 +107,17 @@ struct PureWalk {
     paths.insert(paths.end(), path.begin() + 1, path.begin() + static_cast<ptrdiff_t>(depth) + 1);
   }
   size_t memory() const {
-    return (bits.size() + tokens.size() + frontier.size()) * sizeof(uint32_t) + paths.size();
+    return (bits.size() + tokens.size() + frontier.size()) * sizeof(uint32_t) + paths.size() +
+           (owned_short_part != nullptr ? owned_short_part->memory() : 0);
+  }
+
+ private:
+  void write_own_to(uint32_t* words) const {
+    const std::vector<uint32_t>* base = !bits.empty() ? &bits : slice;
+    if (base != nullptr)
+      for (size_t i = 0; i < base->size(); ++i) words[i] |= (*base)[i];
+    if (bits.empty())
+      for (uint32_t id : tokens) set_bit(words, id);
   }
 };
 
@@ -88,8 +127,12 @@ struct PureWalk {
 // PureWalks are then identical, so walks are cached by class: the copies of
 // a string body in every property of a schema share one walk.
 inline constexpr uint32_t kImpureClass = 0;
+// `short_classes` receives the same at TextSlice::kShortLength + 1 bytes,
+// the classes of split walks' short parts.
 std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
-                                           uint32_t& num_classes);
+                                           uint32_t& num_classes,
+                                           std::vector<uint32_t>& short_classes,
+                                           uint32_t& num_short_classes);
 
 // Local classes: the same refinement over every state, telling states apart
 // also by finality and by their rule edges (a call to a rule that may derive
@@ -98,7 +141,9 @@ std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t de
 // local walks of sets whose items agree in class and origin are equal: the
 // positions of a string of at most N characters whose characters are rule
 // calls share one walk while N is far.
-std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t depth);
+// `short_classes`: the same at TextSlice::kShortLength + 1 bytes.
+std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t depth,
+                                            std::vector<uint32_t>& short_classes);
 // Whether the grammar has such a chain (a state calling a rule, the state
 // after the call calling it again, and so on) of more than `depth` calls,
 // within a size where refining pays. Each call reads a byte at least, so
@@ -106,6 +151,11 @@ std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t d
 // and no two share a class.
 bool has_call_chains(const ByteGrammar& grammar, size_t depth);
 std::vector<uint32_t> identity_classes(const ByteGrammar& grammar);
+// Per walk class: whether its short class (compute_walk_classes) holds
+// another walk class too, so that a split walk shares its short part.
+std::vector<uint8_t> split_classes(const std::vector<uint32_t>& walk_class, uint32_t num_classes,
+                                   const std::vector<uint32_t>& short_class,
+                                   uint32_t num_short_classes);
 
 // The PureWalk from one pure state. Gives up (returning false) once it has
 // visited more than `budget` trie nodes; `visited` receives the count.
@@ -121,6 +171,7 @@ struct PureTransitions {
   PureTransitions(const ByteGrammar& grammar, const std::vector<uint32_t>& walk_class);
 };
 
+// Nodes deeper than walk.depth_cap are skipped (a split walk's short part).
 bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
                      size_t vocabulary_size, uint32_t start, uint64_t budget, PureWalk& walk,
                      uint64_t& visited);
@@ -246,37 +297,88 @@ struct CompiledGrammarData {
   std::unique_ptr<ClassWalks> class_walks;
   std::unique_ptr<SharedWalks> shared_walks;
 
+  // Split walks (see PureWalk). Per DFA state, its walk class at
+  // kShortLength + 1 bytes; per walk class, whether its walks are split
+  // (when its short class is shared with another walk class); the short
+  // parts by short class.
+  std::vector<uint32_t> short_walk_class;
+  std::vector<uint8_t> split_class;
+  std::unique_ptr<ClassWalks> short_class_walks;
+
   // The trie a walk from states with text cover `cover` needs (the rest of
   // the text slice or of its short tier; `walk` then allows that part),
-  // else the whole trie.
+  // else the whole trie. Sets walk.trie.
   const TokenTrie& trie_for(TextCover cover, PureWalk& walk) const {
     const TextSlice& slice = vocabulary.text_slice();
     switch (cover) {
       case kAllText:
         walk.slice = &slice.words;
-        return slice.rest;
+        walk.trie = &slice.rest;
+        break;
       case kShortText:
         walk.slice = &slice.short_words;
-        return slice.short_rest;
+        walk.trie = &slice.short_rest;
+        break;
       case kNoText:
+        walk.trie = &vocabulary.trie();
         break;
     }
-    return vocabulary.trie();
+    return *walk.trie;
   }
-  const TokenTrie& trie_of(const PureWalk& walk) const {
+  // The same for the two parts of a split walk: the tokens of at most
+  // kShortLength bytes (walked to that depth), and the longer ones.
+  const TokenTrie& short_trie_for(TextCover cover, PureWalk& walk) const {
+    walk.depth_cap = TextSlice::kShortLength;
+    trie_for(cover, walk);
+    // (The rest of the whole slice has the same short tokens as the rest of
+    // its short tier, and fewer long ones to skip.)
+    if (cover != kNoText) walk.trie = &vocabulary.text_slice().rest;
+    return *walk.trie;
+  }
+  const TokenTrie& long_trie_for(TextCover cover, PureWalk& walk) const {
     const TextSlice& slice = vocabulary.text_slice();
-    if (walk.slice == &slice.words) return slice.rest;
-    if (walk.slice == &slice.short_words) return slice.short_rest;
-    return vocabulary.trie();
+    walk.trie = cover == kAllText ? &slice.long_rest : &slice.long_tokens;
+    return *walk.trie;
   }
   // Per DFA state: its local class (compute_local_classes) where the
   // grammar calls one rule in a chain (a repeat too large to unroll, such as
-  // a string of at most N characters), else the state itself.
+  // a string of at most N characters), else the state itself; and its local
+  // class at kShortLength + 1 bytes, for split local walks (empty when the
+  // local classes are the states).
   std::vector<uint32_t> local_class;
+  std::vector<uint32_t> short_local_class;
 
-  // walk_from_state from pure state `s`, over the trie trie_for picks.
+  // walk_from_state from pure state `s`, over the trie trie_for picks; a
+  // split walk when its class is split, taking the short part from
+  // short_class_walks or walking it and publishing it there (`forced`: see
+  // ClassWalks::publish). Gives up past `budget` nodes.
   bool walk_pure_state(uint32_t s, TextCover cover, uint64_t budget, PureWalk& walk,
-                       uint64_t& visited) const {
+                       uint64_t& visited, bool forced) const {
+    visited = 0;
+    if (split_class[walk_class[s]]) {
+      const uint32_t short_class = short_walk_class[s];
+      const PureWalk* short_part = short_class_walks->find(short_class, cover);
+      if (short_part == nullptr) {
+        auto owned = std::make_unique<PureWalk>();
+        const TokenTrie& trie = short_trie_for(cover, *owned);
+        if (!walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, *owned,
+                             visited))
+          return false;
+        budget -= visited;
+        short_part = short_class_walks->publish(short_class, cover, owned, forced);
+        if (short_part == nullptr) {  // (the shared memory is spent)
+          walk.owned_short_part = std::move(owned);
+          short_part = walk.owned_short_part.get();
+        }
+      }
+      uint64_t long_visited = 0;
+      const TokenTrie& trie = long_trie_for(cover, walk);
+      const bool done = walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, walk,
+                                        long_visited);
+      visited += long_visited;
+      walk.short_part = short_part;
+      return done;
+    }
     const TokenTrie& trie = trie_for(cover, walk);
     return walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, walk, visited);
   }
@@ -323,7 +425,7 @@ class MatcherState {
     // depends on the DFA states alone.
     if (top_set_pure_key()) {
       const PureWalk* pure = cached_pure_walk();
-      if (pure != nullptr && pure->frontier.empty()) {
+      if (pure != nullptr && !pure->has_frontier()) {
         ++hits_;
         pure->write_over(words, n_words);
         // Pure states of the root may end it.
@@ -587,6 +689,10 @@ class MatcherState {
       if (engine_.work() > deadline) return false;
       const TokenTrie::Node& node = nodes[i];
       const size_t depth = node.depth;
+      if (depth > depth_cap_) {  // (a split walk's short part)
+        i = node.subtree_end;
+        continue;
+      }
       const bool has_children = node.subtree_end != i + 1;
       if (engine_.size() > base + depth - 1) engine_.truncate(base + depth - 1);
       if (fast_end_[depth - 1] > fast_begin_[depth - 1]) {
@@ -788,7 +894,8 @@ class MatcherState {
   // `key` with `tag` in front, to tell the kinds of keys apart in
   // SharedWalks (kept in tagged_key_).
   // (Pure keys: one tag per text cover.)
-  static constexpr uint64_t kLocalKeyTag = 0, kPureKeyTag = 1;
+  static constexpr uint64_t kLocalKeyTag = 0, kPureKeyTag = 1,
+                            kShortLocalKeyTag = kPureKeyTag + kTextCovers;
   uint64_t pure_tag() const { return kPureKeyTag + pure_cover_; }
   const std::vector<uint64_t>& tagged(uint64_t tag, const std::vector<uint64_t>& key) {
     tagged_key_.assign(1, tag);
@@ -816,7 +923,8 @@ class MatcherState {
     if (pure_states_.size() == 1) {
       const uint64_t budget = deadline > engine_.work() ? deadline - engine_.work() : 0;
       uint64_t visited = 0;
-      const bool done = data_->walk_pure_state(pure_states_[0], pure_cover_, budget, walk, visited);
+      const bool done = data_->walk_pure_state(pure_states_[0], pure_cover_, budget, walk, visited,
+                                               /*forced=*/false);
       engine_.charge(visited);
       if (!done || engine_.work() > deadline) return nullptr;
       auto owned = std::make_unique<PureWalk>(std::move(walk));
@@ -884,36 +992,72 @@ class MatcherState {
   // through the engine with the real stack. A miss walks the trie with the
   // engine's floor at k, cutting paths there.
   const PureWalk* top_set_local_walk(size_t base, uint64_t deadline) {
-    local_key_.clear();
-    const std::vector<uint32_t>& local_class = data_->local_class;
-    for (const EarleyItem* it = engine_.set_begin(base); it != engine_.set_end(base); ++it)
-      local_key_.push_back((uint64_t{local_class[it->state]} << 1) | (it->origin == base ? 0 : 1));
-    std::sort(local_key_.begin(), local_key_.end());
-    local_key_.erase(std::unique(local_key_.begin(), local_key_.end()), local_key_.end());
+    set_key(data_->local_class, base, local_key_);
     if (const PureWalk* walk = data_->shared_walks->find(tagged(kLocalKeyTag, local_key_)))
       return walk;
     if (auto it = local_walks_.find(local_key_); it != local_walks_.end()) return &it->second;
 
     // An item that accepts all plain text keeps the set alive through it.
-    PureWalk walk;
     item_states_.clear();
     for (const EarleyItem* it = engine_.set_begin(base); it != engine_.set_end(base); ++it)
       item_states_.push_back(it->state);
-    walk_trie_ = &data_->trie_for(
-        data_->text_closure->best_cover(item_states_.data(), item_states_.size()), walk);
+    const TextCover cover =
+        data_->text_closure->best_cover(item_states_.data(), item_states_.size());
+    PureWalk walk;
+    if (data_->short_local_class.empty()) {
+      if (!local_walk_over(data_->trie_for(cover, walk), base, deadline, walk)) return nullptr;
+      return share(kLocalKeyTag, local_walks_, local_key_, std::move(walk));
+    }
+    // A split walk: the short part is shared by the sets that agree in
+    // their short local key (and cover, which says what it may take for
+    // granted).
+    set_key(data_->short_local_class, base, short_key_);
+    const uint64_t short_tag = kShortLocalKeyTag + cover;
+    const PureWalk* short_part = data_->shared_walks->find(tagged(short_tag, short_key_));
+    if (short_part == nullptr) {
+      auto owned = std::make_unique<PureWalk>();
+      if (!local_walk_over(data_->short_trie_for(cover, *owned), base, deadline, *owned))
+        return nullptr;
+      short_part = data_->shared_walks->publish(tagged(short_tag, short_key_), owned);
+      if (short_part == nullptr) {  // (the shared memory is spent)
+        walk.owned_short_part = std::move(owned);
+        short_part = walk.owned_short_part.get();
+      }
+    }
+    walk.short_part = short_part;
+    if (!local_walk_over(data_->long_trie_for(cover, walk), base, deadline, walk)) return nullptr;
+    walk.make_sparse();
+    return share(kLocalKeyTag, local_walks_, local_key_, std::move(walk));
+  }
+
+  // Sets `key` to the sorted (class, started before `base`?) pairs of set
+  // base's items.
+  void set_key(const std::vector<uint32_t>& classes, size_t base, std::vector<uint64_t>& key) {
+    key.clear();
+    for (const EarleyItem* it = engine_.set_begin(base); it != engine_.set_end(base); ++it)
+      key.push_back((uint64_t{classes[it->state]} << 1) | (it->origin == base ? 0 : 1));
+    std::sort(key.begin(), key.end());
+    key.erase(std::unique(key.begin(), key.end()), key.end());
+  }
+
+  // The local walk from set `base` over `trie` (walk.depth_cap deep) into
+  // `walk`: the engine's floor at base cuts paths that read below it.
+  bool local_walk_over(const TokenTrie& trie, size_t base, uint64_t deadline, PureWalk& walk) {
+    walk_trie_ = &trie;
+    depth_cap_ = walk.depth_cap;
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     local_walk_ = &walk;
     engine_.set_floor(base);
     engine_.clear_below_floor();
-    const bool within_limit = walk_nodes(1, static_cast<uint32_t>(walk_trie_->nodes().size()),
-                                         walk.bits.data(), base, deadline);
+    const bool within_limit =
+        walk_nodes(1, static_cast<uint32_t>(trie.nodes().size()), walk.bits.data(), base, deadline);
     engine_.set_floor(0);
     engine_.clear_below_floor();
     local_walk_ = nullptr;
     engine_.truncate(base);
-    if (!within_limit) return nullptr;
+    if (!within_limit) return false;
     walk.finish();
-    return share(kLocalKeyTag, local_walks_, local_key_, std::move(walk));
+    return true;
   }
 
   // In a local walk, turns node i into a frontier node if its push read
@@ -928,7 +1072,10 @@ class MatcherState {
   // Runs the engine over the frontier subtrees of `pure`, reusing the path
   // prefix shared with the previous frontier node.
   bool walk_frontier(const PureWalk& pure, uint32_t* words, size_t base, uint64_t deadline) {
-    walk_trie_ = &data_->trie_of(pure);
+    if (pure.short_part != nullptr && !walk_frontier(*pure.short_part, words, base, deadline))
+      return false;
+    walk_trie_ = pure.trie;
+    depth_cap_ = pure.depth_cap;
     const auto& nodes = walk_trie_->nodes();
     const uint8_t* held = nullptr;  // the path the engine holds above base
     size_t held_length = 0;
@@ -1006,10 +1153,12 @@ class MatcherState {
   std::vector<uint64_t> tagged_key_;
   TextCover pure_cover_ = kNoText;
   WalkCache pure_walks_[kTextCovers];  // by pure_cover_
-  std::vector<uint64_t> local_key_;    // the top set's (state, started here?) items
+  std::vector<uint64_t> local_key_;    // the top set's (local class, started here?) items
+  std::vector<uint64_t> short_key_;    // ... with short local classes
   WalkCache local_walks_;
   PureWalk* local_walk_ = nullptr;        // the local walk being built, if any
   const TokenTrie* walk_trie_ = nullptr;  // the trie walk_nodes walks
+  size_t depth_cap_ = SIZE_MAX;           // and the depth past which it skips nodes
   std::vector<uint32_t> item_states_;
   size_t walk_bytes_ = 0;
   size_t hits_ = 0;
@@ -1035,8 +1184,12 @@ namespace {
 // The refinement behind walk and local classes. `local`: every state takes
 // part, and rule edges count as transitions on classes past the bytes' (one
 // per rule); else only pure states, and impure targets are one class.
+// `short_classes`, if not null, receives the classes after
+// TextSlice::kShortLength + 1 rounds: those of a split walk's short part.
 std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, bool local,
-                                     uint32_t& num_classes) {
+                                     uint32_t& num_classes,
+                                     std::vector<uint32_t>* short_classes = nullptr,
+                                     uint32_t* num_short_classes = nullptr) {
   const uint32_t n = static_cast<uint32_t>(grammar.states().size());
   const uint32_t byte_width = grammar.num_classes();
   const uint32_t width = byte_width + (local ? static_cast<uint32_t>(grammar.rules().size()) : 0);
@@ -1080,7 +1233,11 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
     }
   }
   num_classes = static_cast<uint32_t>(class_size.size());
-  if (pure.empty()) return cls;
+  if (pure.empty()) {
+    if (short_classes != nullptr) *short_classes = cls;
+    if (num_short_classes != nullptr) *num_short_classes = num_classes;
+    return cls;
+  }
 
   // Each pure state's transitions as runs of byte classes with one target
   // (a state has a few distinct targets among dozens of classes).
@@ -1152,7 +1309,11 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   std::vector<uint8_t> marked(n, 0);
   SequenceIndex groups;
   std::vector<uint32_t> affected_in_class(class_size.size(), 0);
+  auto take_short_classes = [&] {
+    if (short_classes != nullptr && short_classes->empty()) *short_classes = cls;
+  };
   for (size_t round = 0; round < depth && !affected.empty(); ++round) {
+    if (round == TextSlice::kShortLength + 1) take_short_classes();
     groups.reset(affected.size());
     for (uint32_t s : affected) {
       write_signature(s);
@@ -1192,13 +1353,23 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
         }
     for (uint32_t s : affected) marked[s] = 0;
   }
+  take_short_classes();  // (stable within kShortLength + 1 rounds)
   // Ids of emptied classes are left unused; renumber densely.
-  std::vector<uint32_t> dense(class_size.size(), UINT32_MAX);
-  dense[kImpureClass] = kImpureClass;
-  num_classes = 1;
-  for (uint32_t s : pure) {
-    if (dense[cls[s]] == UINT32_MAX) dense[cls[s]] = num_classes++;
-    cls[s] = dense[cls[s]];
+  std::vector<uint32_t> dense;
+  auto renumber = [&](std::vector<uint32_t>& classes) {
+    dense.assign(class_size.size(), UINT32_MAX);
+    dense[kImpureClass] = kImpureClass;
+    uint32_t count = 1;
+    for (uint32_t s : pure) {
+      if (dense[classes[s]] == UINT32_MAX) dense[classes[s]] = count++;
+      classes[s] = dense[classes[s]];
+    }
+    return count;
+  };
+  num_classes = renumber(cls);
+  if (short_classes != nullptr) {
+    const uint32_t count = renumber(*short_classes);
+    if (num_short_classes != nullptr) *num_short_classes = count;
   }
   return cls;
 }
@@ -1206,13 +1377,17 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
 }  // namespace
 
 std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
-                                           uint32_t& num_classes) {
-  return refine_classes(grammar, depth, /*local=*/false, num_classes);
+                                           uint32_t& num_classes,
+                                           std::vector<uint32_t>& short_classes,
+                                           uint32_t& num_short_classes) {
+  return refine_classes(grammar, depth, /*local=*/false, num_classes, &short_classes,
+                        &num_short_classes);
 }
 
-std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t depth) {
+std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t depth,
+                                            std::vector<uint32_t>& short_classes) {
   uint32_t num_classes = 0;
-  return refine_classes(grammar, depth, /*local=*/true, num_classes);
+  return refine_classes(grammar, depth, /*local=*/true, num_classes, &short_classes);
 }
 
 bool has_call_chains(const ByteGrammar& grammar, size_t depth) {
@@ -1269,6 +1444,27 @@ std::vector<uint32_t> identity_classes(const ByteGrammar& grammar) {
   return identity;
 }
 
+std::vector<uint8_t> split_classes(const std::vector<uint32_t>& walk_class, uint32_t num_classes,
+                                   const std::vector<uint32_t>& short_class,
+                                   uint32_t num_short_classes) {
+  // A short class's first walk class, then whether it has another.
+  std::vector<uint32_t> first(num_short_classes, kImpureClass);
+  std::vector<uint8_t> shared(num_short_classes, 0);
+  for (size_t s = 0; s < walk_class.size(); ++s) {
+    const uint32_t cls = walk_class[s];
+    if (cls == kImpureClass) continue;
+    uint32_t& seen = first[short_class[s]];
+    if (seen == kImpureClass)
+      seen = cls;
+    else if (seen != cls)
+      shared[short_class[s]] = 1;
+  }
+  std::vector<uint8_t> split(num_classes, 0);
+  for (size_t s = 0; s < walk_class.size(); ++s)
+    if (walk_class[s] != kImpureClass) split[walk_class[s]] = shared[short_class[s]];
+  return split;
+}
+
 std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
   const auto& states = grammar.states();
   std::vector<uint8_t> seen(states.size(), 0);
@@ -1308,6 +1504,7 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
   const uint32_t* table = transitions.table;
   const uint8_t* stops = transitions.stops.data();
   const size_t width = transitions.width;
+  const size_t depth_cap = walk.depth_cap;
   const uint8_t* byte_class = transitions.byte_class;
   const size_t words = mask_words(vocabulary_size);
   // A list at most 1/8 the words' size; on top of the slice's words, one
@@ -1351,8 +1548,8 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
         walk.tokens.clear();
       }
     }
-    if (node.subtree_end == i + 1) {
-      ++i;
+    if (node.subtree_end == i + 1 || depth >= depth_cap) {
+      i = node.subtree_end;
       continue;
     }
     path[depth] = node.byte;
@@ -1385,16 +1582,22 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
                                                               vocabulary, options.max_mask_work);
   const internal::ByteGrammar& byte_grammar = *data->grammar;
   const internal::TokenTrie& trie = vocabulary.trie();
+  uint32_t num_short_classes = 0;
   data->walk_class =
-      internal::compute_walk_classes(byte_grammar, trie.max_depth() + 1, data->num_walk_classes);
+      internal::compute_walk_classes(byte_grammar, trie.max_depth() + 1, data->num_walk_classes,
+                                     data->short_walk_class, num_short_classes);
   data->class_walks = std::make_unique<internal::ClassWalks>(data->num_walk_classes);
+  data->short_class_walks = std::make_unique<internal::ClassWalks>(num_short_classes);
+  data->split_class = internal::split_classes(data->walk_class, data->num_walk_classes,
+                                              data->short_walk_class, num_short_classes);
   data->shared_walks = std::make_unique<internal::SharedWalks>();
   data->pure_transitions =
       std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
   data->text_closure =
       std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length);
   data->local_class = internal::has_call_chains(byte_grammar, trie.max_depth() + 1)
-                          ? internal::compute_local_classes(byte_grammar, trie.max_depth() + 1)
+                          ? internal::compute_local_classes(byte_grammar, trie.max_depth() + 1,
+                                                            data->short_local_class)
                           : internal::identity_classes(byte_grammar);
   data->entered_by_rule.assign(byte_grammar.states().size(), 0);
   for (const internal::LoweredRule& rule : byte_grammar.rules())
@@ -1416,7 +1619,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
     if (data->class_walks->find(cls, cover)) continue;
     auto walk = std::make_unique<internal::PureWalk>();
     uint64_t visited = 0;
-    if (!data->walk_pure_state(s, cover, budget, *walk, visited)) break;
+    if (!data->walk_pure_state(s, cover, budget, *walk, visited, /*forced=*/true)) break;
     budget -= visited;
     data->class_walks->publish(cls, cover, walk, /*forced=*/true);
   }

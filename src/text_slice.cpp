@@ -34,23 +34,28 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
   TextSlice slice;
   slice.words.assign(mask_words(vocabulary_size), 0);
   slice.short_words.assign(mask_words(vocabulary_size), 0);
-  std::vector<uint32_t> rest, short_rest;
+  std::vector<uint32_t> rest, short_rest, long_tokens, long_rest;
   for (uint32_t id : ids) {
     const std::string_view token(bytes + offsets[id], offsets[id + 1] - offsets[id]);
+    const bool is_long = token.size() > kShortLength;
+    if (is_long) long_tokens.push_back(id);
     if (spells_plain_text(token)) {
       set_bit(slice.words.data(), id);
       slice.max_length = std::max(slice.max_length, token.size());
-      if (token.size() <= kShortLength) {
+      if (!is_long) {
         set_bit(slice.short_words.data(), id);
         continue;
       }
     } else {
       rest.push_back(id);
+      if (is_long) long_rest.push_back(id);
     }
     short_rest.push_back(id);
   }
   slice.rest = TokenTrie::build(bytes, offsets, std::move(rest));
   slice.short_rest = TokenTrie::build(bytes, offsets, std::move(short_rest));
+  slice.long_tokens = TokenTrie::build(bytes, offsets, std::move(long_tokens));
+  slice.long_rest = TokenTrie::build(bytes, offsets, std::move(long_rest));
   return slice;
 }
 

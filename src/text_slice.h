@@ -57,7 +57,13 @@ struct TextSlice {
   std::vector<uint32_t> short_words;  // ... and at most kShortLength bytes long
   TokenTrie rest;                     // the trie tokens outside the slice
   TokenTrie short_rest;               // ... outside the short tier
-  size_t max_length = 0;              // the longest slice token, in bytes
+  // The long tokens (more than kShortLength bytes), all of them and those
+  // outside the slice: a walk may be split into its tokens of at most
+  // kShortLength bytes, which states that look alike that far share, and
+  // these few (see PureWalk::short_part in matcher.cpp).
+  TokenTrie long_tokens;
+  TokenTrie long_rest;
+  size_t max_length = 0;  // the longest slice token, in bytes
 
   // `ids`: the trie's tokens, ascending. Token id spells bytes[offsets[id],
   // offsets[id + 1]); `vocabulary_size` sizes the mask.

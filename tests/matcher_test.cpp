@@ -165,6 +165,13 @@ k ::= "\"" ([a] ([b] [^"\\]+ | [^b"\\] [^"\\]*)? | [^a"\\] [^"\\]*)? "\"")gm",
 ka ::= [^"\\b] ka | "b" ([^"\\] ka | "\"") | "\""
 kb ::= [^"\\b] kb | "b" ("a" kb | "\"") | "\""
 kc ::= [^"\\<>] kc "." | "\"")gm",
+      // Split walks: positions that differ only past the short tier's 16
+      // bytes share the walk of the short tokens and walk the long ones
+      // (20 and 21 bytes here) themselves. A narrow character set of at
+      // most 40 characters (pure states), and between 18 and 40 characters
+      // as rule calls (local walks).
+      R"gm(root ::= "\"" [abc ]{0,40} "\"" | "[" c{18,40} "]"
+c ::= [^"\\\]] | "\x01" c)gm",
   };
   CompileOptions options;
   options.precompute_budget = GetParam();
