@@ -264,6 +264,8 @@ class Lowering {
     out_ = std::make_shared<ByteGrammar>();
     lowered_of_source_.assign(grammar_.rules().size(), kNoState);
     pending_.clear();
+    lifted_by_hash_.clear();
+    lifted_at_.clear();
     nfas_.clear();
     nfa_charge_.clear();
     built_split_.clear();
@@ -373,8 +375,7 @@ class Lowering {
       if (part.kind == Expr::Kind::kRuleRef) {
         rule = lowered_rule_for_source(part.rule);
       } else {
-        rule = new_lowered_rule(
-            out_->rules_[building_rule_].name + "#" + std::to_string(out_->rules_.size()), &part);
+        rule = lifted_rule(part);
       }
       uint32_t target = nfa.add();
       nfa.add_rule(at, rule, target);
@@ -393,11 +394,8 @@ class Lowering {
         const Expr& child = e.children[0];
         if (is_terminal(child)) return build(e, from, nfa, depth + 1);
         // Repeat a reference to the child as its own rule.
-        uint32_t rule = child.kind == Expr::Kind::kRuleRef
-                            ? lowered_rule_for_source(child.rule)
-                            : new_lowered_rule(out_->rules_[building_rule_].name + "#" +
-                                                   std::to_string(out_->rules_.size()),
-                                               &child);
+        uint32_t rule = child.kind == Expr::Kind::kRuleRef ? lowered_rule_for_source(child.rule)
+                                                           : lifted_rule(child);
         return build_repeat_of_rule(e, rule, from, nfa);
       }
       case Expr::Kind::kRuleRef:
@@ -585,6 +583,56 @@ class Lowering {
     return lowered_of_source_[source];
   }
 
+  // The rule for `part` of the rule being built (a repeated part, or one
+  // split off): structurally equal parts share one, so that the string
+  // bodies of different properties call the same rule and their states
+  // share walk classes (and their walks).
+  uint32_t lifted_rule(const Expr& part) {
+    if (auto known = lifted_at_.find(&part); known != lifted_at_.end()) return known->second;
+    const size_t hash = structural_hash(part);
+    auto [first, last] = lifted_by_hash_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      if (*pending_[it->second].body == part) {
+        lifted_at_.emplace(&part, it->second);
+        return it->second;
+      }
+    }
+    const uint32_t rule = new_lowered_rule(
+        out_->rules_[building_rule_].name + "#" + std::to_string(out_->rules_.size()), &part);
+    lifted_by_hash_.emplace(hash, rule);
+    lifted_at_.emplace(&part, rule);
+    return rule;
+  }
+
+  // Agrees with Expr's operator== (equal expressions hash alike).
+  static size_t structural_hash(const Expr& e) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(e.kind) + 1);
+    auto mix = [&h](uint64_t v) {
+      h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+      h *= 0xff51afd7ed558ccdULL;
+    };
+    switch (e.kind) {
+      case Expr::Kind::kLiteral:
+        for (char32_t cp : e.literal) mix(cp);
+        break;
+      case Expr::Kind::kCharClass:
+        mix(e.negated);
+        for (const CodePointRange& range : e.ranges)
+          mix((uint64_t{range.first} << 32) | range.last);
+        break;
+      case Expr::Kind::kRuleRef:
+        mix(e.rule);
+        break;
+      case Expr::Kind::kRepeat:
+        mix((uint64_t{e.min} << 32) | e.max);
+        break;
+      default:
+        break;
+    }
+    for (const Expr& child : e.children) mix(structural_hash(child));
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
+
   uint32_t new_lowered_rule(std::string name, const Expr* body) {
     out_->rules_.push_back(LoweredRule{std::move(name), 0, false});
     pending_.push_back(PendingRule{body});
@@ -769,8 +817,7 @@ class Lowering {
     // into a rule of its own, instead of copying the part `copies` times.
     if (copies > 1 && child.kind != Expr::Kind::kRuleRef &&
         estimated_size(child, depth) * copies > kLiftProduct) {
-      uint32_t rule = new_lowered_rule(
-          out_->rules_[building_rule_].name + "#" + std::to_string(out_->rules_.size()), &child);
+      uint32_t rule = lifted_rule(child);
       return build_repeat_of_rule(e, rule, from, nfa);
     }
     return build_copies(e, from, nfa,
@@ -1179,6 +1226,9 @@ class Lowering {
   std::vector<uint32_t> lowered_of_source_;
   std::vector<PendingRule> pending_;
   std::set<const Expr*> split_bodies_;
+  // lifted_rule's rules, by structural hash and by the part's address.
+  std::unordered_multimap<size_t, uint32_t> lifted_by_hash_;
+  std::unordered_map<const Expr*, uint32_t> lifted_at_;
   std::vector<Nfa> nfas_;
   std::unordered_map<const Expr*, std::vector<Utf8Sequence>> class_sequences_;
   std::vector<size_t> nfa_charge_;  // states each rule's NFA charged

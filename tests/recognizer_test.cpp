@@ -620,6 +620,25 @@ TEST(Lowering, SharedTailChainsBecomePlainStates) {
   EXPECT_LT((*lowered)->states().size(), 1000u);
 }
 
+// A repeat too large to copy calls its part as a rule of its own; equal
+// parts in different places call one rule (so that their states read alike
+// and share walks), and each place keeps its own bounds.
+TEST(Lowering, EqualRepeatedPartsShareOneRule) {
+  auto grammar =
+      parse_gbnf(R"gm(root ::= "a" ("x" | "yz"){0,20000} "!" | "b" ("x" | "yz"){2,30000} "?")gm");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+  ASSERT_TRUE(lowered.ok()) << lowered.status().to_string();
+  EXPECT_EQ((*lowered)->rules().size(), 2u);  // root and the part
+  Recognizer r =
+      make(R"gm(root ::= "a" ("x" | "yz"){0,20000} "!" | "b" ("x" | "yz"){2,30000} "?")gm");
+  EXPECT_EQ(judge(r, "axyzx!"), A);
+  EXPECT_EQ(judge(r, "a!"), A);
+  EXPECT_EQ(judge(r, "bx?"), R);
+  EXPECT_EQ(judge(r, "bxyz?"), A);
+  EXPECT_EQ(judge(r, "axyz?"), R);
+}
+
 // --- the shared workload: every grammar case accepts its text ---------------
 
 TEST(SharedBench, GrammarCasesAcceptTheirText) {
