@@ -1593,12 +1593,17 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   data->shared_walks = std::make_unique<internal::SharedWalks>();
   data->pure_transitions =
       std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
-  data->text_closure =
-      std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length);
-  data->local_class = internal::has_call_chains(byte_grammar, trie.max_depth() + 1)
+  const bool local_classes = internal::has_call_chains(byte_grammar, trie.max_depth() + 1);
+  data->local_class = local_classes
                           ? internal::compute_local_classes(byte_grammar, trie.max_depth() + 1,
                                                             data->short_local_class)
                           : internal::identity_classes(byte_grammar);
+  // States in one local class read alike past the longest token, so they
+  // share their text cover (the positions of a long string body are then
+  // proven once).
+  data->text_closure =
+      std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length,
+                                              local_classes ? &data->local_class : nullptr);
   data->entered_by_rule.assign(byte_grammar.states().size(), 0);
   for (const internal::LoweredRule& rule : byte_grammar.rules())
     if (rule.start != internal::kNoState) data->entered_by_rule[rule.start] = 1;

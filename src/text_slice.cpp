@@ -59,12 +59,16 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
   return slice;
 }
 
-TextClosure::TextClosure(const ByteGrammar& grammar, size_t max_length)
-    : grammar_(grammar),
-      max_length_(max_length),
-      known_(std::make_unique<std::atomic<uint8_t>[]>(grammar.states().size())) {
-  for (size_t s = 0; s < grammar.states().size(); ++s)
-    known_[s].store(kUnknown, std::memory_order_relaxed);
+TextClosure::TextClosure(const ByteGrammar& grammar, size_t max_length,
+                         const std::vector<uint32_t>* classes)
+    : grammar_(grammar), max_length_(max_length), classes_(classes) {
+  size_t slots = grammar.states().size();
+  if (classes_ != nullptr) {
+    slots = 0;
+    for (uint32_t c : *classes_) slots = std::max<size_t>(slots, size_t{c} + 1);
+  }
+  known_ = std::make_unique<std::atomic<uint8_t>[]>(slots);
+  for (size_t s = 0; s < slots; ++s) known_[s].store(kUnknown, std::memory_order_relaxed);
   // The next phase after each byte, per phase (kBoundary when the byte
   // completes a character); -1: not allowed there.
   auto next_phase = [](Phase phase, uint8_t b) -> int {
@@ -169,7 +173,7 @@ class TextClosure::Search {
     // A state known to read all text on its own does so whatever the
     // rules entered around it.
     if (depth == 0 ||
-        closure_.known_[config.state].load(std::memory_order_relaxed) == known(kAllText))
+        closure_.known_at(config.state).load(std::memory_order_relaxed) == known(kAllText))
       return true;
     {
       auto it = known_.find(config);
@@ -320,7 +324,8 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
         const uint32_t t = grammar_.next(u, step.byte);
         if (t == kNoState) continue;
         some = true;
-        if (step.next == kBoundary && known_[t].load(std::memory_order_relaxed) == known(kAllText))
+        if (step.next == kBoundary &&
+            known_at(t).load(std::memory_order_relaxed) == known(kAllText))
           continue;
         if (!seen.insert(pair_key(t, step.next)).second) continue;
         if (seen.size() > kMaxPairs) return false;
@@ -330,7 +335,8 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
       if (!some) return false;  // a text this state refuses
     }
   }
-  for (uint32_t s : between_characters) known_[s].store(known(kAllText), std::memory_order_relaxed);
+  for (uint32_t s : between_characters)
+    known_at(s).store(known(kAllText), std::memory_order_relaxed);
   return true;
 }
 
@@ -396,7 +402,7 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
   bool unknown = false;
   for (size_t i = 0; i < count; ++i) {
     const uint32_t state = states[i];
-    const uint8_t answer = known_[state].load(std::memory_order_relaxed);
+    const uint8_t answer = known_at(state).load(std::memory_order_relaxed);
     if (answer != kUnknown) {
       best = std::max(best, static_cast<TextCover>(answer - 1));
       if (best == kAllText) return best;
@@ -404,7 +410,7 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
     }
     const AutomatonState& automaton_state = grammar_.states()[state];
     if (automaton_state.calls_no_rule() && !scans_all_ascii_text(automaton_state.scan)) {
-      known_[state].store(known(kNoText), std::memory_order_relaxed);  // most states, at once
+      known_at(state).store(known(kNoText), std::memory_order_relaxed);  // most states, at once
       continue;
     }
     if (searches < kMaxSearches) {
@@ -413,12 +419,17 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
     }
     unknown = true;
   }
-  for (size_t i = 0; i < count && unknown && best != kAllText && searches < 2 * kMaxSearches; ++i) {
-    if (known_[states[i]].load(std::memory_order_relaxed) != kUnknown) continue;
+  // The deep proofs from the last items first: a set adds the items that
+  // entered a string body's rules last, and a proof from them follows the
+  // fewest calls (from the item that called the body, a search of
+  // MaskBench's long string bodies took a millisecond at every position).
+  for (size_t n = 0; n < count && unknown && best != kAllText && searches < 2 * kMaxSearches; ++n) {
+    const size_t i = count - 1 - n;
+    if (known_at(states[i]).load(std::memory_order_relaxed) != kUnknown) continue;
     ++searches;
     const std::optional<TextCover> decided = cover_by_dead_end(states[i]);
     const TextCover cover = decided ? *decided : Search(*this).cover(states[i]);
-    known_[states[i]].store(known(cover), std::memory_order_relaxed);
+    known_at(states[i]).store(known(cover), std::memory_order_relaxed);
     best = std::max(best, cover);
   }
   return best;

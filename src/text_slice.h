@@ -76,8 +76,13 @@ struct TextSlice {
 // such a state no such slice token can be refused.
 class TextClosure {
  public:
-  // `max_length`: the longest slice token, in bytes.
-  TextClosure(const ByteGrammar& grammar, size_t max_length);
+  // `max_length`: the longest slice token, in bytes. `classes`, if not
+  // null, maps each state to a class of states that read alike as Earley
+  // items for more than max_length bytes (the local classes of
+  // matcher.cpp), which then share their answers; it must outlive the
+  // closure.
+  TextClosure(const ByteGrammar& grammar, size_t max_length,
+              const std::vector<uint32_t>* classes = nullptr);
 
   // kAllText if an Earley item in `state` reads every plain-text string of
   // up to max_length bytes, by byte transitions or through the rules it
@@ -125,9 +130,14 @@ class TextClosure {
   const ByteGrammar& grammar_;
   size_t max_length_;
   std::vector<Step> steps_[kPhases];
-  // Per state: kUnknown or the cover + 1 (computing one twice is harmless).
+  // Per state (or class of states): kUnknown or the cover + 1 (computing
+  // one twice is harmless).
   static constexpr uint8_t kUnknown = 0;
   static uint8_t known(TextCover cover) { return static_cast<uint8_t>(cover + 1); }
+  std::atomic<uint8_t>& known_at(uint32_t state) const {
+    return known_[classes_ != nullptr ? (*classes_)[state] : state];
+  }
+  const std::vector<uint32_t>* classes_;
   std::unique_ptr<std::atomic<uint8_t>[]> known_;
 };
 
