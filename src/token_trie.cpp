@@ -142,34 +142,17 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
                            }),
             ids.end());
 
-  // Bucket = first two bytes (a lone byte pairs with 0; the sort below puts
-  // "A" before "A\0"). Filling buckets in id order keeps equal tokens by id.
-  constexpr size_t kBuckets = 1 << 16;
-  const auto bucket_of = [&](uint32_t id) {
-    const char* b = bytes + offsets[id];
-    const size_t second = offsets[id + 1] - offsets[id] > 1 ? static_cast<uint8_t>(b[1]) : 0u;
-    return static_cast<size_t>(static_cast<uint8_t>(b[0])) << 8 | second;
-  };
-  std::vector<uint32_t> bucket_start(kBuckets + 1, 0);
-  for (uint32_t id : ids) ++bucket_start[bucket_of(id) + 1];
-  for (size_t b = 0; b < kBuckets; ++b) bucket_start[b + 1] += bucket_start[b];
   // Whole-word reads may run past a token, but not past the last one.
   uint32_t readable = 0;
   for (uint32_t id : ids) readable = std::max(readable, offsets[id + 1]);
   const char* const readable_end = bytes + readable;
-  std::vector<SortKey> keys(ids.size());
-  {
-    std::vector<uint32_t> next(bucket_start.begin(), bucket_start.end() - 1);
-    for (uint32_t id : ids) {
-      const char* start = bytes + offsets[id];
-      const size_t length = offsets[id + 1] - offsets[id];
-      keys[next[bucket_of(id)]++] =
-          SortKey{pack_big_endian(start, length, readable_end),
-                  length > 8 ? pack_big_endian(start + 8, length - 8, readable_end) : 0, id,
-                  static_cast<uint32_t>(length)};
-    }
-  }
-  ids = {};
+  const auto key_of = [&](uint32_t id) {
+    const char* start = bytes + offsets[id];
+    const size_t length = offsets[id + 1] - offsets[id];
+    return SortKey{pack_big_endian(start, length, readable_end),
+                   length > 8 ? pack_big_endian(start + 8, length - 8, readable_end) : 0, id,
+                   static_cast<uint32_t>(length)};
+  };
   const auto less = [&](const SortKey& a, const SortKey& b) {
     if (a.high != b.high) return a.high < b.high;
     if (a.low != b.low) return a.low < b.low;
@@ -181,59 +164,89 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
     }
     return a.id < b.id;
   };
+  // The trie from the keys in sorted order, in one pass.
+  const auto assemble = [&](const std::vector<SortKey>& sorted) {
+    TokenTrie trie;
+    std::vector<Node>& nodes = trie.nodes_;
+    // Real vocabularies need about two nodes per token; reserving more only
+    // costs address space, which is never touched.
+    nodes.reserve(sorted.size() * 3 + 1);
+    trie.token_ids_.reserve(sorted.size());
+
+    // path[d] = index of the open node at depth d on the path to the previous
+    // token; nodes leave the path (and get their subtree_end) once the sorted
+    // order has moved past their prefix.
+    std::vector<uint32_t> path = {0};
+    const SortKey* previous = nullptr;
+    for (const SortKey& key : sorted) {
+      size_t common = 0;
+      if (previous != nullptr) {
+        common = std::min<size_t>({common_prefix(*previous, key), previous->length, key.length});
+        if (common == SortKey::kPrefixBytes) {  // equal beyond the prefix too?
+          const std::string_view before = token(previous->id);
+          const std::string_view current = token(key.id);
+          const size_t limit = std::min(before.size(), current.size());
+          while (common < limit && before[common] == current[common]) ++common;
+        }
+      }
+
+      while (path.size() > common + 1) {
+        nodes[path.back()].subtree_end = static_cast<uint32_t>(nodes.size());
+        path.pop_back();
+      }
+      const uint32_t token_count = static_cast<uint32_t>(trie.token_ids_.size());
+      for (size_t depth = common; depth < key.length; ++depth) {
+        path.push_back(static_cast<uint32_t>(nodes.size()));
+        Node& node = nodes.emplace_back();  // filled in place: no temporary to copy
+        node.subtree_end = 0;
+        node.tokens_begin = token_count;
+        node.tokens_end = token_count;
+        node.depth = static_cast<uint16_t>(depth + 1);
+        node.byte = depth < SortKey::kPrefixBytes
+                        ? key.byte(depth)
+                        : static_cast<uint8_t>(bytes[offsets[key.id] + depth]);
+      }
+      trie.token_ids_.push_back(key.id);
+      nodes[path.back()].tokens_end = token_count + 1;
+      trie.max_depth_ = std::max<size_t>(trie.max_depth_, key.length);
+      previous = &key;
+    }
+    for (uint32_t open : path) nodes[open].subtree_end = static_cast<uint32_t>(nodes.size());
+    return trie;
+  };
+  std::vector<SortKey> keys(ids.size());
+  // A few thousand tokens (the long tokens of the text slice) sort directly:
+  // the buckets' fixed cost (a 256 KB table) would dominate.
+  constexpr size_t kFewTokens = 4096;
+  if (ids.size() <= kFewTokens) {
+    for (size_t i = 0; i < ids.size(); ++i) keys[i] = key_of(ids[i]);
+    std::sort(keys.begin(), keys.end(), less);
+    return assemble(keys);
+  }
+
+  // Bucket = first two bytes (a lone byte pairs with 0; the sort below puts
+  // "A" before "A\0"). Filling buckets in id order keeps equal tokens by id.
+  constexpr size_t kBuckets = 1 << 16;
+  const auto bucket_of = [&](uint32_t id) {
+    const char* b = bytes + offsets[id];
+    const size_t second = offsets[id + 1] - offsets[id] > 1 ? static_cast<uint8_t>(b[1]) : 0u;
+    return static_cast<size_t>(static_cast<uint8_t>(b[0])) << 8 | second;
+  };
+  std::vector<uint32_t> bucket_start(kBuckets + 1, 0);
+  for (uint32_t id : ids) ++bucket_start[bucket_of(id) + 1];
+  for (size_t b = 0; b < kBuckets; ++b) bucket_start[b + 1] += bucket_start[b];
+  {
+    std::vector<uint32_t> next(bucket_start.begin(), bucket_start.end() - 1);
+    for (uint32_t id : ids) keys[next[bucket_of(id)]++] = key_of(id);
+  }
+  ids = {};
   for (size_t b = 0; b < kBuckets; ++b) {
     if (bucket_start[b + 1] - bucket_start[b] > 1) {
       refine(keys.data() + bucket_start[b], keys.data() + bucket_start[b + 1], 2, less);
     }
   }
 
-  TokenTrie trie;
-  std::vector<Node>& nodes = trie.nodes_;
-  // Real vocabularies need about two nodes per token; reserving more only
-  // costs address space, which is never touched.
-  nodes.reserve(keys.size() * 3 + 1);
-  trie.token_ids_.reserve(keys.size());
-
-  // path[d] = index of the open node at depth d on the path to the previous
-  // token; nodes leave the path (and get their subtree_end) once the sorted
-  // order has moved past their prefix.
-  std::vector<uint32_t> path = {0};
-  const SortKey* previous = nullptr;
-  for (const SortKey& key : keys) {
-    size_t common = 0;
-    if (previous != nullptr) {
-      common = std::min<size_t>({common_prefix(*previous, key), previous->length, key.length});
-      if (common == SortKey::kPrefixBytes) {  // equal beyond the prefix too?
-        const std::string_view before = token(previous->id);
-        const std::string_view current = token(key.id);
-        const size_t limit = std::min(before.size(), current.size());
-        while (common < limit && before[common] == current[common]) ++common;
-      }
-    }
-
-    while (path.size() > common + 1) {
-      nodes[path.back()].subtree_end = static_cast<uint32_t>(nodes.size());
-      path.pop_back();
-    }
-    const uint32_t token_count = static_cast<uint32_t>(trie.token_ids_.size());
-    for (size_t depth = common; depth < key.length; ++depth) {
-      path.push_back(static_cast<uint32_t>(nodes.size()));
-      Node& node = nodes.emplace_back();  // filled in place: no temporary to copy
-      node.subtree_end = 0;
-      node.tokens_begin = token_count;
-      node.tokens_end = token_count;
-      node.depth = static_cast<uint16_t>(depth + 1);
-      node.byte = depth < SortKey::kPrefixBytes
-                      ? key.byte(depth)
-                      : static_cast<uint8_t>(bytes[offsets[key.id] + depth]);
-    }
-    trie.token_ids_.push_back(key.id);
-    nodes[path.back()].tokens_end = token_count + 1;
-    trie.max_depth_ = std::max<size_t>(trie.max_depth_, key.length);
-    previous = &key;
-  }
-  for (uint32_t open : path) nodes[open].subtree_end = static_cast<uint32_t>(nodes.size());
-  return trie;
+  return assemble(keys);
 }
 
 TokenTrie TokenTrie::build(const std::vector<Entry>& entries) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -224,6 +225,29 @@ std::string check_trie(const Vocabulary& vocab) {
     }
   }
   return problems.str();
+}
+
+// The trie builder sorts a few thousand tokens directly and more through
+// buckets of their first two bytes: both orders must give the same checked
+// trie (shared prefixes, duplicates, zero and high bytes, tokens past the
+// 16 bytes of the sort key's prefix).
+TEST(TokenTrie, FewAndManyTokensBuildTheSameTrie) {
+  std::mt19937 rng(7);
+  const char alphabet[] = {'a', 'b', '\0', '\xff'};
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 6000; ++i) {
+    std::string token(1 + rng() % 24, 'a');
+    for (char& c : token) c = alphabet[rng() % 4];
+    tokens.push_back(token);
+  }
+  for (size_t count : {size_t{3000}, tokens.size()}) {
+    SCOPED_TRACE(count);
+    auto vocab = Vocabulary::from_token_bytes(
+        std::vector<std::string>(tokens.begin(), tokens.begin() + static_cast<ptrdiff_t>(count)),
+        {}, {});
+    ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+    EXPECT_EQ(check_trie(*vocab), "");
+  }
 }
 
 // --- byte spelling -----------------------------------------------------------
