@@ -7,6 +7,7 @@
 
 #include "automaton.h"
 #include "grammask/bitmask.h"
+#include "sequence_index.h"
 #include "utf8.h"
 
 namespace grammask::internal {
@@ -386,6 +387,68 @@ bool TextClosure::scans_all_ascii_text(const ByteSet& scan) {
   return true;
 }
 
+bool TextClosure::calls_into_a_union(uint32_t state) const {
+  const AutomatonState& at = grammar_.states()[state];
+  const size_t calls = at.rule_edges_end - at.rule_edges_begin;
+  return calls >= 2 || (calls == 1 && !at.scan.empty());
+}
+
+bool TextClosure::union_reads_all_text(uint32_t state) const {
+  // Sets of states with their UTF-8 position, first the state and the
+  // starts of the rules it calls (and they call, and so on: an Earley item
+  // predicts them all); on each step the states that read the byte, closed
+  // the same way. A set with no successor is a text no state reads.
+  // Returns from called rules are not followed, nor is the end of the
+  // item's own rule: fewer paths, so a proof still holds. Bounded: a large
+  // key automaton is a few thousand sets.
+  constexpr size_t kMaxSetSize = 32;
+  constexpr uint32_t kMaxSets = 8192;
+  constexpr size_t kMaxWork = size_t{1} << 18;
+  const auto& states = grammar_.states();
+  std::vector<uint32_t> set{state}, key, current;
+  auto close = [&]() {
+    for (size_t i = 0; i < set.size(); ++i) {
+      if (set.size() > kMaxSetSize) return false;
+      const AutomatonState& at = states[set[i]];
+      for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e) {
+        const uint32_t start = grammar_.rules()[grammar_.rule_edges()[e].rule].start;
+        if (start != kNoState && std::find(set.begin(), set.end(), start) == set.end())
+          set.push_back(start);
+      }
+    }
+    std::sort(set.begin(), set.end());
+    return true;
+  };
+  if (!close()) return false;
+  SequenceIndex sets;
+  sets.reset(1024);
+  key.assign(1, kBoundary);
+  key.insert(key.end(), set.begin(), set.end());
+  sets.intern(key.data(), key.size());
+  size_t work = 0;
+  for (uint32_t k = 0; k < sets.count(); ++k) {
+    current.assign(sets.data(k), sets.data(k) + sets.size(k));  // (interning moves the arena)
+    for (const Step& step : steps_[current[0]]) {
+      set.clear();
+      for (size_t i = 1; i < current.size(); ++i) {
+        const uint32_t t = grammar_.next(current[i], step.byte);
+        if (t != kNoState && std::find(set.begin(), set.end(), t) == set.end()) set.push_back(t);
+      }
+      work += current.size();
+      if (set.empty() || work > kMaxWork || !close()) return false;
+      if (step.next == kBoundary && std::any_of(set.begin(), set.end(), [&](uint32_t t) {
+            return known_at(t).load(std::memory_order_relaxed) == known(kAllText);
+          }))
+        continue;  // one of them reads the rest on its own
+      key.assign(1, step.next);
+      key.insert(key.end(), set.begin(), set.end());
+      sets.intern(key.data(), key.size());
+      if (sets.count() > kMaxSets) return false;
+    }
+  }
+  return true;
+}
+
 TextCover TextClosure::cover(uint32_t state) const {
   return best_cover(&state, 1);
 }
@@ -428,7 +491,14 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
     if (known_at(states[i]).load(std::memory_order_relaxed) != kUnknown) continue;
     ++searches;
     const std::optional<TextCover> decided = cover_by_dead_end(states[i]);
-    const TextCover cover = decided ? *decided : Search(*this).cover(states[i]);
+    TextCover cover;
+    if (decided) {
+      cover = *decided;
+    } else if (calls_into_a_union(states[i]) && union_reads_all_text(states[i])) {
+      cover = kAllText;
+    } else {
+      cover = Search(*this).cover(states[i]);
+    }
     known_at(states[i]).store(known(cover), std::memory_order_relaxed);
     best = std::max(best, cover);
   }

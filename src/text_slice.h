@@ -126,6 +126,15 @@ class TextClosure {
   // else): then a breadth-first search for the shortest string it refuses
   // decides it, without the deep proof. nullopt otherwise.
   std::optional<TextCover> cover_by_dead_end(uint32_t state) const;
+  // Every plain-text string of any length, in one of the rules an item in
+  // `state` calls (or they call): a search over sets of states, for text
+  // that only their union reads (an object's other keys split between an
+  // additional-key automaton and a pattern's).
+  bool union_reads_all_text(uint32_t state) const;
+  // Whether text from `state` may go on in several places at once (it
+  // calls two rules, or one and reads bytes itself): the only states that
+  // search is tried on, as it costs milliseconds when it fails late.
+  bool calls_into_a_union(uint32_t state) const;
 
   const ByteGrammar& grammar_;
   size_t max_length_;

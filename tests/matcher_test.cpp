@@ -172,6 +172,12 @@ kc ::= [^"\\<>] kc "." | "\"")gm",
       // as rule calls (local walks).
       R"gm(root ::= "\"" [abc ]{0,40} "\"" | "[" c{18,40} "]"
 c ::= [^"\\\]] | "\x01" c)gm",
+      // Keys split between two called rules (any key but one starting
+      // "x-", and those): only their union reads all plain text.
+      R"gm(root ::= "{\"" ka ":1}" | "{\"" kb ":2}"
+ka ::= [^"\\x] kt | "x" ([^"\\-] kt | "\"") | "\"" | "\x01" ka
+kb ::= "x-" kt | "\x01" kb
+kt ::= [^"\\] kt | "\"")gm",
   };
   CompileOptions options;
   options.precompute_budget = GetParam();

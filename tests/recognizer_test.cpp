@@ -12,6 +12,7 @@
 
 #include "earley.h"
 #include "grammask/gbnf.h"
+#include "text_slice.h"
 
 namespace grammask {
 namespace {
@@ -637,6 +638,33 @@ TEST(Lowering, EqualRepeatedPartsShareOneRule) {
   EXPECT_EQ(judge(r, "bx?"), R);
   EXPECT_EQ(judge(r, "bxyz?"), A);
   EXPECT_EQ(judge(r, "axyz?"), R);
+}
+
+// Keys split between two rules called from one state (any key but one
+// starting "x-", and those; "\x01" keeps each a rule of its own, being no
+// plain text), as a schema's additional and pattern keys:
+// only their union reads every plain text, which the text cover proves
+// through a search over sets of states. (A longest token of 600 bytes is
+// past the deep proof's reach, so nothing else can prove it.)
+TEST(TextCover, UnionOfCalledKeyRulesReadsAllText) {
+  const char* keys = R"gm(
+ka ::= [^"\\x] kt | "x" ([^"\\-] kt | "\"") | "\"" | "\x01" ka
+kb ::= "x-" kt | "\x01" kb
+kt ::= [^"\\] kt | "\"")gm";
+  auto cover_after_key_quote = [&](const std::string& root) {
+    auto grammar = parse_gbnf(root + keys);
+    EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+    EXPECT_TRUE(lowered.ok()) << lowered.status().to_string();
+    const internal::ByteGrammar& g = **lowered;
+    uint32_t state = g.rules()[g.root_rule()].start;
+    for (char c : std::string("{\"")) state = g.next(state, static_cast<uint8_t>(c));
+    EXPECT_NE(state, internal::kNoState);
+    return internal::TextClosure(g, 600).cover(state);
+  };
+  EXPECT_EQ(cover_after_key_quote(R"gm(root ::= "{\"" ka ":1}" | "{\"" kb ":2}")gm"),
+            internal::kAllText);
+  EXPECT_EQ(cover_after_key_quote(R"gm(root ::= "{\"" ka ":1}")gm"), internal::kNoText);
 }
 
 // --- the shared workload: every grammar case accepts its text ---------------
