@@ -101,6 +101,16 @@ struct PureWalk {
     bits.clear();
     bits.shrink_to_fit();
   }
+  // Attaches the short part of a split walk: `shared`, which the grammar's
+  // tables own, or `own` when publishing it failed (the shared memory is
+  // spent: `shared` is null).
+  void attach_short_part(const PureWalk* shared, std::unique_ptr<PureWalk>& own) {
+    if (shared == nullptr) {
+      owned_short_part = std::move(own);
+      shared = owned_short_part.get();
+    }
+    short_part = shared;
+  }
   // Records trie node `node`, reached by path[1..depth], as a frontier node.
   void add_frontier(uint32_t node, const std::vector<uint8_t>& path, size_t depth) {
     frontier.push_back(node);
@@ -358,25 +368,22 @@ struct CompiledGrammarData {
     if (split_class[walk_class[s]]) {
       const uint32_t short_class = short_walk_class[s];
       const PureWalk* short_part = short_class_walks->find(short_class, cover);
+      std::unique_ptr<PureWalk> owned;
       if (short_part == nullptr) {
-        auto owned = std::make_unique<PureWalk>();
+        owned = std::make_unique<PureWalk>();
         const TokenTrie& trie = short_trie_for(cover, *owned);
         if (!walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, *owned,
                              visited))
           return false;
         budget -= visited;
         short_part = short_class_walks->publish(short_class, cover, owned, forced);
-        if (short_part == nullptr) {  // (the shared memory is spent)
-          walk.owned_short_part = std::move(owned);
-          short_part = walk.owned_short_part.get();
-        }
       }
       uint64_t long_visited = 0;
       const TokenTrie& trie = long_trie_for(cover, walk);
       const bool done = walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, walk,
                                         long_visited);
       visited += long_visited;
-      walk.short_part = short_part;
+      walk.attach_short_part(short_part, owned);
       return done;
     }
     const TokenTrie& trie = trie_for(cover, walk);
@@ -1014,17 +1021,14 @@ class MatcherState {
     set_key(data_->short_local_class, base, short_key_);
     const uint64_t short_tag = kShortLocalKeyTag + cover;
     const PureWalk* short_part = data_->shared_walks->find(tagged(short_tag, short_key_));
+    std::unique_ptr<PureWalk> owned;
     if (short_part == nullptr) {
-      auto owned = std::make_unique<PureWalk>();
+      owned = std::make_unique<PureWalk>();
       if (!local_walk_over(data_->short_trie_for(cover, *owned), base, deadline, *owned))
         return nullptr;
       short_part = data_->shared_walks->publish(tagged(short_tag, short_key_), owned);
-      if (short_part == nullptr) {  // (the shared memory is spent)
-        walk.owned_short_part = std::move(owned);
-        short_part = walk.owned_short_part.get();
-      }
     }
-    walk.short_part = short_part;
+    walk.attach_short_part(short_part, owned);
     if (!local_walk_over(data_->long_trie_for(cover, walk), base, deadline, walk)) return nullptr;
     walk.make_sparse();
     return share(kLocalKeyTag, local_walks_, local_key_, std::move(walk));
