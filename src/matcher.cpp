@@ -56,6 +56,10 @@ struct PureWalk {
   size_t depth_cap = SIZE_MAX;           // the walk skipped nodes deeper than this (a short part)
   const PureWalk* short_part = nullptr;  // of a split walk; owned by the grammar or below
   std::shared_ptr<const PureWalk> owned_short_part;  // (copied with a Matcher)
+  // The walk of several pure states: `bits` is the union of their walks,
+  // and their frontiers are these walks' (see top_set_pure_walk).
+  std::vector<const PureWalk*> state_parts;
+  std::vector<std::shared_ptr<const PureWalk>> owned_state_parts;
 
   // Writes the mask of the allowed tokens over all of words[0, n_words).
   void write_over(uint32_t* words, size_t n_words) const {
@@ -80,7 +84,9 @@ struct PureWalk {
     write_own_to(words);
   }
   bool has_frontier() const {
-    return !frontier.empty() || (short_part != nullptr && !short_part->frontier.empty());
+    return !frontier.empty() || (short_part != nullptr && !short_part->frontier.empty()) ||
+           std::any_of(state_parts.begin(), state_parts.end(),
+                       [](const PureWalk* part) { return part->has_frontier(); });
   }
   // Folds the slice into the mask words, once the walk is done.
   void finish() {
@@ -117,8 +123,11 @@ struct PureWalk {
     paths.insert(paths.end(), path.begin() + 1, path.begin() + static_cast<ptrdiff_t>(depth) + 1);
   }
   size_t memory() const {
-    return (bits.size() + tokens.size() + frontier.size()) * sizeof(uint32_t) + paths.size() +
-           (owned_short_part != nullptr ? owned_short_part->memory() : 0);
+    size_t bytes = (bits.size() + tokens.size() + frontier.size()) * sizeof(uint32_t) +
+                   paths.size() + state_parts.size() * sizeof(const PureWalk*) +
+                   (owned_short_part != nullptr ? owned_short_part->memory() : 0);
+    for (const auto& part : owned_state_parts) bytes += part->memory();
+    return bytes;
   }
 
  private:
@@ -940,42 +949,32 @@ class MatcherState {
         return shared;
       return remember_in(pure_walks_[pure_cover_], pure_key_, std::move(*owned));
     }
-    const TokenTrie& trie = data_->trie_for(pure_cover_, walk);
-    const auto& nodes = trie.nodes();
-    const auto& ids = trie.token_ids();
+    // Several states: an item reads a token on its own (the union of their
+    // walks), and the engine decides below where one stops being pure
+    // (each walk's frontier, walked from the whole set). Each state's walk
+    // is its class's: shared with every set that holds the class, such as
+    // the other key starts of an object type.
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
-    // pool_[fast_begin_[d], fast_end_[d]): the states after the path to depth d.
-    pool_.assign(pure_states_.begin(), pure_states_.end());
-    fast_begin_[0] = 0;
-    fast_end_[0] = static_cast<uint32_t>(pool_.size());
-    const uint32_t n = static_cast<uint32_t>(nodes.size());
-    for (uint32_t i = 1; i < n;) {
-      engine_.charge(1);
-      if (engine_.work() > deadline) return nullptr;
-      const TokenTrie::Node& node = nodes[i];
-      const size_t depth = node.depth;
-      pool_.resize(fast_end_[depth - 1]);
-      const size_t out = pool_.size();
-      const bool all_pure = advance(pool_.data() + fast_begin_[depth - 1],
-                                    pool_.data() + fast_end_[depth - 1], node.byte, out);
-      if (pool_.size() == out) {
-        i = node.subtree_end;
-        continue;
+    for (uint32_t s : pure_states_) {
+      const uint32_t cls = data_->walk_class[s];
+      const PureWalk* part = data_->class_walks->find(cls, pure_cover_);
+      if (part == nullptr) {
+        auto owned = std::make_unique<PureWalk>();
+        const uint64_t budget = deadline > engine_.work() ? deadline - engine_.work() : 0;
+        uint64_t visited = 0;
+        const bool done = data_->walk_pure_state(s, pure_cover_, budget, *owned, visited,
+                                                 /*forced=*/false);
+        engine_.charge(visited);
+        if (!done || engine_.work() > deadline) return nullptr;
+        part = data_->class_walks->publish(cls, pure_cover_, owned);
+        if (part == nullptr) {  // (the shared memory is spent)
+          walk.owned_state_parts.push_back(std::move(owned));
+          part = walk.owned_state_parts.back().get();
+        }
       }
-      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t)
-        set_bit(walk.bits.data(), ids[t]);
-      path_[depth] = node.byte;
-      if (node.subtree_end != i + 1 && !all_pure) {
-        walk.add_frontier(i, path_, depth);
-        i = node.subtree_end;
-        continue;
-      }
-      fast_begin_[depth] = static_cast<uint32_t>(out);
-      fast_end_[depth] = static_cast<uint32_t>(pool_.size());
-      ++i;
+      part->write_to(walk.bits.data());
+      walk.state_parts.push_back(part);
     }
-    pool_.clear();
-    walk.finish();
     return share(pure_tag(), pure_walks_[pure_cover_], pure_key_, std::move(walk));
   }
 
@@ -1076,8 +1075,11 @@ class MatcherState {
   // Runs the engine over the frontier subtrees of `pure`, reusing the path
   // prefix shared with the previous frontier node.
   bool walk_frontier(const PureWalk& pure, uint32_t* words, size_t base, uint64_t deadline) {
+    for (const PureWalk* part : pure.state_parts)
+      if (!walk_frontier(*part, words, base, deadline)) return false;
     if (pure.short_part != nullptr && !walk_frontier(*pure.short_part, words, base, deadline))
       return false;
+    if (pure.frontier.empty()) return true;
     walk_trie_ = pure.trie;
     depth_cap_ = pure.depth_cap;
     const auto& nodes = walk_trie_->nodes();

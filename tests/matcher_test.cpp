@@ -172,6 +172,13 @@ kc ::= [^"\\<>] kc "." | "\"")gm",
       // as rule calls (local walks).
       R"gm(root ::= "\"" [abc ]{0,40} "\"" | "[" c{18,40} "]"
 c ::= [^"\\\]] | "\x01" c)gm",
+      // After "[a", two pure items of two rules: a token is allowed when
+      // either reads it, and past where one ends its rule (the "]" of
+      // "b]", "c]]") the engine decides, from the whole set.
+      R"gm(root ::= "[" (x | y) "]"+ | "{" (x | y | z) "}"
+x ::= "a" "b" | "\x01" x
+y ::= "a" "c" | "ab" "c" | "\x01" y
+z ::= "a" [bc]+ | "\x01" z)gm",
       // Keys split between two called rules (any key but one starting
       // "x-", and those): only their union reads all plain text.
       R"gm(root ::= "{\"" ka ":1}" | "{\"" kb ":2}"
