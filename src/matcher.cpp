@@ -586,6 +586,9 @@ class MatcherState {
   static constexpr size_t kNotTerminated = SIZE_MAX;
   // Sets with more items than this always go through the engine.
   static constexpr ptrdiff_t kMaxFastItems = 16;
+  // Pure sets of at most this many states take the union of their states'
+  // walks (top_set_pure_walk).
+  static constexpr size_t kMaxUnionStates = 3;
 
   Status work_limit_status(const std::string& what) const {
     return Status(ErrorCode::kLimitExceeded,
@@ -949,33 +952,112 @@ class MatcherState {
         return shared;
       return remember_in(pure_walks_[pure_cover_], pure_key_, std::move(*owned));
     }
-    // Several states: an item reads a token on its own (the union of their
+    // A few states: an item reads a token on its own (the union of their
     // walks), and the engine decides below where one stops being pure
-    // (each walk's frontier, walked from the whole set). Each state's walk
-    // is its class's: shared with every set that holds the class, such as
-    // the other key starts of an object type.
-    walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
-    for (uint32_t s : pure_states_) {
-      const uint32_t cls = data_->walk_class[s];
-      const PureWalk* part = data_->class_walks->find(cls, pure_cover_);
-      if (part == nullptr) {
-        auto owned = std::make_unique<PureWalk>();
-        const uint64_t budget = deadline > engine_.work() ? deadline - engine_.work() : 0;
-        uint64_t visited = 0;
-        const bool done = data_->walk_pure_state(s, pure_cover_, budget, *owned, visited,
-                                                 /*forced=*/false);
-        engine_.charge(visited);
-        if (!done || engine_.work() > deadline) return nullptr;
-        part = data_->class_walks->publish(cls, pure_cover_, owned);
-        if (part == nullptr) {  // (the shared memory is spent)
-          walk.owned_state_parts.push_back(std::move(owned));
-          part = walk.owned_state_parts.back().get();
+    // (the walks' frontiers, merged, walked from the whole set). Each
+    // state's walk is its class's: shared with every set that holds the
+    // class, such as the other key starts of an object type. A first visit
+    // walks the trie once per state, so more states take one walk that
+    // advances them all.
+    if (pure_states_.size() <= kMaxUnionStates) {
+      walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
+      for (uint32_t s : pure_states_) {
+        const uint32_t cls = data_->walk_class[s];
+        const PureWalk* part = data_->class_walks->find(cls, pure_cover_);
+        if (part == nullptr) {
+          auto owned = std::make_unique<PureWalk>();
+          const uint64_t budget = deadline > engine_.work() ? deadline - engine_.work() : 0;
+          uint64_t visited = 0;
+          const bool done = data_->walk_pure_state(s, pure_cover_, budget, *owned, visited,
+                                                   /*forced=*/false);
+          engine_.charge(visited);
+          if (!done || engine_.work() > deadline) return nullptr;
+          part = data_->class_walks->publish(cls, pure_cover_, owned);
+          if (part == nullptr) {  // (the shared memory is spent)
+            walk.owned_state_parts.push_back(std::move(owned));
+            part = walk.owned_state_parts.back().get();
+          }
         }
+        part->write_to(walk.bits.data());
+        walk.state_parts.push_back(part);
       }
-      part->write_to(walk.bits.data());
-      walk.state_parts.push_back(part);
+      merge_frontiers(walk);
+      return share(pure_tag(), pure_walks_[pure_cover_], pure_key_, std::move(walk));
     }
+    const TokenTrie& trie = data_->trie_for(pure_cover_, walk);
+    const auto& nodes = trie.nodes();
+    const auto& ids = trie.token_ids();
+    walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
+    // pool_[fast_begin_[d], fast_end_[d]): the states after the path to depth d.
+    pool_.assign(pure_states_.begin(), pure_states_.end());
+    fast_begin_[0] = 0;
+    fast_end_[0] = static_cast<uint32_t>(pool_.size());
+    const uint32_t n = static_cast<uint32_t>(nodes.size());
+    for (uint32_t i = 1; i < n;) {
+      engine_.charge(1);
+      if (engine_.work() > deadline) return nullptr;
+      const TokenTrie::Node& node = nodes[i];
+      const size_t depth = node.depth;
+      pool_.resize(fast_end_[depth - 1]);
+      const size_t out = pool_.size();
+      const bool all_pure = advance(pool_.data() + fast_begin_[depth - 1],
+                                    pool_.data() + fast_end_[depth - 1], node.byte, out);
+      if (pool_.size() == out) {
+        i = node.subtree_end;
+        continue;
+      }
+      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t)
+        set_bit(walk.bits.data(), ids[t]);
+      path_[depth] = node.byte;
+      if (node.subtree_end != i + 1 && !all_pure) {
+        walk.add_frontier(i, path_, depth);
+        i = node.subtree_end;
+        continue;
+      }
+      fast_begin_[depth] = static_cast<uint32_t>(out);
+      fast_end_[depth] = static_cast<uint32_t>(pool_.size());
+      ++i;
+    }
+    pool_.clear();
+    walk.finish();
     return share(pure_tag(), pure_walks_[pure_cover_], pure_key_, std::move(walk));
+  }
+
+  // Moves the frontiers of `walk`'s unsplit state parts, which index one
+  // trie, into `walk` itself, each node once and none inside another's
+  // subtree: the states of a set often stop being pure at the same nodes,
+  // and the engine walks each subtree from the whole set anyway.
+  void merge_frontiers(PureWalk& walk) {
+    struct Entry {
+      uint32_t node;
+      const uint8_t* path;
+    };
+    std::vector<Entry> entries;
+    std::vector<const PureWalk*> kept;
+    for (const PureWalk* part : walk.state_parts) {
+      if (part->short_part != nullptr || part->frontier.empty()) {
+        if (part->has_frontier()) kept.push_back(part);
+        continue;
+      }
+      walk.trie = part->trie;  // (every unsplit part walked trie_for(pure_cover_))
+      const uint8_t* path = part->paths.data();
+      for (uint32_t node : part->frontier) {
+        entries.push_back({node, path});
+        path += walk.trie->nodes()[node].depth;
+      }
+    }
+    walk.state_parts = std::move(kept);
+    if (entries.empty()) return;
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.node < b.node; });
+    const auto& nodes = walk.trie->nodes();
+    uint32_t covered_until = 0;  // the end of the last kept node's subtree
+    for (const Entry& entry : entries) {
+      if (entry.node < covered_until) continue;
+      walk.frontier.push_back(entry.node);
+      walk.paths.insert(walk.paths.end(), entry.path, entry.path + nodes[entry.node].depth);
+      covered_until = nodes[entry.node].subtree_end;
+    }
   }
 
   const PureWalk* remember_in(WalkCache& cache, const std::vector<uint64_t>& key, PureWalk&& walk) {
