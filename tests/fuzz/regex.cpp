@@ -121,6 +121,15 @@ bool same_in_ecma_and_re2(std::string_view pattern) {
     if (c == '(' && i + 1 < pattern.size() && pattern[i + 1] == '?') {
       if (i + 2 >= pattern.size() || pattern[i + 2] != ':') return false;
     }
+    // A count with a leading zero ("b{00}"): ECMA-262 reads the number,
+    // RE2 reads the braces as text.
+    if (c == '{') {
+      for (size_t j = i + 1; j + 1 < pattern.size() && pattern[j] != '}'; ++j) {
+        const bool starts_number = j == i + 1 || pattern[j - 1] == ',';
+        if (starts_number && pattern[j] == '0' && pattern[j + 1] >= '0' && pattern[j + 1] <= '9')
+          return false;
+      }
+    }
   }
   return true;
 }
