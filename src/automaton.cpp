@@ -92,6 +92,21 @@ void utf8_sequences(uint32_t first, uint32_t last, std::vector<Utf8Sequence>& ou
 
 namespace {
 
+// Sorts [first, last): insertion sort for the few NFA targets that a run of
+// byte classes usually has, std::sort past that.
+void sort_small(uint32_t* first, uint32_t* last) {
+  if (last - first > 16) {
+    std::sort(first, last);
+    return;
+  }
+  for (uint32_t* i = first + 1; i < last; ++i) {
+    const uint32_t value = *i;
+    uint32_t* j = i;
+    for (; j > first && *(j - 1) > value; --j) *j = *(j - 1);
+    *j = value;
+  }
+}
+
 struct ByteEdge {
   uint8_t lo, hi;
   uint32_t target;
@@ -270,7 +285,8 @@ class Lowering {
     nfa_charge_.clear();
     built_split_.clear();
     dfa_begin_.clear();
-    pending_rule_edges_.clear();
+    pending_edge_begin_.clear();
+    pending_edges_.clear();
     pending_run_begin_.clear();
     pending_runs_.clear();
     total_nfa_states_ = 0;
@@ -342,7 +358,10 @@ class Lowering {
 
   void truncate_states(size_t n) {
     out_->states_.resize(n);
-    pending_rule_edges_.resize(n);
+    if (pending_edge_begin_.size() > n) {
+      pending_edges_.resize(pending_edge_begin_[n]);
+      pending_edge_begin_.resize(n);
+    }
     if (pending_run_begin_.size() > n) {
       pending_runs_.resize(pending_run_begin_[n]);
       pending_run_begin_.resize(n);
@@ -354,13 +373,16 @@ class Lowering {
   // RecognizerOptions::max_lowering_work lowering fails.
   bool add_work(size_t units) {
     work_ += units;
-    if (work_ > options_.max_lowering_work && status_.ok()) {
-      status_ = Status(ErrorCode::kLimitExceeded,
-                       "lowering the grammar takes too much work (more than " +
-                           std::to_string(options_.max_lowering_work) +
-                           " units; see RecognizerOptions::max_lowering_work)");
-    }
+    if (work_ > options_.max_lowering_work) work_exceeded();
     return status_.ok();
+  }
+  // (Apart from add_work, which runs a few times per automaton state.)
+  void work_exceeded() {
+    if (!status_.ok()) return;
+    status_ =
+        Status(ErrorCode::kLimitExceeded, "lowering the grammar takes too much work (more than " +
+                                              std::to_string(options_.max_lowering_work) +
+                                              " units; see RecognizerOptions::max_lowering_work)");
   }
 
   // Like build(), but alternatives and repeated parts that are not plain
@@ -937,7 +959,6 @@ class Lowering {
         st.rule = rule;
         st.is_final = std::binary_search(set.begin(), set.end(), nfa.accept);
         out_->states_.push_back(st);
-        pending_rule_edges_.emplace_back();
       }
       return first_id + k;
     };
@@ -949,23 +970,28 @@ class Lowering {
       uint32_t lo, hi;  // byte classes, inclusive
       uint32_t target;
     };
-    struct Run {
+    struct Run {  // a run's distinct NFA targets, resolved to a DFA state
       uint64_t hash;
-      uint32_t bucket;
+      uint32_t begin, size;  // in `targets`
       uint32_t state;
     };
     std::vector<ClassEdge> edges;
-    std::vector<uint32_t> cuts;                  // where runs of classes begin
-    std::vector<std::vector<uint32_t>> buckets;  // NFA targets per run
+    std::vector<uint32_t> cuts;  // where runs of classes begin, ascending
+    // (Cut points are classes 0..256: a bitmap sorts them, and run_at gives
+    // an edge's first run without a search.)
+    uint64_t cut_bits[5];
+    uint32_t run_at[257];
+    // The NFA targets of run k: targets[target_begin[k], target_begin[k + 1]).
+    std::vector<uint32_t> target_begin, fill, targets;
     std::vector<Run> resolved;
     std::vector<RuleEdge> by_rule;  // (rule, NFA target), sorted per DFA state
     for (uint32_t done = 0; done < closed_sets.count(); ++done) {
       if (closed_sets.count() > budget) return false;
       if (!status_.ok()) return true;
-      const uint32_t id = first_id + done;
-      // (States are stepped in the order they were made, so state id's runs
-      // come next.)
+      // (States are stepped in the order they were made, so the runs and
+      // rule edges of state first_id + done come next.)
       pending_run_begin_.push_back(static_cast<uint32_t>(pending_runs_.size()));
+      pending_edge_begin_.push_back(static_cast<uint32_t>(pending_edges_.size()));
       auto add_run = [&](uint32_t first_class, uint32_t target) {
         if (pending_runs_.size() > pending_run_begin_.back() &&
             pending_runs_.back().target == target)
@@ -973,8 +999,8 @@ class Lowering {
         pending_runs_.push_back({first_class, target});
       };
       edges.clear();
-      cuts.clear();
       by_rule.clear();
+      std::fill(std::begin(cut_bits), std::end(cut_bits), 0);
       const uint32_t* set = closed_sets.data(done);
       const uint32_t set_size = closed_sets.size(done);
       for (uint32_t i = 0; i < set_size; ++i) {
@@ -983,55 +1009,66 @@ class Lowering {
           const ByteEdge& e = nfa.bytes[b];
           const uint32_t lo = byte_class[e.lo], hi = byte_class[e.hi];
           edges.push_back({lo, hi, e.target});
-          cuts.push_back(lo);
-          cuts.push_back(hi + 1);
+          cut_bits[lo >> 6] |= uint64_t{1} << (lo & 63);
+          cut_bits[(hi + 1) >> 6] |= uint64_t{1} << ((hi + 1) & 63);
         }
         by_rule.insert(by_rule.end(), nfa.rules.begin() + nfa.rule_begin[s],
                        nfa.rules.begin() + nfa.rule_begin[s + 1]);
       }
       add_work(set_size + edges.size() + by_rule.size());
-      std::sort(cuts.begin(), cuts.end());
-      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-      const size_t runs = cuts.empty() ? 0 : cuts.size() - 1;
-      if (buckets.size() < runs) buckets.resize(runs);
-      for (const ClassEdge& e : edges) {
-        size_t k =
-            static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), e.lo) - cuts.begin());
-        for (; cuts[k] <= e.hi; ++k) buckets[k].push_back(e.target);
-      }
+      cuts.clear();
+      for (uint32_t w = 0; w < 5; ++w)
+        for (uint64_t bits = cut_bits[w]; bits != 0; bits &= bits - 1) {
+          const uint32_t c = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+          run_at[c] = static_cast<uint32_t>(cuts.size());
+          cuts.push_back(c);
+        }
+      const uint32_t runs = cuts.empty() ? 0 : static_cast<uint32_t>(cuts.size() - 1);
+      // Each edge's target goes to every run it spans (counted first, so
+      // that all runs share one array).
+      target_begin.assign(runs + 1, 0);
+      for (const ClassEdge& e : edges)
+        for (uint32_t k = run_at[e.lo]; cuts[k] <= e.hi; ++k) ++target_begin[k + 1];
+      for (uint32_t k = 0; k < runs; ++k) target_begin[k + 1] += target_begin[k];
+      fill.assign(target_begin.begin(), target_begin.end() - 1);
+      targets.resize(target_begin[runs]);
+      for (const ClassEdge& e : edges)
+        for (uint32_t k = run_at[e.lo]; cuts[k] <= e.hi; ++k) targets[fill[k]++] = e.target;
       resolved.clear();
       if (cuts.empty() || cuts[0] > 0) add_run(0, kNoState);
       for (uint32_t k = 0; k < runs; ++k) {
-        std::vector<uint32_t>& bucket = buckets[k];
-        if (bucket.empty()) {
+        uint32_t* const first = targets.data() + target_begin[k];
+        uint32_t* last = targets.data() + target_begin[k + 1];
+        if (first == last) {
           add_run(cuts[k], kNoState);
           continue;
         }
-        std::sort(bucket.begin(), bucket.end());
-        bucket.erase(std::unique(bucket.begin(), bucket.end()), bucket.end());
-        add_work(bucket.size());
-        const uint64_t hash = SequenceIndex::hash(bucket.data(), bucket.size());
+        sort_small(first, last);
+        last = std::unique(first, last);
+        const uint32_t size = static_cast<uint32_t>(last - first);
+        add_work(size);
+        const uint64_t hash = SequenceIndex::hash(first, size);
         uint32_t t = kNoState;
         for (const Run& r : resolved)
-          if (r.hash == hash && buckets[r.bucket] == bucket) {
+          if (r.hash == hash && r.size == size &&
+              std::equal(first, last, targets.data() + r.begin)) {
             t = r.state;
             break;
           }
         if (t == kNoState) {
           // The same NFA targets from another DFA state: no closure again.
-          auto [k_targets, inserted] = target_sets.intern(bucket.data(), bucket.size());
+          auto [k_targets, inserted] = target_sets.intern(first, size, hash);
           if (inserted) {
-            scratch.assign(bucket.begin(), bucket.end());
+            scratch.assign(first, last);
             closure(nfa, scratch);
             target_state.push_back(intern(scratch));
           }
           t = target_state[k_targets];
-          resolved.push_back({hash, k, t});
+          resolved.push_back({hash, target_begin[k], size, t});
         }
         add_run(cuts[k], t);
       }
       if (!cuts.empty() && cuts.back() < classes) add_run(cuts.back(), kNoState);
-      for (uint32_t k = 0; k < runs; ++k) buckets[k].clear();
       std::sort(by_rule.begin(), by_rule.end(), [](const RuleEdge& a, const RuleEdge& b) {
         return a.rule != b.rule ? a.rule < b.rule : a.target < b.target;
       });
@@ -1043,7 +1080,7 @@ class Lowering {
             scratch.push_back(by_rule[i].target);
         closure(nfa, scratch);
         const uint32_t t = intern(scratch);
-        pending_rule_edges_[id].push_back({r, t});
+        pending_edges_.push_back({r, t});
       }
     }
     charge(closed_sets.count());
@@ -1063,10 +1100,14 @@ class Lowering {
     struct Edge {
       uint32_t source, rule, target;
     };
+    std::vector<uint32_t>& edge_begin = pending_edge_begin_;
+    edge_begin.push_back(static_cast<uint32_t>(pending_edges_.size()));
     std::vector<Edge> rule_edges;
+    rule_edges.reserve(pending_edges_.size());
     for (size_t s = 0; s < n; ++s)
-      for (const RuleEdge& r : pending_rule_edges_[s])
-        rule_edges.push_back({static_cast<uint32_t>(s), r.rule, r.target});
+      for (uint32_t i = edge_begin[s]; i < edge_begin[s + 1]; ++i)
+        rule_edges.push_back(
+            {static_cast<uint32_t>(s), pending_edges_[i].rule, pending_edges_[i].target});
     auto index_by = [&](size_t buckets, auto key) {
       std::vector<uint32_t> begin(buckets + 1, 0), order(rule_edges.size());
       for (const Edge& e : rule_edges) ++begin[key(e) + 1];
@@ -1146,11 +1187,6 @@ class Lowering {
         }
         std::fill(row + runs[r].first_class, row + run_end_class(r, s), runs[r].target);
       }
-      auto& edges = pending_rule_edges_[s];
-      edges.erase(
-          std::remove_if(edges.begin(), edges.end(),
-                         [&](const RuleEdge& r) { return !productive[r.rule] || !live[r.target]; }),
-          edges.end());
     }
     // Nullable rules: the start state reaches a final state through nullable
     // rule edges only. Backward propagation over (still present) rule edges.
@@ -1191,7 +1227,9 @@ class Lowering {
           st.scan.set_range(static_cast<uint8_t>(first_byte[runs[r].first_class]),
                             static_cast<uint8_t>(first_byte[run_end_class(r, s)] - 1));
       st.rule_edges_begin = static_cast<uint32_t>(out_->rule_edges_.size());
-      for (const RuleEdge& r : pending_rule_edges_[s]) {
+      for (uint32_t i = edge_begin[s]; i < edge_begin[s + 1]; ++i) {
+        const RuleEdge& r = pending_edges_[i];
+        if (!productive[r.rule] || !live[r.target]) continue;
         out_->rule_edges_.push_back(r);
         st.waits_on |= uint64_t{1} << (r.rule & 63);
       }
@@ -1237,7 +1275,10 @@ class Lowering {
   size_t next_rule_ = 0;            // the next rule to determinize
   uint64_t work_ = 0;
   std::vector<uint32_t> closure_stack_;
-  std::vector<std::vector<RuleEdge>> pending_rule_edges_;
+  // Rule edges of the states stepped so far: state s's are
+  // pending_edges_[pending_edge_begin_[s], pending_edge_begin_[s + 1]).
+  std::vector<uint32_t> pending_edge_begin_;
+  std::vector<RuleEdge> pending_edges_;
   // Transitions of the states stepped so far, as runs (see finish()).
   std::vector<uint32_t> pending_run_begin_;
   std::vector<ClassRun> pending_runs_;

@@ -1377,17 +1377,24 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   // A state's signature: its class, then (first class, target class) for
   // each maximal run of equal target classes, so that it does not depend on
   // how the runs were cut. A round's groups are its distinct signatures.
-  std::vector<uint32_t> signature;
-  auto write_signature = [&](uint32_t s) {
-    signature.assign(1, cls[s]);
+  // (One buffer sized for the longest signature: this is the hot loop.)
+  uint32_t most_runs = 0;
+  for (uint32_t s : pure) most_runs = std::max(most_runs, run_begin[s + 1] - run_begin[s]);
+  std::vector<uint32_t> signature(1 + 2 * size_t{most_runs});
+  auto write_signature = [&](uint32_t s) -> size_t {
+    uint32_t* out = signature.data();
+    *out++ = cls[s];
     uint32_t previous = UINT32_MAX - 1;
-    for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) {
-      const uint32_t c = target_class(runs[r].target);
+    const ClassRun* const end = runs.data() + run_begin[s + 1];
+    for (const ClassRun* run = runs.data() + run_begin[s]; run != end; ++run) {
+      const uint32_t c = target_class(run->target);
       if (c == previous) continue;
-      signature.push_back(runs[r].first_class);
-      signature.push_back(c);
+      out[0] = run->first_class;
+      out[1] = c;
+      out += 2;
       previous = c;
     }
+    return static_cast<size_t>(out - signature.data());
   };
 
   // Moore refinement, one round per byte of lookahead, until stable. A
@@ -1396,33 +1403,43 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   std::vector<uint32_t> affected = pure, changed, group_of(n, 0), new_class;
   std::vector<uint8_t> marked(n, 0);
   SequenceIndex groups;
-  std::vector<uint32_t> affected_in_class(class_size.size(), 0);
+  std::vector<uint32_t> affected_in_class(class_size.size(), 0), keeper, group_size;
   auto take_short_classes = [&] {
     if (short_classes != nullptr && short_classes->empty()) *short_classes = cls;
   };
   for (size_t round = 0; round < depth && !affected.empty(); ++round) {
     if (round == TextSlice::kShortLength + 1) take_short_classes();
     groups.reset(affected.size());
-    for (uint32_t s : affected) {
-      write_signature(s);
-      group_of[s] = groups.intern(signature.data(), signature.size()).first;
-    }
-    // A class whose members were all re-signed keeps its id for its first
-    // group; every other group becomes a new class.
+    for (uint32_t s : affected)
+      group_of[s] = groups.intern(signature.data(), write_signature(s)).first;
+    // A class whose members were all re-signed keeps its id for its largest
+    // group (so that the fewest states change class and the next round
+    // re-signs the fewest predecessors, as in Hopcroft's algorithm); every
+    // other group becomes a new class.
     affected_in_class.resize(class_size.size(), 0);  // (all 0: reset after use)
+    keeper.resize(class_size.size(), UINT32_MAX);    // (likewise)
     for (uint32_t s : affected) ++affected_in_class[cls[s]];
-    new_class.assign(groups.count(), UINT32_MAX);
+    group_size.assign(groups.count(), 0);
+    for (uint32_t s : affected) ++group_size[group_of[s]];
     for (uint32_t g = 0; g < groups.count(); ++g) {
       const uint32_t old = groups.data(g)[0];  // the class the signature starts with
-      if (affected_in_class[old] == class_size[old]) {
-        affected_in_class[old] = UINT32_MAX;  // the id is taken
+      if (affected_in_class[old] != class_size[old]) continue;
+      if (keeper[old] == UINT32_MAX || group_size[g] > group_size[keeper[old]]) keeper[old] = g;
+    }
+    new_class.assign(groups.count(), UINT32_MAX);
+    for (uint32_t g = 0; g < groups.count(); ++g) {
+      const uint32_t old = groups.data(g)[0];
+      if (keeper[old] == g) {
         new_class[g] = old;
       } else {
         new_class[g] = static_cast<uint32_t>(class_size.size());
         class_size.push_back(0);
       }
     }
-    for (uint32_t s : affected) affected_in_class[cls[s]] = 0;  // ready for the next round
+    for (uint32_t s : affected) {  // ready for the next round
+      affected_in_class[cls[s]] = 0;
+      keeper[cls[s]] = UINT32_MAX;
+    }
     changed.clear();
     for (uint32_t s : affected) {
       const uint32_t next = new_class[group_of[s]];

@@ -28,8 +28,11 @@ class SequenceIndex {
 
   // The number of the sequence data[0, size), and whether it is new.
   std::pair<uint32_t, bool> intern(const uint32_t* data, size_t size) {
+    return intern(data, size, hash(data, size));
+  }
+  // The same, given hash(data, size).
+  std::pair<uint32_t, bool> intern(const uint32_t* data, size_t size, uint64_t h) {
     if (2 * (count() + 1) > slots_.size()) grow();
-    const uint64_t h = hash(data, size);
     const size_t mask = slots_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       const uint32_t k = slots_[i];
