@@ -552,6 +552,7 @@ class Lowering {
   // references from `tail_refs` (and a start state for each). Stops counting
   // past kLiftProduct, the largest size any decision looks at.
   size_t with_shared_rules(size_t local, const std::vector<uint32_t>& tail_refs, int depth) {
+    if (tail_refs.empty()) return local;  // (the usual case: no set to allocate)
     size_t total = local;
     std::unordered_set<uint32_t> counted(tail_refs.begin(), tail_refs.end());
     std::vector<uint32_t> pending(counted.begin(), counted.end());

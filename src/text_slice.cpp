@@ -12,22 +12,64 @@
 
 namespace grammask::internal {
 
+namespace {
+
+// spells_plain_text as a DFA over bytes: at a character boundary, in the
+// middle of a multi-byte character (with the range its next byte must fall
+// in, which rules out overlongs, surrogates and values above U+10FFFF), or
+// refused. One table lookup per byte, no decoding.
+enum PlainState : uint8_t {
+  kAtBoundary,
+  kOneMore,    // one continuation byte to go
+  kTwoMore,    // two
+  kThreeMore,  // three
+  kAfterE0,    // A0..BF, then one more
+  kAfterED,    // 80..9F, then one more
+  kAfterF0,    // 90..BF, then two more
+  kAfterF4,    // 80..8F, then two more
+  kRefused,
+  kPlainStates
+};
+
+struct PlainTextDfa {
+  uint8_t next[kPlainStates][256];
+};
+
+constexpr PlainTextDfa make_plain_text_dfa() {
+  PlainTextDfa dfa{};
+  for (auto& row : dfa.next)
+    for (uint8_t& target : row) target = kRefused;
+  auto set = [&](PlainState from, int lo, int hi, PlainState to) {
+    for (int b = lo; b <= hi; ++b) dfa.next[from][b] = to;
+  };
+  for (int b = 0; b < 0x80; ++b)
+    if (is_plain_text_char(static_cast<uint32_t>(b))) dfa.next[kAtBoundary][b] = kAtBoundary;
+  set(kAtBoundary, 0xC2, 0xDF, kOneMore);
+  set(kAtBoundary, 0xE0, 0xE0, kAfterE0);
+  set(kAtBoundary, 0xE1, 0xEC, kTwoMore);
+  set(kAtBoundary, 0xED, 0xED, kAfterED);
+  set(kAtBoundary, 0xEE, 0xEF, kTwoMore);
+  set(kAtBoundary, 0xF0, 0xF0, kAfterF0);
+  set(kAtBoundary, 0xF1, 0xF3, kThreeMore);
+  set(kAtBoundary, 0xF4, 0xF4, kAfterF4);
+  set(kOneMore, 0x80, 0xBF, kAtBoundary);
+  set(kTwoMore, 0x80, 0xBF, kOneMore);
+  set(kThreeMore, 0x80, 0xBF, kTwoMore);
+  set(kAfterE0, 0xA0, 0xBF, kOneMore);
+  set(kAfterED, 0x80, 0x9F, kOneMore);
+  set(kAfterF0, 0x90, 0xBF, kTwoMore);
+  set(kAfterF4, 0x80, 0x8F, kTwoMore);
+  return dfa;
+}
+
+constexpr PlainTextDfa kPlainTextDfa = make_plain_text_dfa();
+
+}  // namespace
+
 bool spells_plain_text(std::string_view bytes) noexcept {
-  if (bytes.empty()) return false;
-  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
-  for (size_t pos = 0; pos < bytes.size();) {
-    const uint8_t byte = data[pos];
-    if (byte < 0x80) {  // no decoding for ASCII
-      if (!is_plain_text_char(byte)) return false;
-      ++pos;
-      continue;
-    }
-    uint32_t code_point = 0;
-    const size_t length = utf8::decode(bytes, pos, &code_point);
-    if (length == utf8::kInvalid || !is_plain_text_char(code_point)) return false;
-    pos += length;
-  }
-  return true;
+  uint8_t state = kAtBoundary;
+  for (const char c : bytes) state = kPlainTextDfa.next[state][static_cast<uint8_t>(c)];
+  return !bytes.empty() && state == kAtBoundary;
 }
 
 TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,

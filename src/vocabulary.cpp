@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <mutex>
 #include <new>
 
 #include "text_slice.h"
@@ -34,45 +33,21 @@ struct VocabularyData {
   }
 };
 
-// The text slice of a trie's tokens, built by the first caller that needs
-// it (compiling a grammar), so that loading a vocabulary stays "read the
-// tokens, build the trie". Thread-safe.
-class LazyTextSlice {
- public:
-  LazyTextSlice(std::shared_ptr<const VocabularyData> data, std::vector<uint32_t> trie_ids)
-      : data_(std::move(data)), trie_ids_(std::move(trie_ids)) {}
-
-  const TextSlice& get() const {
-    std::call_once(once_, [this] {
-      slice_ =
-          TextSlice::build(data_->bytes.data(), data_->offsets.data(), trie_ids_, data_->size());
-      trie_ids_ = {};
-    });
-    return slice_;
-  }
-
- private:
-  mutable std::once_flag once_;
-  mutable TextSlice slice_;
-  std::shared_ptr<const VocabularyData> data_;
-  mutable std::vector<uint32_t> trie_ids_;  // ascending; released once built
-};
-
 // What depends on the stop set: the ids, the trie of the remaining text
 // tokens, and the tokens outside the trie that find_token must still see.
 struct StopSet {
   std::vector<uint32_t> ids;
   std::shared_ptr<const TokenTrie> trie;
-  std::shared_ptr<const LazyTextSlice> text_slice;  // the trie's tokens, partitioned
-  std::vector<uint32_t> outside_trie;               // non-empty bytes, not in the trie
+  std::shared_ptr<const TextSlice> text_slice;  // the trie's tokens, partitioned
+  std::vector<uint32_t> outside_trie;           // non-empty bytes, not in the trie
 };
 
 }  // namespace internal
 
 namespace {
 
-using internal::LazyTextSlice;
 using internal::StopSet;
+using internal::TextSlice;
 using internal::TokenTrie;
 using internal::VocabularyData;
 
@@ -111,7 +86,7 @@ Status check_ids(const std::vector<uint32_t>& ids, size_t size, const char* what
 std::shared_ptr<const StopSet> make_stop_set(
     const std::shared_ptr<const VocabularyData>& shared_data, std::vector<uint32_t> stop_ids,
     std::shared_ptr<const TokenTrie> reusable_trie,
-    std::shared_ptr<const LazyTextSlice> reusable_slice) {
+    std::shared_ptr<const TextSlice> reusable_slice) {
   const VocabularyData& data = *shared_data;
   auto stops = std::make_shared<StopSet>();
   std::sort(stop_ids.begin(), stop_ids.end());
@@ -136,7 +111,8 @@ std::shared_ptr<const StopSet> make_stop_set(
   } else {
     stops->trie = std::make_shared<const TokenTrie>(
         TokenTrie::build(data.bytes.data(), data.offsets.data(), trie_ids));
-    stops->text_slice = std::make_shared<const LazyTextSlice>(shared_data, std::move(trie_ids));
+    stops->text_slice = std::make_shared<const TextSlice>(
+        TextSlice::build(data.bytes.data(), data.offsets.data(), trie_ids, data.size()));
   }
   return stops;
 }
@@ -281,8 +257,8 @@ const internal::TokenTrie& Vocabulary::trie() const noexcept {
   return *stops_->trie;
 }
 
-const internal::TextSlice& Vocabulary::text_slice() const {
-  return stops_->text_slice->get();
+const internal::TextSlice& Vocabulary::text_slice() const noexcept {
+  return *stops_->text_slice;
 }
 
 std::optional<uint32_t> Vocabulary::find_token(std::string_view bytes) const {

@@ -314,42 +314,5 @@ TEST(ThreadSafety, ConcurrentCompilationFromOneVocabulary) {
   EXPECT_EQ(problems.count(), 0) << problems.first();
 }
 
-TEST(ThreadSafety, FirstCompilesRaceToBuildTheTextSlice) {
-  // The vocabulary's text slice is built by the first compile that needs it:
-  // several threads compile at once on a fresh vocabulary, and their masks
-  // match those computed on another vocabulary with the same tokens.
-  const Scale s = scale();
-  const char* const grammar = "root ::= \"\\\"\" [^\"\\\\]* \"\\\"\"";
-  std::vector<uint32_t> expected;
-  {
-    const Vocabulary reference = make_vocabulary();
-    auto compiled = CompiledGrammar::from_gbnf(grammar, reference);
-    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
-    Matcher m(*compiled);
-    ASSERT_TRUE(m.accept_bytes("\"").ok());
-    expected.resize(compiled->mask_words());
-    ASSERT_TRUE(m.fill_mask(expected.data(), expected.size()).ok());
-  }
-  const Vocabulary vocabulary = make_vocabulary();
-  Problems problems;
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < s.threads; ++t) {
-    threads.emplace_back([&] {
-      ++ready;
-      while (ready.load() < s.threads) std::this_thread::yield();
-      auto compiled = CompiledGrammar::from_gbnf(grammar, vocabulary);
-      if (!compiled.ok()) return problems.add("compile failed");
-      Matcher m(*compiled);
-      std::vector<uint32_t> mask(compiled->mask_words());
-      if (!m.accept_bytes("\"").ok() || !m.fill_mask(mask.data(), mask.size()).ok() ||
-          mask != expected)
-        problems.add("mask differs");
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(problems.count(), 0) << problems.first();
-}
-
 }  // namespace
 }  // namespace grammask

@@ -16,6 +16,7 @@
 #include "grammask/bitmask.h"
 #include "text_slice.h"
 #include "token_trie.h"
+#include "utf8.h"
 
 namespace grammask {
 namespace {
@@ -374,6 +375,54 @@ TEST(Vocabulary, TextSlicePartitionsTheTrie) {
   EXPECT_FALSE(test_bit(without_x->text_slice().words.data(), 1));
   EXPECT_TRUE(test_bit(without_x->text_slice().words.data(), 0));
   EXPECT_EQ(&vocab->with_stop_tokens({16, 17})->text_slice(), &slice);
+}
+
+// spells_plain_text reads eight ASCII bytes at a time; every byte value in
+// every position of long and short strings must give the per-character
+// answer.
+TEST(TextSlice, PlainTextCheckAgreesWithDecoding) {
+  auto reference = [](std::string_view bytes) {
+    if (bytes.empty()) return false;
+    for (size_t pos = 0; pos < bytes.size();) {
+      uint32_t code_point = 0;
+      const size_t length = utf8::decode(bytes, pos, &code_point);
+      if (length == utf8::kInvalid || !internal::is_plain_text_char(code_point)) return false;
+      pos += length;
+    }
+    return true;
+  };
+  size_t plain = 0;
+  for (size_t length : {1, 7, 8, 9, 16, 19}) {
+    for (size_t at = 0; at < length; ++at) {
+      for (int value = 0; value < 256; ++value) {
+        std::string text(length, 'a');
+        text[at] = static_cast<char>(value);
+        ASSERT_EQ(internal::spells_plain_text(text), reference(text))
+            << "byte " << value << " at " << at << " of " << length;
+        plain += reference(text);
+      }
+    }
+  }
+  EXPECT_GT(plain, 0u);
+  std::mt19937 random(7);
+  const std::string pieces[] = {"a",
+                                " ",
+                                "\"",
+                                "\\",
+                                "\x7F",
+                                "\x1F",
+                                "\xC3\xA9",
+                                "\xE6\x97\xA5",
+                                "\xF0\x9F\x8E\x89",
+                                "\xC3",
+                                "\xA9",
+                                "\xED\xA0\x80"};
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    const int count = static_cast<int>(random() % 24);
+    for (int k = 0; k < count; ++k) text += pieces[random() % (random() % 4 == 0 ? 12 : 2)];
+    ASSERT_EQ(internal::spells_plain_text(text), reference(text)) << text;
+  }
 }
 
 TEST(Vocabulary, FromDecodedHonoursKindsAndEndMarkers) {

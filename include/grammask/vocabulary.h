@@ -159,10 +159,9 @@ class Vocabulary {
   // bytes, in a flat depth-first trie (see src/token_trie.h).
   const internal::TokenTrie& trie() const noexcept;
   // The trie's tokens split into those that spell only plain string text
-  // and the others (see src/text_slice.h); built on first use (compiling a
-  // grammar: about 1 ms for 100k tokens; may throw std::bad_alloc then),
-  // then shared like the trie.
-  const internal::TextSlice& text_slice() const;
+  // and the others (see src/text_slice.h); built with the trie (about 2 ms
+  // for 100k tokens) and shared like it.
+  const internal::TextSlice& text_slice() const noexcept;
 
  private:
   Vocabulary(std::shared_ptr<const internal::VocabularyData> data,
