@@ -356,6 +356,13 @@ class GgufParser {
     if (const size_t size = fixed_size(element_type); size != 0) {
       return reader_.skip(count * size) ? Status() : truncated(key);
     }
+    if (element_type == kString) {  // (BPE merges: 100k strings, skipped inline)
+      for (uint64_t i = 0; i < count; ++i) {
+        uint64_t length = 0;
+        if (!reader_.read_scalar(length) || !reader_.skip(length)) return truncated(key);
+      }
+      return Status();
+    }
     for (uint64_t i = 0; i < count; ++i) {
       if (Status status = skip_value(key, element_type, nesting + 1); !status.ok()) return status;
     }

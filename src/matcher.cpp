@@ -4,7 +4,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <system_error>
@@ -307,6 +306,7 @@ struct CompiledGrammarData {
   Vocabulary vocabulary;
   uint64_t max_mask_work = 0;        // CompileOptions::max_mask_work
   std::vector<uint32_t> walk_class;  // per DFA state; kImpureClass for impure ones
+  std::vector<uint8_t> pure;         // per DFA state: walk_class is not kImpureClass
   // Per DFA state: a rule start or the target of a rule edge, the states
   // an Earley item can enter by prediction or completion.
   std::vector<uint8_t> entered_by_rule;
@@ -374,6 +374,20 @@ struct CompiledGrammarData {
   bool walk_pure_state(uint32_t s, TextCover cover, uint64_t budget, PureWalk& walk,
                        uint64_t& visited, bool forced) const {
     visited = 0;
+    // The last characters of a bounded string: the plain tokens short
+    // enough are allowed and the others refused, so only the tokens outside
+    // the slice are walked (a tenth of the trie). The walk is still exactly
+    // the state's, as a class's walk must be (TextClosure::plain_chars
+    // looks at the same transitions and purity as the walk classes).
+    if (cover == kNoText) {
+      if (const uint32_t chars = text_closure->plain_chars(s, pure); chars != 0) {
+        const TextSlice& slice = vocabulary.text_slice();
+        walk.slice = &slice.tier_words[chars - 1];
+        walk.trie = &slice.rest;
+        return walk_from_state(*pure_transitions, slice.rest, vocabulary.size(), s, budget, walk,
+                               visited);
+      }
+    }
     if (split_class[walk_class[s]]) {
       const uint32_t short_class = short_walk_class[s];
       const PureWalk* short_part = short_class_walks->find(short_class, cover);
@@ -1035,11 +1049,14 @@ class MatcherState {
     std::vector<Entry> entries;
     std::vector<const PureWalk*> kept;
     for (const PureWalk* part : walk.state_parts) {
-      if (part->short_part != nullptr || part->frontier.empty()) {
+      // (Split parts, and parts that walked another trie than the first
+      // merged one, such as a tier walk's, keep their own frontiers.)
+      if (part->short_part != nullptr || part->frontier.empty() ||
+          (walk.trie != nullptr && part->trie != walk.trie)) {
         if (part->has_frontier()) kept.push_back(part);
         continue;
       }
-      walk.trie = part->trie;  // (every unsplit part walked trie_for(pure_cover_))
+      walk.trie = part->trie;
       const uint8_t* path = part->paths.data();
       for (uint32_t node : part->frontier) {
         entries.push_back({node, path});
@@ -1297,12 +1314,14 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
     // First split: finality, and the exact targets of calls to rules that
     // may derive nothing (such a call reads no byte, so bounding the
     // lookahead by bytes says nothing about what follows it).
-    std::map<std::vector<uint32_t>, uint32_t> initial;
+    SequenceIndex initial;  // the keys below, numbered from class 1 on
+    initial.reset(64);
+    std::vector<uint32_t> key;
     for (uint32_t s = 0; s < n; ++s) {
       const AutomatonState& state = grammar.states()[s];
       // (Also a rule called twice from one state: the transitions below
       // hold one target per rule.)
-      std::vector<uint32_t> key{state.is_final ? 1u : 0u};
+      key.assign(1, state.is_final ? 1u : 0u);
       const RuleEdge* first_edge = grammar.rule_edges().data() + state.rule_edges_begin;
       const RuleEdge* last_edge = grammar.rule_edges().data() + state.rule_edges_end;
       for (const RuleEdge* edge = first_edge; edge != last_edge; ++edge) {
@@ -1312,10 +1331,9 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
         if (grammar.rules()[edge->rule].nullable || twice)
           key.insert(key.end(), {edge->rule, edge->target});
       }
-      auto [it, inserted] =
-          initial.emplace(std::move(key), static_cast<uint32_t>(class_size.size()));
+      const auto [k, inserted] = initial.intern(key.data(), key.size());
       if (inserted) class_size.push_back(0);
-      cls[s] = it->second;
+      cls[s] = k + 1;
       ++class_size[cls[s]];
       pure.push_back(s);
     }
@@ -1693,6 +1711,9 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
                                      data->short_walk_class, num_short_classes);
   data->class_walks = std::make_unique<internal::ClassWalks>(data->num_walk_classes);
   data->short_class_walks = std::make_unique<internal::ClassWalks>(num_short_classes);
+  data->pure.resize(data->walk_class.size());
+  for (size_t s = 0; s < data->walk_class.size(); ++s)
+    data->pure[s] = data->walk_class[s] != internal::kImpureClass;
   data->split_class = internal::split_classes(data->walk_class, data->num_walk_classes,
                                               data->short_walk_class, num_short_classes);
   data->shared_walks = std::make_unique<internal::SharedWalks>();

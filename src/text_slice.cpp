@@ -77,6 +77,7 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
   TextSlice slice;
   slice.words.assign(mask_words(vocabulary_size), 0);
   slice.short_words.assign(mask_words(vocabulary_size), 0);
+  slice.tier_words.assign(kMaxTierChars, std::vector<uint32_t>(mask_words(vocabulary_size), 0));
   std::vector<uint32_t> rest, short_rest, long_tokens, long_rest;
   for (uint32_t id : ids) {
     const std::string_view token(bytes + offsets[id], offsets[id + 1] - offsets[id]);
@@ -85,6 +86,9 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
     if (spells_plain_text(token)) {
       set_bit(slice.words.data(), id);
       slice.max_length = std::max(slice.max_length, token.size());
+      size_t chars = 0;  // (well-formed: the bytes that are not continuations)
+      for (const char c : token) chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+      if (chars <= kMaxTierChars) set_bit(slice.tier_words[chars - 1].data(), id);
       if (!is_long) {
         set_bit(slice.short_words.data(), id);
         continue;
@@ -95,6 +99,9 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
     }
     short_rest.push_back(id);
   }
+  for (size_t n = 1; n < kMaxTierChars; ++n)
+    for (size_t i = 0; i < slice.tier_words[n].size(); ++i)
+      slice.tier_words[n][i] |= slice.tier_words[n - 1][i];
   slice.rest = TokenTrie::build(bytes, offsets, std::move(rest));
   slice.short_rest = TokenTrie::build(bytes, offsets, std::move(short_rest));
   slice.long_tokens = TokenTrie::build(bytes, offsets, std::move(long_tokens));
@@ -489,6 +496,46 @@ bool TextClosure::union_reads_all_text(uint32_t state) const {
     }
   }
   return true;
+}
+
+uint32_t TextClosure::plain_chars(uint32_t state, const std::vector<uint8_t>& pure) const {
+  // Level by level, the states after n characters: each must read every
+  // plain character (its bytes through pure states), until a level where
+  // none reads any. One that reads some but not all ends it.
+  constexpr size_t kMaxLevelStates = 64;
+  std::vector<uint32_t> level{state}, next;
+  std::vector<std::pair<uint32_t, Phase>> inside;  // (state, phase) within a character
+  for (uint32_t n = 0; n <= TextSlice::kMaxTierChars; ++n) {
+    bool reads = false, refuses = false;
+    next.clear();
+    for (const uint32_t s : level) {
+      if (!pure[s]) return 0;
+      inside.assign(1, {s, kBoundary});
+      while (!inside.empty()) {
+        const auto [at, phase] = inside.back();
+        inside.pop_back();
+        for (const Step& step : steps_[phase]) {
+          const uint32_t t = grammar_.next(at, step.byte);
+          if (t == kNoState) {
+            refuses = true;
+            continue;
+          }
+          reads = true;
+          if (!pure[t]) return 0;
+          if (step.next != kBoundary) {
+            inside.push_back({t, step.next});
+          } else if (std::find(next.begin(), next.end(), t) == next.end()) {
+            next.push_back(t);
+          }
+        }
+        if (reads && refuses) return 0;
+      }
+    }
+    if (!reads) return n;  // (0 when the state reads no plain text at all)
+    if (next.size() > kMaxLevelStates) return 0;
+    level.swap(next);
+  }
+  return 0;  // every plain text of kMaxTierChars + 1 characters: not a tier
 }
 
 TextCover TextClosure::cover(uint32_t state) const {

@@ -53,10 +53,15 @@ inline constexpr int kTextCovers = 3;
 // trie.
 struct TextSlice {
   static constexpr size_t kShortLength = 16;
+  // Tiers by characters, for states that read every plain text of up to N
+  // characters and none of N + 1 (the last characters of a bounded string).
+  static constexpr size_t kMaxTierChars = 15;
   std::vector<uint32_t> words;        // bit i set <=> token i is in the slice
   std::vector<uint32_t> short_words;  // ... and at most kShortLength bytes long
-  TokenTrie rest;                     // the trie tokens outside the slice
-  TokenTrie short_rest;               // ... outside the short tier
+  // tier_words[n - 1]: the slice tokens of at most n characters.
+  std::vector<std::vector<uint32_t>> tier_words;
+  TokenTrie rest;        // the trie tokens outside the slice
+  TokenTrie short_rest;  // ... outside the short tier
   // The long tokens (more than kShortLength bytes), all of them and those
   // outside the slice: a walk may be split into its tokens of at most
   // kShortLength bytes, which states that look alike that far share, and
@@ -93,6 +98,12 @@ class TextClosure {
   TextCover cover(uint32_t state) const;
   // The best cover among states[0, count): the items of one Earley set.
   TextCover best_cover(const uint32_t* states, size_t count) const;
+  // N in [1, TextSlice::kMaxTierChars] if an Earley item in `state` reads
+  // every plain-text string of up to N characters and none of N + 1, by
+  // byte transitions through states that `pure` holds (a rule neither ends
+  // nor begins in them); else 0. Then a plain token is allowed exactly when
+  // it has at most N characters, and only the other tokens need a walk.
+  uint32_t plain_chars(uint32_t state, const std::vector<uint8_t>& pure) const;
 
  private:
   // The UTF-8 positions: between characters, and inside each kind of

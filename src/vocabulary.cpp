@@ -336,10 +336,14 @@ int hex_digit(char c) {
 
 void append_byte_level_bytes(std::string_view token_text, std::string& bytes) {
   static const ByteLevelTable table;
-  // Every character decodes to at most its own length: write in place, then trim.
-  const size_t start = bytes.size();
-  bytes.resize(start + token_text.size());
-  char* out = &bytes[start];
+  // Every character decodes to at most its own length: decode into a buffer
+  // of that size (on the stack for the usual short token), then append.
+  char stack_buffer[256];
+  std::string heap_buffer;
+  char* const begin = token_text.size() <= sizeof stack_buffer
+                          ? stack_buffer
+                          : (heap_buffer.resize(token_text.size()), heap_buffer.data());
+  char* out = begin;
   for (size_t i = 0; i < token_text.size();) {
     const uint8_t first = static_cast<uint8_t>(token_text[i]);
     if (first >= 0x21 && first <= 0x7E) {  // printable ASCII stands for itself
@@ -359,7 +363,7 @@ void append_byte_level_bytes(std::string_view token_text, std::string& bytes) {
       i += length;
     }
   }
-  bytes.resize(static_cast<size_t>(out - bytes.data()));
+  bytes.append(begin, static_cast<size_t>(out - begin));
 }
 
 void append_sentencepiece_bytes(std::string_view token_text, std::string& bytes) {

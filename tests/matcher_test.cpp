@@ -179,6 +179,13 @@ c ::= [^"\\\]] | "\x01" c)gm",
 x ::= "a" "b" | "\x01" x
 y ::= "a" "c" | "ab" "c" | "\x01" y
 z ::= "a" [bc]+ | "\x01" z)gm",
+      // The last characters of bounded strings: plain tokens of at most N
+      // characters are allowed at once and only the others walked (é, 日本
+      // and 🎉 count one character each). Plain text that goes on past
+      // the bound ("l": "null" after "["), or a rule after it, makes no
+      // such tier.
+      R"gm(root ::= "\"" [^"\\]{0,5} "\"" | "[" [^"\\]{0,2} "l"* "\"" | "{" [^"\\]{0,3} t "\""
+t ::= "é" | "")gm",
       // Keys split between two called rules (any key but one starting
       // "x-", and those): only their union reads all plain text.
       R"gm(root ::= "{\"" ka ":1}" | "{\"" kb ":2}"
