@@ -213,6 +213,51 @@ class TextClosure::Search {
     size_t proven = 0;
     size_t refuted = SIZE_MAX;
   };
+  // Known answers by configuration, open addressing: a proof looks up every
+  // configuration it meets (tens of thousands through a chain of calls),
+  // which a node-based map made most of its cost.
+  class KnownTable {
+   public:
+    const Known* find(const Config& config) const {
+      if (slots_.empty()) return nullptr;
+      for (size_t i = ConfigHash()(config) & (slots_.size() - 1);;
+           i = (i + 1) & (slots_.size() - 1)) {
+        const Slot& slot = slots_[i];
+        if (slot.config.state == kEmpty) return nullptr;
+        if (slot.config == config) return &slot.known;
+      }
+    }
+    Known& operator[](const Config& config) {
+      if (2 * (count_ + 1) > slots_.size()) grow();
+      for (size_t i = ConfigHash()(config) & (slots_.size() - 1);;
+           i = (i + 1) & (slots_.size() - 1)) {
+        Slot& slot = slots_[i];
+        if (slot.config.state == kEmpty) {
+          slot.config = config;
+          ++count_;
+          return slot.known;
+        }
+        if (slot.config == config) return slot.known;
+      }
+    }
+
+   private:
+    static constexpr uint32_t kEmpty = UINT32_MAX;  // (no state has this id)
+    struct Slot {
+      Config config;
+      Known known;
+    };
+    void grow() {
+      std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+      old.swap(slots_);
+      for (Slot& slot : slots_) slot.config.state = kEmpty;
+      count_ = 0;
+      for (const Slot& slot : old)
+        if (slot.config.state != kEmpty) (*this)[slot.config] = slot.known;
+    }
+    std::vector<Slot> slots_;
+    size_t count_ = 0;
+  };
   // Scratch per recursion level, reused across the search.
   struct Level {
     std::vector<Config> here, next;
@@ -225,12 +270,9 @@ class TextClosure::Search {
     if (depth == 0 ||
         closure_.known_at(config.state).load(std::memory_order_relaxed) == known(kAllText))
       return true;
-    {
-      auto it = known_.find(config);
-      if (it != known_.end()) {
-        if (it->second.proven >= depth) return true;
-        if (it->second.refuted <= depth) return false;
-      }
+    if (const Known* known = known_.find(config)) {
+      if (known->proven >= depth) return true;
+      if (known->refuted <= depth) return false;
     }
     // The successors on each byte first: most refutations are a byte with
     // none, found without going deeper.
@@ -320,7 +362,7 @@ class TextClosure::Search {
   }
 
   const TextClosure& closure_;
-  std::unordered_map<Config, Known, ConfigHash> known_;
+  KnownTable known_;
   std::deque<Level> levels_;
   size_t work_ = 0;
 };
@@ -428,6 +470,48 @@ std::optional<TextCover> TextClosure::cover_by_dead_end(uint32_t state) const {
     level.swap(next);
   }
   return kAllText;
+}
+
+bool TextClosure::reads_any_one_char(uint32_t rule) const {
+  const uint32_t start = grammar_.rules()[rule].start;
+  if (start == kNoState) return false;
+  std::vector<std::pair<uint32_t, Phase>> inside{{start, kBoundary}};
+  while (!inside.empty()) {
+    const auto [at, phase] = inside.back();
+    inside.pop_back();
+    for (const Step& step : steps_[phase]) {
+      const uint32_t t = grammar_.next(at, step.byte);
+      if (t == kNoState) return false;
+      if (step.next != kBoundary) {
+        inside.push_back({t, step.next});
+      } else if (!grammar_.states()[t].is_final) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool TextClosure::chain_reads_all_text(uint32_t state) const {
+  const ByteGrammar& grammar = grammar_;
+  const AutomatonState& first = grammar.states()[state];
+  for (uint32_t e = first.rule_edges_begin; e < first.rule_edges_end; ++e) {
+    const uint32_t rule = grammar.rule_edges()[e].rule;
+    uint32_t at = grammar.rule_edges()[e].target;
+    size_t calls = 1;
+    while (calls < max_length_) {
+      const AutomatonState& next = grammar.states()[at];
+      const RuleEdge* edge =
+          std::find_if(grammar.rule_edges().data() + next.rule_edges_begin,
+                       grammar.rule_edges().data() + next.rule_edges_end,
+                       [&](const RuleEdge& candidate) { return candidate.rule == rule; });
+      if (edge == grammar.rule_edges().data() + next.rule_edges_end) break;
+      at = edge->target;
+      ++calls;
+    }
+    if (calls >= max_length_ && reads_any_one_char(rule)) return true;
+  }
+  return false;
 }
 
 bool TextClosure::scans_all_ascii_text(const ByteSet& scan) {
@@ -579,7 +663,9 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
     const size_t i = count - 1 - n;
     if (known_at(states[i]).load(std::memory_order_relaxed) != kUnknown) continue;
     ++searches;
-    const std::optional<TextCover> decided = cover_by_dead_end(states[i]);
+    const std::optional<TextCover> decided = chain_reads_all_text(states[i])
+                                                 ? std::optional<TextCover>(kAllText)
+                                                 : cover_by_dead_end(states[i]);
     TextCover cover;
     if (decided) {
       cover = *decided;

@@ -129,6 +129,14 @@ class TextClosure {
   // made last (a string body, a key automaton): a cheap search that tries
   // first.
   bool loops_on_all_text(uint32_t state) const;
+  // Every plain-text string of up to max_length bytes, through a chain of
+  // at least that many calls to one rule that reads any one plain
+  // character (a long string body whose characters are rule calls): a
+  // check that costs one step per call, where the deep proof would follow
+  // each character's bytes into the rule at every position.
+  bool chain_reads_all_text(uint32_t state) const;
+  // Whether `rule` reads every plain character and can end right after it.
+  bool reads_any_one_char(uint32_t rule) const;
   // Whether `scan` holds every plain ASCII character: a state that calls no
   // rule needs it (most states fail here).
   static bool scans_all_ascii_text(const ByteSet& scan);

@@ -667,6 +667,26 @@ kt ::= [^"\\] kt | "\"")gm";
   EXPECT_EQ(cover_after_key_quote(R"gm(root ::= "{\"" ka ":1}")gm"), internal::kNoText);
 }
 
+// A long string body whose characters are calls to one rule (a repeat too
+// large to copy): every position with at least max_length calls left reads
+// all plain text, by the chain of calls; a character rule that refuses one
+// plain character ("x") reads no such text, however long the chain.
+TEST(TextCover, CallChainOfOneCharacterRuleReadsAllText) {
+  auto cover_after_quote = [](const char* character) {
+    auto grammar = parse_gbnf(std::string(R"gm(root ::= "\"" c{0,3000} "\""
+c ::= )gm") + character);
+    EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+    EXPECT_TRUE(lowered.ok()) << lowered.status().to_string();
+    const internal::ByteGrammar& g = **lowered;
+    const uint32_t state = g.next(g.rules()[g.root_rule()].start, '"');
+    EXPECT_NE(state, internal::kNoState);
+    return internal::TextClosure(g, 128).cover(state);
+  };
+  EXPECT_EQ(cover_after_quote(R"gm([^"\\] | "\\" ["\\nt])gm"), internal::kAllText);
+  EXPECT_EQ(cover_after_quote(R"gm([^"\\x] | "\\" ["\\nt])gm"), internal::kNoText);
+}
+
 // --- the shared workload: every grammar case accepts its text ---------------
 
 TEST(SharedBench, GrammarCasesAcceptTheirText) {
