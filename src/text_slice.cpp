@@ -66,10 +66,18 @@ constexpr PlainTextDfa kPlainTextDfa = make_plain_text_dfa();
 
 }  // namespace
 
-bool spells_plain_text(std::string_view bytes) noexcept {
+size_t plain_text_chars(std::string_view bytes) noexcept {
   uint8_t state = kAtBoundary;
-  for (const char c : bytes) state = kPlainTextDfa.next[state][static_cast<uint8_t>(c)];
-  return !bytes.empty() && state == kAtBoundary;
+  size_t chars = 0;
+  for (const char c : bytes) {
+    state = kPlainTextDfa.next[state][static_cast<uint8_t>(c)];
+    chars += state == kAtBoundary;
+  }
+  return state == kAtBoundary ? chars : 0;
+}
+
+bool spells_plain_text(std::string_view bytes) noexcept {
+  return plain_text_chars(bytes) != 0;
 }
 
 TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
@@ -83,11 +91,9 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
     const std::string_view token(bytes + offsets[id], offsets[id + 1] - offsets[id]);
     const bool is_long = token.size() > kShortLength;
     if (is_long) long_tokens.push_back(id);
-    if (spells_plain_text(token)) {
+    if (const size_t chars = plain_text_chars(token); chars != 0) {
       set_bit(slice.words.data(), id);
       slice.max_length = std::max(slice.max_length, token.size());
-      size_t chars = 0;  // (well-formed: the bytes that are not continuations)
-      for (const char c : token) chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
       if (chars <= kMaxTierChars) set_bit(slice.tier_words[chars - 1].data(), id);
       if (!is_long) {
         set_bit(slice.short_words.data(), id);

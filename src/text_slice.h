@@ -16,6 +16,7 @@
 #define GRAMMASK_SRC_TEXT_SLICE_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -39,6 +40,8 @@ constexpr bool is_plain_text_char(uint32_t code_point) noexcept {
 // True if `bytes` is non-empty, well-formed UTF-8, and every character in
 // it is plain text.
 bool spells_plain_text(std::string_view bytes) noexcept;
+// Its characters when it does, else 0.
+size_t plain_text_chars(std::string_view bytes) noexcept;
 
 // How much of the slice a state's walk may take for granted.
 enum TextCover : uint8_t {

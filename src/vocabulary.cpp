@@ -351,6 +351,18 @@ void append_byte_level_bytes(std::string_view token_text, std::string& bytes) {
       ++i;
       continue;
     }
+    // The byte alphabet's other characters are all two bytes long (U+00A1
+    // to U+0143): decoded here without the general decoder.
+    if (first >= 0xC2 && first <= 0xC5 && i + 1 < token_text.size()) {
+      const uint8_t second = static_cast<uint8_t>(token_text[i + 1]);
+      const uint32_t code_point = ((first & 0x1Fu) << 6) | (second & 0x3Fu);
+      if ((second & 0xC0) == 0x80 && code_point < table.byte_of.size() &&
+          table.byte_of[code_point] >= 0) {
+        *out++ = static_cast<char>(table.byte_of[code_point]);
+        i += 2;
+        continue;
+      }
+    }
     uint32_t code_point = 0;
     const size_t length = decode_utf8(token_text, i, code_point);
     if (length == 0) {  // not UTF-8: keep the byte
