@@ -1311,13 +1311,32 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
     }
     class_size.push_back(static_cast<uint32_t>(pure.size()));
   } else {
+    // Only the states of call chains (a state calling a rule whose target
+    // calls it again, and those targets) take part; every other state is a
+    // class of its own, which the chains' states may refer to.
+    std::vector<uint8_t> in_chain(n, 0);
+    const auto& edges = grammar.rule_edges();
+    for (uint32_t s = 0; s < n; ++s) {
+      const AutomatonState& state = grammar.states()[s];
+      for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e) {
+        const AutomatonState& next = grammar.states()[edges[e].target];
+        for (uint32_t f = next.rule_edges_begin; f < next.rule_edges_end; ++f)
+          if (edges[f].rule == edges[e].rule) in_chain[s] = in_chain[edges[e].target] = 1;
+      }
+    }
     // First split: finality, and the exact targets of calls to rules that
     // may derive nothing (such a call reads no byte, so bounding the
     // lookahead by bytes says nothing about what follows it).
-    SequenceIndex initial;  // the keys below, numbered from class 1 on
+    SequenceIndex initial;  // the keys below
     initial.reset(64);
+    std::vector<uint32_t> initial_class;  // by key number
     std::vector<uint32_t> key;
     for (uint32_t s = 0; s < n; ++s) {
+      if (!in_chain[s]) {
+        cls[s] = static_cast<uint32_t>(class_size.size());
+        class_size.push_back(1);
+        continue;
+      }
       const AutomatonState& state = grammar.states()[s];
       // (Also a rule called twice from one state: the transitions below
       // hold one target per rule.)
@@ -1332,8 +1351,11 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
           key.insert(key.end(), {edge->rule, edge->target});
       }
       const auto [k, inserted] = initial.intern(key.data(), key.size());
-      if (inserted) class_size.push_back(0);
-      cls[s] = k + 1;
+      if (inserted) {
+        initial_class.push_back(static_cast<uint32_t>(class_size.size()));
+        class_size.push_back(0);
+      }
+      cls[s] = initial_class[k];
       ++class_size[cls[s]];
       pure.push_back(s);
     }
@@ -1350,9 +1372,11 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   std::vector<uint32_t> run_begin(n + 1, 0);
   std::vector<ClassRun> runs;
   std::vector<RuleEdge> calls;
+  std::vector<uint8_t> taking_part(n, 0);
+  for (uint32_t s : pure) taking_part[s] = 1;
   for (uint32_t s = 0; s < n; ++s) {
     run_begin[s] = static_cast<uint32_t>(runs.size());
-    if (cls[s] == kImpureClass) continue;
+    if (!taking_part[s]) continue;
     runs.insert(runs.end(), grammar.runs_begin(s), grammar.runs_end(s));
     if (!local) continue;
     // Calls to rules that derive something, as transitions on class
@@ -1483,9 +1507,9 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
     dense.assign(class_size.size(), UINT32_MAX);
     dense[kImpureClass] = kImpureClass;
     uint32_t count = 1;
-    for (uint32_t s : pure) {
-      if (dense[classes[s]] == UINT32_MAX) dense[classes[s]] = count++;
-      classes[s] = dense[classes[s]];
+    for (uint32_t& c : classes) {
+      if (dense[c] == UINT32_MAX) dense[c] = count++;
+      c = dense[c];
     }
     return count;
   };
