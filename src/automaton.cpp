@@ -376,7 +376,7 @@ class Lowering {
     if (work_ > options_.max_lowering_work) work_exceeded();
     return status_.ok();
   }
-  // (Apart from add_work, which runs a few times per automaton state.)
+  // The failure, out of add_work (which runs a few times per state).
   void work_exceeded() {
     if (!status_.ok()) return;
     status_ =

@@ -375,10 +375,9 @@ struct CompiledGrammarData {
                        uint64_t& visited, bool forced) const {
     visited = 0;
     // The last characters of a bounded string: the plain tokens short
-    // enough are allowed and the others refused, so only the tokens outside
-    // the slice are walked (a tenth of the trie). The walk is still exactly
-    // the state's, as a class's walk must be (TextClosure::plain_chars
-    // looks at the same transitions and purity as the walk classes).
+    // enough are allowed and the longer ones refused, so only the tokens
+    // outside the slice are walked (a tenth of the trie), and the walk is
+    // still exactly the state's.
     if (cover == kNoText) {
       if (const uint32_t chars = text_closure->plain_chars(s, pure); chars != 0) {
         const TextSlice& slice = vocabulary.text_slice();
@@ -1291,6 +1290,16 @@ namespace {
 // per rule); else only pure states, and impure targets are one class.
 // `short_classes`, if not null, receives the classes after
 // TextSlice::kShortLength + 1 rounds: those of a split walk's short part.
+// The call of rule edge e's rule from e's target, the next link of a call
+// chain (a string body whose characters are calls), or UINT32_MAX.
+uint32_t next_call_of_same_rule(const ByteGrammar& grammar, uint32_t e) {
+  const auto& edges = grammar.rule_edges();
+  const AutomatonState& next = grammar.states()[edges[e].target];
+  for (uint32_t f = next.rule_edges_begin; f < next.rule_edges_end; ++f)
+    if (edges[f].rule == edges[e].rule) return f;
+  return UINT32_MAX;
+}
+
 std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, bool local,
                                      uint32_t& num_classes,
                                      std::vector<uint32_t>* short_classes = nullptr,
@@ -1315,14 +1324,11 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
     // calls it again, and those targets) take part; every other state is a
     // class of its own, which the chains' states may refer to.
     std::vector<uint8_t> in_chain(n, 0);
-    const auto& edges = grammar.rule_edges();
     for (uint32_t s = 0; s < n; ++s) {
       const AutomatonState& state = grammar.states()[s];
-      for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e) {
-        const AutomatonState& next = grammar.states()[edges[e].target];
-        for (uint32_t f = next.rule_edges_begin; f < next.rule_edges_end; ++f)
-          if (edges[f].rule == edges[e].rule) in_chain[s] = in_chain[edges[e].target] = 1;
-      }
+      for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
+        if (next_call_of_same_rule(grammar, e) != UINT32_MAX)
+          in_chain[s] = in_chain[grammar.rule_edges()[e].target] = 1;
     }
     // First split: finality, and the exact targets of calls to rules that
     // may derive nothing (such a call reads no byte, so bounding the
@@ -1544,16 +1550,7 @@ bool has_call_chains(const ByteGrammar& grammar, size_t depth) {
   // (Lowering's own bound, RecognizerOptions::max_states, is larger.)
   constexpr size_t kMaxStates = 400000;
   if (grammar.states().size() > kMaxStates) return false;
-  const auto& states = grammar.states();
   const auto& edges = grammar.rule_edges();
-  // The next call in the chain of edge e: the call of the same rule from
-  // e's target, or none.
-  auto next_call = [&](uint32_t e) -> uint32_t {
-    const AutomatonState& next = states[edges[e].target];
-    for (uint32_t f = next.rule_edges_begin; f < next.rule_edges_end; ++f)
-      if (edges[f].rule == edges[e].rule) return f;
-    return UINT32_MAX;
-  };
   // Chain lengths from each edge, capped past `depth`; a chain that comes
   // back to an edge it passed is long enough.
   constexpr uint32_t kUnknown = 0, kOnPath = UINT32_MAX;
@@ -1572,7 +1569,7 @@ bool has_call_chains(const ByteGrammar& grammar, size_t depth) {
       }
       length[e] = kOnPath;
       path.push_back(e);
-      const uint32_t next = next_call(e);
+      const uint32_t next = next_call_of_same_rule(grammar, e);
       if (next == UINT32_MAX) break;
       e = next;
     }

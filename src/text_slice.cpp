@@ -478,24 +478,27 @@ std::optional<TextCover> TextClosure::cover_by_dead_end(uint32_t state) const {
   return kAllText;
 }
 
-bool TextClosure::reads_any_one_char(uint32_t rule) const {
-  const uint32_t start = grammar_.rules()[rule].start;
-  if (start == kNoState) return false;
-  std::vector<std::pair<uint32_t, Phase>> inside{{start, kBoundary}};
+template <typename Visit>
+bool TextClosure::follow_one_char(uint32_t state, Visit visit) const {
+  std::vector<std::pair<uint32_t, Phase>> inside{{state, kBoundary}};
   while (!inside.empty()) {
     const auto [at, phase] = inside.back();
     inside.pop_back();
     for (const Step& step : steps_[phase]) {
       const uint32_t t = grammar_.next(at, step.byte);
-      if (t == kNoState) return false;
-      if (step.next != kBoundary) {
-        inside.push_back({t, step.next});
-      } else if (!grammar_.states()[t].is_final) {
-        return false;
-      }
+      const bool ends = step.next == kBoundary;
+      if (!visit(t, ends)) return false;
+      if (t != kNoState && !ends) inside.push_back({t, step.next});
     }
   }
   return true;
+}
+
+bool TextClosure::reads_any_one_char(uint32_t rule) const {
+  const uint32_t start = grammar_.rules()[rule].start;
+  return start != kNoState && follow_one_char(start, [&](uint32_t t, bool ends) {
+           return t != kNoState && (!ends || grammar_.states()[t].is_final);
+         });
 }
 
 bool TextClosure::chain_reads_all_text(uint32_t state) const {
@@ -594,32 +597,22 @@ uint32_t TextClosure::plain_chars(uint32_t state, const std::vector<uint8_t>& pu
   // none reads any. One that reads some but not all ends it.
   constexpr size_t kMaxLevelStates = 64;
   std::vector<uint32_t> level{state}, next;
-  std::vector<std::pair<uint32_t, Phase>> inside;  // (state, phase) within a character
   for (uint32_t n = 0; n <= TextSlice::kMaxTierChars; ++n) {
     bool reads = false, refuses = false;
     next.clear();
     for (const uint32_t s : level) {
       if (!pure[s]) return 0;
-      inside.assign(1, {s, kBoundary});
-      while (!inside.empty()) {
-        const auto [at, phase] = inside.back();
-        inside.pop_back();
-        for (const Step& step : steps_[phase]) {
-          const uint32_t t = grammar_.next(at, step.byte);
-          if (t == kNoState) {
-            refuses = true;
-            continue;
-          }
+      const bool alike = follow_one_char(s, [&](uint32_t t, bool ends) {
+        if (t == kNoState) {
+          refuses = true;
+        } else {
           reads = true;
-          if (!pure[t]) return 0;
-          if (step.next != kBoundary) {
-            inside.push_back({t, step.next});
-          } else if (std::find(next.begin(), next.end(), t) == next.end()) {
-            next.push_back(t);
-          }
+          if (!pure[t]) return false;
+          if (ends && std::find(next.begin(), next.end(), t) == next.end()) next.push_back(t);
         }
-        if (reads && refuses) return 0;
-      }
+        return !(reads && refuses);
+      });
+      if (!alike) return 0;
     }
     if (!reads) return n;  // (0 when the state reads no plain text at all)
     if (next.size() > kMaxLevelStates) return 0;

@@ -140,6 +140,12 @@ class TextClosure {
   bool chain_reads_all_text(uint32_t state) const;
   // Whether `rule` reads every plain character and can end right after it.
   bool reads_any_one_char(uint32_t rule) const;
+  // Reads every plain character from `state` at a character boundary, byte
+  // by byte: visit(t, ends) for the state t each byte leads to (kNoState
+  // when it is refused; `ends`: the byte ends the character). Returns false
+  // as soon as a visit does.
+  template <typename Visit>
+  bool follow_one_char(uint32_t state, Visit visit) const;
   // Whether `scan` holds every plain ASCII character: a state that calls no
   // rule needs it (most states fail here).
   static bool scans_all_ascii_text(const ByteSet& scan);
