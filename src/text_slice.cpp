@@ -502,6 +502,11 @@ bool TextClosure::reads_any_one_char(uint32_t rule) const {
 }
 
 bool TextClosure::chain_reads_all_text(uint32_t state) const {
+  // Rule edges looked at, bounded: a state with many calls and a vocabulary
+  // with a very long token would otherwise cost their product (no proof
+  // then; the deep search below may still find one).
+  constexpr size_t kMaxWork = size_t{1} << 16;
+  size_t work = 0;
   const ByteGrammar& grammar = grammar_;
   const AutomatonState& first = grammar.states()[state];
   for (uint32_t e = first.rule_edges_begin; e < first.rule_edges_end; ++e) {
@@ -510,6 +515,8 @@ bool TextClosure::chain_reads_all_text(uint32_t state) const {
     size_t calls = 1;
     while (calls < max_length_) {
       const AutomatonState& next = grammar.states()[at];
+      work += 1 + next.rule_edges_end - next.rule_edges_begin;
+      if (work > kMaxWork) return false;
       const RuleEdge* edge =
           std::find_if(grammar.rule_edges().data() + next.rule_edges_begin,
                        grammar.rule_edges().data() + next.rule_edges_end,
