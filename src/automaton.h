@@ -77,6 +77,16 @@ class ByteGrammar {
   uint32_t next(uint32_t state, uint8_t byte) const noexcept {
     return byte_next_[static_cast<size_t>(state) * num_classes_ + byte_class_[byte]];
   }
+  // The call of rule edge `edge`'s rule from the edge's target: the next
+  // link of a call chain (a string body whose characters are calls), or
+  // kNoEdge.
+  static constexpr uint32_t kNoEdge = UINT32_MAX;
+  uint32_t next_call_of_same_rule(uint32_t edge) const noexcept {
+    const AutomatonState& target = states_[rule_edges_[edge].target];
+    for (uint32_t e = target.rule_edges_begin; e < target.rule_edges_end; ++e)
+      if (rule_edges_[e].rule == rule_edges_[edge].rule) return e;
+    return kNoEdge;
+  }
   // The targets of `state` per byte class: num_classes() entries, kNoState
   // where there is no transition.
   const uint32_t* transitions(uint32_t state) const noexcept {

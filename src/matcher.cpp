@@ -1290,16 +1290,6 @@ namespace {
 // per rule); else only pure states, and impure targets are one class.
 // `short_classes`, if not null, receives the classes after
 // TextSlice::kShortLength + 1 rounds: those of a split walk's short part.
-// The call of rule edge e's rule from e's target, the next link of a call
-// chain (a string body whose characters are calls), or UINT32_MAX.
-uint32_t next_call_of_same_rule(const ByteGrammar& grammar, uint32_t e) {
-  const auto& edges = grammar.rule_edges();
-  const AutomatonState& next = grammar.states()[edges[e].target];
-  for (uint32_t f = next.rule_edges_begin; f < next.rule_edges_end; ++f)
-    if (edges[f].rule == edges[e].rule) return f;
-  return UINT32_MAX;
-}
-
 std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, bool local,
                                      uint32_t& num_classes,
                                      std::vector<uint32_t>* short_classes = nullptr,
@@ -1327,7 +1317,7 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
     for (uint32_t s = 0; s < n; ++s) {
       const AutomatonState& state = grammar.states()[s];
       for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
-        if (next_call_of_same_rule(grammar, e) != UINT32_MAX)
+        if (grammar.next_call_of_same_rule(e) != ByteGrammar::kNoEdge)
           in_chain[s] = in_chain[grammar.rule_edges()[e].target] = 1;
     }
     // First split: finality, and the exact targets of calls to rules that
@@ -1569,8 +1559,8 @@ bool has_call_chains(const ByteGrammar& grammar, size_t depth) {
       }
       length[e] = kOnPath;
       path.push_back(e);
-      const uint32_t next = next_call_of_same_rule(grammar, e);
-      if (next == UINT32_MAX) break;
+      const uint32_t next = grammar.next_call_of_same_rule(e);
+      if (next == ByteGrammar::kNoEdge) break;
       e = next;
     }
     for (size_t i = path.size(); i-- > 0;) {

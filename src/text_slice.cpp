@@ -14,66 +14,55 @@ namespace grammask::internal {
 
 namespace {
 
-// spells_plain_text as a DFA over bytes: at a character boundary, in the
-// middle of a multi-byte character (with the range its next byte must fall
-// in, which rules out overlongs, surrogates and values above U+10FFFF), or
-// refused. One table lookup per byte, no decoding.
-enum PlainState : uint8_t {
-  kAtBoundary,
-  kOneMore,    // one continuation byte to go
-  kTwoMore,    // two
-  kThreeMore,  // three
-  kAfterE0,    // A0..BF, then one more
-  kAfterED,    // 80..9F, then one more
-  kAfterF0,    // 90..BF, then two more
-  kAfterF4,    // 80..8F, then two more
-  kRefused,
-  kPlainStates
+// next_plain_text_phase as a table: one lookup per byte, no decoding.
+struct PlainTextTable {
+  uint8_t next[kPlainTextPhases + 1][256];  // (the last row: refused for good)
 };
 
-struct PlainTextDfa {
-  uint8_t next[kPlainStates][256];
-};
-
-constexpr PlainTextDfa make_plain_text_dfa() {
-  PlainTextDfa dfa{};
-  for (auto& row : dfa.next)
+constexpr PlainTextTable make_plain_text_table() {
+  constexpr uint8_t kRefused = kPlainTextPhases;
+  PlainTextTable table{};
+  for (auto& row : table.next)
     for (uint8_t& target : row) target = kRefused;
-  auto set = [&](PlainState from, int lo, int hi, PlainState to) {
-    for (int b = lo; b <= hi; ++b) dfa.next[from][b] = to;
+  auto set = [&](PlainTextPhase from, int lo, int hi, PlainTextPhase to) {
+    for (int b = lo; b <= hi; ++b) table.next[from][b] = to;
   };
   for (int b = 0; b < 0x80; ++b)
-    if (is_plain_text_char(static_cast<uint32_t>(b))) dfa.next[kAtBoundary][b] = kAtBoundary;
-  set(kAtBoundary, 0xC2, 0xDF, kOneMore);
-  set(kAtBoundary, 0xE0, 0xE0, kAfterE0);
-  set(kAtBoundary, 0xE1, 0xEC, kTwoMore);
-  set(kAtBoundary, 0xED, 0xED, kAfterED);
-  set(kAtBoundary, 0xEE, 0xEF, kTwoMore);
-  set(kAtBoundary, 0xF0, 0xF0, kAfterF0);
-  set(kAtBoundary, 0xF1, 0xF3, kThreeMore);
-  set(kAtBoundary, 0xF4, 0xF4, kAfterF4);
-  set(kOneMore, 0x80, 0xBF, kAtBoundary);
-  set(kTwoMore, 0x80, 0xBF, kOneMore);
-  set(kThreeMore, 0x80, 0xBF, kTwoMore);
-  set(kAfterE0, 0xA0, 0xBF, kOneMore);
-  set(kAfterED, 0x80, 0x9F, kOneMore);
-  set(kAfterF0, 0x90, 0xBF, kTwoMore);
-  set(kAfterF4, 0x80, 0x8F, kTwoMore);
-  return dfa;
+    if (is_plain_text_char(static_cast<uint32_t>(b))) table.next[kBoundary][b] = kBoundary;
+  set(kBoundary, 0xC2, 0xDF, kLast1);
+  set(kBoundary, 0xE0, 0xE0, kAfterE0);
+  set(kBoundary, 0xE1, 0xEC, kLast2);
+  set(kBoundary, 0xED, 0xED, kAfterED);
+  set(kBoundary, 0xEE, 0xEF, kLast2);
+  set(kBoundary, 0xF0, 0xF0, kAfterF0);
+  set(kBoundary, 0xF1, 0xF3, kLast3);
+  set(kBoundary, 0xF4, 0xF4, kAfterF4);
+  set(kLast1, 0x80, 0xBF, kBoundary);
+  set(kLast2, 0x80, 0xBF, kLast1);
+  set(kLast3, 0x80, 0xBF, kLast2);
+  set(kAfterE0, 0xA0, 0xBF, kLast1);
+  set(kAfterED, 0x80, 0x9F, kLast1);
+  set(kAfterF0, 0x90, 0xBF, kLast2);
+  set(kAfterF4, 0x80, 0x8F, kLast2);
+  return table;
 }
 
-constexpr PlainTextDfa kPlainTextDfa = make_plain_text_dfa();
+constexpr PlainTextTable kPlainText = make_plain_text_table();
 
 }  // namespace
 
+uint8_t next_plain_text_phase(PlainTextPhase phase, uint8_t byte) noexcept {
+  return kPlainText.next[phase][byte];
+}
+
 size_t plain_text_chars(std::string_view bytes) noexcept {
-  uint8_t state = kAtBoundary;
+  uint8_t phase = kBoundary;
   size_t chars = 0;
   for (const char c : bytes) {
-    state = kPlainTextDfa.next[state][static_cast<uint8_t>(c)];
-    chars += state == kAtBoundary;
+    phase = kPlainText.next[phase][static_cast<uint8_t>(c)];
+    chars += phase == kBoundary;
   }
-  return state == kAtBoundary ? chars : 0;
+  return phase == kBoundary ? chars : 0;
 }
 
 bool spells_plain_text(std::string_view bytes) noexcept {
@@ -125,43 +114,12 @@ TextClosure::TextClosure(const ByteGrammar& grammar, size_t max_length,
   }
   known_ = std::make_unique<std::atomic<uint8_t>[]>(slots);
   for (size_t s = 0; s < slots; ++s) known_[s].store(kUnknown, std::memory_order_relaxed);
-  // The next phase after each byte, per phase (kBoundary when the byte
-  // completes a character); -1: not allowed there.
-  auto next_phase = [](Phase phase, uint8_t b) -> int {
-    const bool continuation = b >= 0x80 && b <= 0xBF;
-    switch (phase) {
-      case kBoundary:
-        if (b < 0x80) return is_plain_text_char(b) ? kBoundary : -1;
-        if (b >= 0xC2 && b <= 0xDF) return kLast1;
-        if (b == 0xE0) return kAfterE0;
-        if (b == 0xED) return kAfterED;
-        if (b >= 0xE1 && b <= 0xEF) return kLast2;
-        if (b == 0xF0) return kAfterF0;
-        if (b >= 0xF1 && b <= 0xF3) return kLast3;
-        if (b == 0xF4) return kAfterF4;
-        return -1;
-      case kLast1:
-        return continuation ? kBoundary : -1;
-      case kLast2:
-        return continuation ? kLast1 : -1;
-      case kLast3:
-        return continuation ? kLast2 : -1;
-      case kAfterE0:
-        return b >= 0xA0 && b <= 0xBF ? kLast1 : -1;
-      case kAfterED:
-        return b >= 0x80 && b <= 0x9F ? kLast1 : -1;
-      case kAfterF0:
-        return b >= 0x90 && b <= 0xBF ? kLast2 : -1;
-      case kAfterF4:
-        return b >= 0x80 && b <= 0x8F ? kLast2 : -1;
-    }
-    return -1;
-  };
+  // One byte per (byte class, next phase) in each phase: classes step alike.
   for (int phase = 0; phase < kPhases; ++phase) {
     std::vector<std::pair<uint8_t, int>> seen;  // (byte class, next phase)
     for (int b = 0; b < 256; ++b) {
-      const int next = next_phase(static_cast<Phase>(phase), static_cast<uint8_t>(b));
-      if (next < 0) continue;
+      const int next = next_plain_text_phase(static_cast<Phase>(phase), static_cast<uint8_t>(b));
+      if (next == kPhases) continue;
       const uint8_t cls = grammar.byte_class(static_cast<uint8_t>(b));
       if (std::find(seen.begin(), seen.end(), std::make_pair(cls, next)) != seen.end()) continue;
       seen.emplace_back(cls, next);
@@ -510,22 +468,15 @@ bool TextClosure::chain_reads_all_text(uint32_t state) const {
   const ByteGrammar& grammar = grammar_;
   const AutomatonState& first = grammar.states()[state];
   for (uint32_t e = first.rule_edges_begin; e < first.rule_edges_end; ++e) {
-    const uint32_t rule = grammar.rule_edges()[e].rule;
-    uint32_t at = grammar.rule_edges()[e].target;
     size_t calls = 1;
-    while (calls < max_length_) {
-      const AutomatonState& next = grammar.states()[at];
+    for (uint32_t link = e; calls < max_length_; ++calls) {
+      const AutomatonState& next = grammar.states()[grammar.rule_edges()[link].target];
       work += 1 + next.rule_edges_end - next.rule_edges_begin;
       if (work > kMaxWork) return false;
-      const RuleEdge* edge =
-          std::find_if(grammar.rule_edges().data() + next.rule_edges_begin,
-                       grammar.rule_edges().data() + next.rule_edges_end,
-                       [&](const RuleEdge& candidate) { return candidate.rule == rule; });
-      if (edge == grammar.rule_edges().data() + next.rule_edges_end) break;
-      at = edge->target;
-      ++calls;
+      link = grammar.next_call_of_same_rule(link);
+      if (link == ByteGrammar::kNoEdge) break;
     }
-    if (calls >= max_length_ && reads_any_one_char(rule)) return true;
+    if (calls >= max_length_ && reads_any_one_char(grammar.rule_edges()[e].rule)) return true;
   }
   return false;
 }

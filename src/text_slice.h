@@ -37,6 +37,24 @@ constexpr bool is_plain_text_char(uint32_t code_point) noexcept {
   return code_point >= 0x20 && code_point != '"' && code_point != '\\' && code_point != 0x7F;
 }
 
+// The UTF-8 positions in plain text: between characters, and inside each
+// kind of multi-byte sequence (where the next byte's range differs, which
+// rules out overlongs, surrogates and values above U+10FFFF).
+enum PlainTextPhase : uint8_t {
+  kBoundary,
+  kLast1,    // one continuation byte to go
+  kLast2,    // two
+  kLast3,    // three
+  kAfterE0,  // A0..BF, then one more
+  kAfterED,  // 80..9F, then one more
+  kAfterF0,  // 90..BF, then two more
+  kAfterF4,  // 80..8F, then two more
+};
+inline constexpr int kPlainTextPhases = 8;
+// The phase after `byte` in `phase`, or kPlainTextPhases when plain text
+// cannot go on with it.
+uint8_t next_plain_text_phase(PlainTextPhase phase, uint8_t byte) noexcept;
+
 // True if `bytes` is non-empty, well-formed UTF-8, and every character in
 // it is plain text.
 bool spells_plain_text(std::string_view bytes) noexcept;
@@ -109,19 +127,8 @@ class TextClosure {
   uint32_t plain_chars(uint32_t state, const std::vector<uint8_t>& pure) const;
 
  private:
-  // The UTF-8 positions: between characters, and inside each kind of
-  // multi-byte sequence (where the next byte's range differs).
-  enum Phase : uint8_t {
-    kBoundary,
-    kLast1,
-    kLast2,
-    kLast3,
-    kAfterE0,
-    kAfterED,
-    kAfterF0,
-    kAfterF4
-  };
-  static constexpr int kPhases = 8;
+  using Phase = PlainTextPhase;
+  static constexpr int kPhases = kPlainTextPhases;
   struct Step {
     uint8_t byte;  // one byte per (byte class, next phase): classes step alike
     Phase next;
