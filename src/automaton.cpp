@@ -699,14 +699,37 @@ class Lowering {
       case Expr::Kind::kCharClass:
       case Expr::Kind::kAnyChar: {
         const std::vector<Utf8Sequence>& seqs = utf8_sequences_of(e);
-        uint32_t end = nfa.add();
+        const uint32_t end = nfa.add();
+        // Sequences that end in the same byte ranges share the states that
+        // read them ([E1-EC][80-BF][80-BF] and [EE-EF][80-BF][80-BF] share
+        // their last two), as in a minimal automaton: the subset
+        // construction would otherwise keep one DFA state per sequence.
+        std::vector<Suffix>& suffixes = suffix_scratch_;
+        suffixes.clear();
+        auto same_suffix = [](const Suffix& x, const Utf8Sequence& s, int start) {
+          if (x.bytes.length - x.start != s.length - start) return false;
+          for (int k = 0; start + k < s.length; ++k)
+            if (x.bytes.lo[x.start + k] != s.lo[start + k] ||
+                x.bytes.hi[x.start + k] != s.hi[start + k])
+              return false;
+          return true;
+        };
         for (const Utf8Sequence& s : seqs) {
-          uint32_t cur = from;
-          for (int i = 0; i < s.length; ++i) {
-            uint32_t next = i + 1 == s.length ? end : nfa.add();
-            nfa.add_bytes(cur, s.lo[i], s.hi[i], next);
-            cur = next;
+          // The states after the first byte, shared where a suffix is known.
+          uint32_t next = end;
+          for (int i = s.length - 1; i >= 1; --i) {
+            auto known = std::find_if(suffixes.begin(), suffixes.end(),
+                                      [&](const Suffix& x) { return same_suffix(x, s, i); });
+            if (known != suffixes.end()) {
+              next = known->state;
+              continue;
+            }
+            const uint32_t state = nfa.add();
+            nfa.add_bytes(state, s.lo[i], s.hi[i], next);
+            suffixes.push_back({s, static_cast<uint8_t>(i), state});
+            next = state;
           }
+          nfa.add_bytes(from, s.lo[0], s.hi[0], next);
         }
         charge(seqs.size() * 3 + 1);
         return end;
@@ -1276,6 +1299,13 @@ class Lowering {
   size_t next_rule_ = 0;            // the next rule to determinize
   uint64_t work_ = 0;
   std::vector<uint32_t> closure_stack_;
+  // The shared tails of a character class's UTF-8 sequences (see build()).
+  struct Suffix {
+    Utf8Sequence bytes;  // the ranges of positions [start, length)
+    uint8_t start;
+    uint32_t state;  // reads them, then is at the class's end
+  };
+  std::vector<Suffix> suffix_scratch_;
   // Rule edges of the states stepped so far: state s's are
   // pending_edges_[pending_edge_begin_[s], pending_edge_begin_[s + 1]).
   std::vector<uint32_t> pending_edge_begin_;

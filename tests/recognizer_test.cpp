@@ -640,6 +640,25 @@ TEST(Lowering, EqualRepeatedPartsShareOneRule) {
   EXPECT_EQ(judge(r, "axyz?"), R);
 }
 
+// The UTF-8 sequences of a character class share the states that read
+// their common tails, so the automaton is minimal: a start, one state per
+// number of continuation bytes still due (1-3), one per restricted second
+// byte (after E0, ED, F0 and F4), the state before "!" and the end. Built
+// one chain per sequence, the subset construction kept one state per tail.
+TEST(Lowering, CharacterClassSequencesShareTheirTails) {
+  auto grammar = parse_gbnf(R"gm(root ::= [^"\\\x00-\x1F] "!")gm");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+  ASSERT_TRUE(lowered.ok()) << lowered.status().to_string();
+  EXPECT_EQ((*lowered)->states().size(), 10u);
+  Recognizer r = make(R"gm(root ::= [^"\\\x00-\x1F] "!")gm");
+  for (const char* text : {"a!", "\xC3\xA9!", "\xE0\xA4\x85!", "\xED\x9F\xBF!", "\xEE\x80\x80!",
+                           "\xF0\x9F\x8E\x89!", "\xF4\x8F\xBF\xBF!"})
+    EXPECT_EQ(judge(r, text), A) << text;
+  for (const char* text : {"\"!", "\x1F!", "\xE0\x80\x80!", "\xED\xA0\x80!", "\xF4\x90\x80\x80!"})
+    EXPECT_EQ(judge(r, text), R) << text;
+}
+
 // Keys split between two rules called from one state (any key but one
 // starting "x-", and those; "\x01" keeps each a rule of its own, being no
 // plain text), as a schema's additional and pattern keys:
