@@ -74,9 +74,52 @@ size_t common_prefix(const SortKey& a, const SortKey& b) {
   return SortKey::kPrefixBytes;
 }
 
+// Partitions [begin, end) in place by bin_of (bins [0, kBins)), American
+// flag style: counts, then cycles each element into its bin. Only the bins
+// between the lowest and highest seen are visited (the bytes at one depth of
+// a group of tokens span a few dozen values, not 256). Calls
+// visit(bin_begin, bin_end) for each non-empty bin, in bin order.
+template <size_t kBins, typename T, typename BinOf, typename Visit>
+void partition_by_bin(T* begin, T* end, const BinOf& bin_of, const Visit& visit) {
+  size_t count[kBins] = {};
+  size_t low = kBins, high = 0;
+  for (const T* element = begin; element != end; ++element) {
+    const size_t bin = bin_of(*element);
+    ++count[bin];
+    low = std::min(low, bin);
+    high = std::max(high, bin);
+  }
+  if (low == high) {  // one bin: nothing moves
+    visit(begin, end);
+    return;
+  }
+  T* head[kBins];
+  T* tail[kBins];
+  T* at = begin;
+  for (size_t b = low; b <= high; ++b) {
+    head[b] = at;
+    at += count[b];
+    tail[b] = at;
+  }
+  for (size_t b = low; b <= high; ++b) {
+    while (head[b] != tail[b]) {
+      T moving = *head[b];
+      for (size_t target = bin_of(moving); target != b; target = bin_of(moving)) {
+        std::swap(moving, *head[target]++);
+      }
+      *head[b]++ = moving;
+    }
+  }
+  T* bin_begin = begin;
+  for (size_t b = low; b <= high; ++b) {
+    if (count[b] != 0) visit(bin_begin, bin_begin + count[b]);
+    bin_begin += count[b];
+  }
+}
+
 // Sorts [begin, end), whose keys share their first `depth` bytes: while the
-// range is large, partitions it in place on byte `depth` (American flag
-// sort) and recurses; small ranges and ties past the prefix go to `less`.
+// range is large, partitions it on byte `depth` and recurses; small ranges
+// and ties past the prefix go to `less`.
 template <typename Less>
 void refine(SortKey* begin, SortKey* end, size_t depth, const Less& less) {
   constexpr ptrdiff_t kSmallRange = 48;
@@ -86,69 +129,116 @@ void refine(SortKey* begin, SortKey* end, size_t depth, const Less& less) {
   }
   // Bin 0: tokens no longer than `depth` (they spell the shared prefix);
   // bins 1-256: the byte at `depth`.
-  constexpr size_t kBins = 257;
   const auto bin_of = [depth](const SortKey& key) -> size_t {
     return key.length <= depth ? 0 : 1 + size_t{key.byte(depth)};
   };
-  size_t count[kBins] = {};
-  for (const SortKey* key = begin; key != end; ++key) ++count[bin_of(*key)];
-  SortKey* head[kBins];
-  SortKey* tail[kBins];
-  SortKey* at = begin;
-  for (size_t b = 0; b < kBins; ++b) {
-    head[b] = at;
-    at += count[b];
-    tail[b] = at;
-  }
-  for (size_t b = 0; b < kBins; ++b) {
-    while (head[b] != tail[b]) {
-      SortKey moving = *head[b];
-      for (size_t target = bin_of(moving); target != b; target = bin_of(moving)) {
-        std::swap(moving, *head[target]++);
-      }
-      *head[b]++ = moving;
+  partition_by_bin<257>(begin, end, bin_of, [&](SortKey* bin_begin, SortKey* bin_end) {
+    if (bin_end - bin_begin < 2) return;
+    // Bin 0 holds equal tokens (the permutation lost their id order) or,
+    // at depth 2, "X" and "X\0": `less` settles both.
+    if (bin_begin->length <= depth) {
+      std::sort(bin_begin, bin_end, less);
+    } else {
+      refine(bin_begin, bin_end, depth + 1, less);
     }
-  }
-  SortKey* bin_begin = begin;
-  for (size_t b = 0; b < kBins; ++b) {
-    SortKey* const bin_end = bin_begin + count[b];
-    if (count[b] > 1) {
-      // Bin 0 holds equal tokens (the permutation lost their id order) or,
-      // at depth 2, "X" and "X\0": `less` settles both.
-      if (b == 0) {
-        std::sort(bin_begin, bin_end, less);
-      } else {
-        refine(bin_begin, bin_end, depth + 1, less);
-      }
-    }
-    bin_begin = bin_end;
-  }
+  });
 }
+
+// Builds the flat trie from tokens fed in sorted order, one at a time: each
+// token opens the nodes past its common prefix with the previous one, and
+// nodes deeper than that prefix are closed (their subtree_end set).
+class TrieAssembler {
+ public:
+  TrieAssembler(const char* bytes, const uint32_t* offsets, size_t tokens, size_t longest,
+                std::vector<TokenTrie::Node>& nodes, std::vector<uint32_t>& token_ids)
+      : bytes_(bytes), offsets_(offsets), nodes_(nodes), token_ids_(token_ids) {
+    // Real vocabularies need about two nodes per token; reserving more only
+    // costs address space, which is never touched.
+    nodes_.reserve(tokens * 3 + 1);
+    token_ids_.reserve(tokens);
+    path_.assign(longest + 1, 0);  // path_[d]: the open node at depth d (the root at 0)
+  }
+
+  void add(const SortKey& key) {
+    const char* const token = bytes_ + offsets_[key.id];
+    size_t common = 0;
+    if (open_depth_ != 0) {
+      common = std::min<size_t>({common_prefix(previous_, key), previous_.length, key.length});
+      if (common == SortKey::kPrefixBytes) {  // equal beyond the prefix too?
+        const char* const before = bytes_ + offsets_[previous_.id];
+        const size_t limit = std::min(previous_.length, key.length);
+        while (common < limit && before[common] == token[common]) ++common;
+      }
+    }
+    const uint32_t node_count = static_cast<uint32_t>(nodes_.size());
+    for (size_t depth = open_depth_; depth > common; --depth) {
+      nodes_[path_[depth]].subtree_end = node_count;
+    }
+    const uint32_t token_count = static_cast<uint32_t>(token_ids_.size());
+    for (size_t depth = common; depth < key.length; ++depth) {
+      path_[depth + 1] = static_cast<uint32_t>(nodes_.size());
+      TokenTrie::Node& node = nodes_.emplace_back();  // filled in place: no temporary to copy
+      node.subtree_end = 0;
+      node.tokens_begin = token_count;
+      node.tokens_end = token_count;
+      node.depth = static_cast<uint16_t>(depth + 1);
+      node.byte = static_cast<uint8_t>(token[depth]);
+    }
+    token_ids_.push_back(key.id);
+    nodes_[path_[key.length]].tokens_end = token_count + 1;
+    open_depth_ = key.length;
+    previous_ = key;
+  }
+
+  // Closes the nodes still open, the root included.
+  void finish() {
+    const uint32_t node_count = static_cast<uint32_t>(nodes_.size());
+    for (size_t depth = 0; depth <= open_depth_; ++depth) {
+      nodes_[path_[depth]].subtree_end = node_count;
+    }
+  }
+
+ private:
+  const char* bytes_;
+  const uint32_t* offsets_;
+  std::vector<TokenTrie::Node>& nodes_;
+  std::vector<uint32_t>& token_ids_;
+  std::vector<uint32_t> path_;
+  size_t open_depth_ = 0;  // depth of the previous token (0: none yet)
+  SortKey previous_{};
+};
 
 }  // namespace
 
 // Cache misses and first touches of fresh pages dominate a naive build of a
-// 100k-token trie. This one builds sort keys straight into their bucket
-// (first two bytes), sorts the small buckets, and reads the packed token
-// bytes again only for tokens longer than 16 bytes.
+// 100k-token trie. This one orders the ids in place by their first two
+// bytes, then sorts one such group at a time through sort keys in a small
+// scratch buffer (it stays in cache, and no key array as large as the
+// vocabulary is touched), feeding the trie as it goes; it reads the packed
+// token bytes again only for node bytes and tokens longer than 16 bytes.
 TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids) {
   const auto token = [&](uint32_t id) {
     return std::string_view(bytes + offsets[id], offsets[id + 1] - offsets[id]);
   };
+  const auto length_of = [&](uint32_t id) -> size_t { return offsets[id + 1] - offsets[id]; };
   ids.erase(std::remove_if(ids.begin(), ids.end(),
                            [&](uint32_t id) {
-                             const size_t length = offsets[id + 1] - offsets[id];
+                             const size_t length = length_of(id);
                              return length == 0 || length > kMaxTokenLength;
                            }),
             ids.end());
 
   // Whole-word reads may run past a token, but not past the last one.
   uint32_t readable = 0;
-  for (uint32_t id : ids) readable = std::max(readable, offsets[id + 1]);
+  size_t longest = 0;
+  for (uint32_t id : ids) {
+    readable = std::max(readable, offsets[id + 1]);
+    longest = std::max(longest, length_of(id));
+  }
   const char* const readable_end = bytes + readable;
   const auto key_of = [&](uint32_t id) {
     const char* start = bytes + offsets[id];
-    const size_t length = offsets[id + 1] - offsets[id];
+    const size_t length = length_of(id);
     return SortKey{pack_big_endian(start, length, readable_end),
                    length > 8 ? pack_big_endian(start + 8, length - 8, readable_end) : 0, id,
                    static_cast<uint32_t>(length)};
@@ -164,89 +254,42 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
     }
     return a.id < b.id;
   };
-  // The trie from the keys in sorted order, in one pass.
-  const auto assemble = [&](const std::vector<SortKey>& sorted) {
-    TokenTrie trie;
-    std::vector<Node>& nodes = trie.nodes_;
-    // Real vocabularies need about two nodes per token; reserving more only
-    // costs address space, which is never touched.
-    nodes.reserve(sorted.size() * 3 + 1);
-    trie.token_ids_.reserve(sorted.size());
 
-    // path[d] = index of the open node at depth d on the path to the previous
-    // token; nodes leave the path (and get their subtree_end) once the sorted
-    // order has moved past their prefix.
-    std::vector<uint32_t> path = {0};
-    const SortKey* previous = nullptr;
-    for (const SortKey& key : sorted) {
-      size_t common = 0;
-      if (previous != nullptr) {
-        common = std::min<size_t>({common_prefix(*previous, key), previous->length, key.length});
-        if (common == SortKey::kPrefixBytes) {  // equal beyond the prefix too?
-          const std::string_view before = token(previous->id);
-          const std::string_view current = token(key.id);
-          const size_t limit = std::min(before.size(), current.size());
-          while (common < limit && before[common] == current[common]) ++common;
-        }
-      }
+  TokenTrie trie;  // (the root only)
+  TrieAssembler assembler(bytes, offsets, ids.size(), longest, trie.nodes_, trie.token_ids_);
+  std::vector<SortKey> keys;
 
-      while (path.size() > common + 1) {
-        nodes[path.back()].subtree_end = static_cast<uint32_t>(nodes.size());
-        path.pop_back();
-      }
-      const uint32_t token_count = static_cast<uint32_t>(trie.token_ids_.size());
-      for (size_t depth = common; depth < key.length; ++depth) {
-        path.push_back(static_cast<uint32_t>(nodes.size()));
-        Node& node = nodes.emplace_back();  // filled in place: no temporary to copy
-        node.subtree_end = 0;
-        node.tokens_begin = token_count;
-        node.tokens_end = token_count;
-        node.depth = static_cast<uint16_t>(depth + 1);
-        node.byte = depth < SortKey::kPrefixBytes
-                        ? key.byte(depth)
-                        : static_cast<uint8_t>(bytes[offsets[key.id] + depth]);
-      }
-      trie.token_ids_.push_back(key.id);
-      nodes[path.back()].tokens_end = token_count + 1;
-      trie.max_depth_ = std::max<size_t>(trie.max_depth_, key.length);
-      previous = &key;
-    }
-    for (uint32_t open : path) nodes[open].subtree_end = static_cast<uint32_t>(nodes.size());
-    return trie;
-  };
-  std::vector<SortKey> keys(ids.size());
-  // A few thousand tokens (the long tokens of the text slice) sort directly:
-  // the buckets' fixed cost (a 256 KB table) would dominate.
+  // A few thousand tokens (the long tokens of the text slice) sort directly.
   constexpr size_t kFewTokens = 4096;
   if (ids.size() <= kFewTokens) {
+    keys.resize(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) keys[i] = key_of(ids[i]);
     std::sort(keys.begin(), keys.end(), less);
-    return assemble(keys);
+    for (const SortKey& key : keys) assembler.add(key);
+  } else {
+    // Groups by the first byte, then by the second (bin 0: one-byte tokens,
+    // which sort before every longer token with the same first byte); each
+    // group is sorted from byte 2 on and fed to the trie in order.
+    const auto first_byte = [&](uint32_t id) -> size_t {
+      return static_cast<uint8_t>(bytes[offsets[id]]);
+    };
+    const auto second_byte = [&](uint32_t id) -> size_t {
+      return length_of(id) > 1 ? 1 + size_t{static_cast<uint8_t>(bytes[offsets[id] + 1])} : 0;
+    };
+    const auto sort_group = [&](uint32_t* begin, uint32_t* end) {
+      keys.resize(static_cast<size_t>(end - begin));
+      for (size_t i = 0; i < keys.size(); ++i) keys[i] = key_of(begin[i]);
+      if (keys.size() > 1) refine(keys.data(), keys.data() + keys.size(), 2, less);
+      for (const SortKey& key : keys) assembler.add(key);
+    };
+    partition_by_bin<256>(ids.data(), ids.data() + ids.size(), first_byte,
+                          [&](uint32_t* begin, uint32_t* end) {
+                            partition_by_bin<257>(begin, end, second_byte, sort_group);
+                          });
   }
-
-  // Bucket = first two bytes (a lone byte pairs with 0; the sort below puts
-  // "A" before "A\0"). Filling buckets in id order keeps equal tokens by id.
-  constexpr size_t kBuckets = 1 << 16;
-  const auto bucket_of = [&](uint32_t id) {
-    const char* b = bytes + offsets[id];
-    const size_t second = offsets[id + 1] - offsets[id] > 1 ? static_cast<uint8_t>(b[1]) : 0u;
-    return static_cast<size_t>(static_cast<uint8_t>(b[0])) << 8 | second;
-  };
-  std::vector<uint32_t> bucket_start(kBuckets + 1, 0);
-  for (uint32_t id : ids) ++bucket_start[bucket_of(id) + 1];
-  for (size_t b = 0; b < kBuckets; ++b) bucket_start[b + 1] += bucket_start[b];
-  {
-    std::vector<uint32_t> next(bucket_start.begin(), bucket_start.end() - 1);
-    for (uint32_t id : ids) keys[next[bucket_of(id)]++] = key_of(id);
-  }
-  ids = {};
-  for (size_t b = 0; b < kBuckets; ++b) {
-    if (bucket_start[b + 1] - bucket_start[b] > 1) {
-      refine(keys.data() + bucket_start[b], keys.data() + bucket_start[b + 1], 2, less);
-    }
-  }
-
-  return assemble(keys);
+  trie.max_depth_ = ids.empty() ? 0 : longest;
+  assembler.finish();
+  return trie;
 }
 
 TokenTrie TokenTrie::build(const std::vector<Entry>& entries) {
