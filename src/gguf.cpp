@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "grammask/vocabulary.h"
+#include "token_spelling.h"
 
 namespace grammask {
 namespace {
@@ -68,6 +69,35 @@ bool is_integer(uint32_t type) {
 
 bool is_signed(uint32_t type) {
   return type == kInt8 || type == kInt16 || type == kInt32 || type == kInt64;
+}
+
+// A little-endian u64 from 8 bytes (compilers make this one load on x86).
+uint64_t load_u64(const char* p) {
+  uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
+  return value;
+}
+
+// TokenKind from a GGUF token_type: 1 normal, 2 unknown, 3 control, 4
+// user-defined, 5 unused, 6 byte; 0 (undefined) is read as normal.
+std::optional<TokenKind> kind_of_token_type(int64_t type) {
+  switch (type) {
+    case 0:
+    case 1:
+      return TokenKind::kNormal;
+    case 2:
+      return TokenKind::kUnknown;
+    case 3:
+      return TokenKind::kControl;
+    case 4:
+      return TokenKind::kUserDefined;
+    case 5:
+      return TokenKind::kUnused;
+    case 6:
+      return TokenKind::kByte;
+    default:
+      return std::nullopt;
+  }
 }
 
 constexpr uint64_t kMaxKeyLength = 65535;  // the GGUF spec's bound on key length
@@ -124,6 +154,18 @@ class GgufReader {
     buffer_begin_ += n;
     position_ += n;
     return bytes;
+  }
+
+  // The bytes already buffered, refilling first when none are; consume()
+  // takes some of them. For loops that read many small items without a call
+  // per item.
+  std::string_view buffered() {
+    if (buffer_begin_ == buffer_end_ && remaining() > 0) refill();
+    return std::string_view(data_ + buffer_begin_, buffer_end_ - buffer_begin_);
+  }
+  void consume(size_t n) {  // n <= buffered().size()
+    buffer_begin_ += n;
+    position_ += n;
   }
 
   // Appends n bytes to `out`.
@@ -209,11 +251,15 @@ class GgufReader {
 struct TokenizerMetadata {
   std::string model;
   bool has_model = false;
-  std::string token_text;               // all token strings, concatenated
-  std::vector<uint32_t> token_offsets;  // token i = token_text[offsets[i], offsets[i+1])
+  // All token strings, packed: token i = token_text[offsets[i], offsets[i+1]).
+  // They are decoded in place, and the buffers become the vocabulary's.
+  std::string token_text;
+  std::vector<uint32_t> token_offsets;
   bool has_tokens = false;
-  std::vector<int32_t> token_types;
+  std::vector<TokenKind> token_kinds;  // from token_type
   bool has_token_types = false;
+  // The first token whose type has no TokenKind, and that type.
+  std::optional<std::pair<size_t, int64_t>> unknown_token_type;
   std::optional<uint32_t> bos, eos, eot, eom;
 };
 
@@ -358,6 +404,15 @@ class GgufParser {
     }
     if (element_type == kString) {  // (BPE merges: 100k strings, skipped inline)
       for (uint64_t i = 0; i < count; ++i) {
+        // Within the buffer: step over length and text without a call each.
+        const std::string_view window = reader_.buffered();
+        if (window.size() >= 8) {
+          const uint64_t length = load_u64(window.data());
+          if (length <= window.size() - 8) {
+            reader_.consume(8 + static_cast<size_t>(length));
+            continue;
+          }
+        }
         uint64_t length = 0;
         if (!reader_.read_scalar(length) || !reader_.skip(length)) return truncated(key);
       }
@@ -407,28 +462,50 @@ class GgufParser {
       return Status(ErrorCode::kLimitExceeded, "GGUF file has too many tokens");
     }
     // Bounded by the file size (checked in read_array_header).
-    metadata.token_offsets.reserve(static_cast<size_t>(count) + 1);
-    // Typical tokens are short; reserving avoids regrowing (and re-touching) the text.
-    metadata.token_text.reserve(
+    std::vector<uint32_t>& offsets = metadata.token_offsets;
+    offsets.reserve(static_cast<size_t>(count) + 1);
+    offsets.push_back(0);
+    // Typical tokens are short: reserving avoids regrowing (and re-touching)
+    // the text. It grows by resizing a chunk at a time and is written
+    // through a pointer (no call per token); the unused tail is cut at the end.
+    std::string& text = metadata.token_text;
+    text.reserve(
         static_cast<size_t>(std::min<uint64_t>(reader_.remaining() - 8 * count, count * 12)));
-    metadata.token_offsets.push_back(0);
+    constexpr size_t kTextChunk = size_t{1} << 16;
+    size_t used = 0;
     for (uint64_t i = 0; i < count; ++i) {
-      // Inline read_string: no per-token description string on the happy path.
-      uint64_t length = 0;
-      if (!reader_.read_scalar(length) || length > reader_.remaining() ||
-          !(length <= kMaxTokenLength ? reader_.append(metadata.token_text, length) : false)) {
-        if (length > kMaxTokenLength && length <= reader_.remaining()) {
+      // The common case: the length and the text are both buffered.
+      std::string_view window = reader_.buffered();
+      uint64_t length = window.size() >= 8 ? load_u64(window.data()) : UINT64_MAX;
+      const bool from_window = length <= kMaxTokenLength && length <= window.size() - 8;
+      if (from_window) {
+        window.remove_prefix(8);
+      } else {
+        length = 0;
+        if (!reader_.read_scalar(length) || length > reader_.remaining()) {
+          return truncated("token " + std::to_string(i));
+        }
+        if (length > kMaxTokenLength) {
           return Status(ErrorCode::kLimitExceeded, "token " + std::to_string(i) + " is " +
                                                        std::to_string(length) +
                                                        " bytes long (at most 65535)");
         }
+      }
+      const size_t size = static_cast<size_t>(length);
+      if (used + size > text.size()) text.resize(std::max(used + size, text.size() + kTextChunk));
+      if (from_window) {
+        std::memcpy(&text[used], window.data(), size);
+        reader_.consume(8 + size);
+      } else if (!reader_.read(&text[used], size)) {
         return truncated("token " + std::to_string(i));
       }
-      if (metadata.token_text.size() >= UINT32_MAX) {
+      used += size;
+      if (used >= UINT32_MAX) {
         return Status(ErrorCode::kLimitExceeded, "GGUF token text exceeds 4 GiB");
       }
-      metadata.token_offsets.push_back(static_cast<uint32_t>(metadata.token_text.size()));
+      offsets.push_back(static_cast<uint32_t>(used));
     }
+    text.resize(used);
     return Status();
   }
 
@@ -441,26 +518,40 @@ class GgufParser {
     if (count >= UINT32_MAX) {
       return Status(ErrorCode::kLimitExceeded, "GGUF file has too many token types");
     }
-    metadata.token_types.resize(static_cast<size_t>(count));
-    if (element_type == kInt32 || element_type == kUint32) {
-      // The usual case: one bulk read, then fix the byte order in place.
-      if (!reader_.read(metadata.token_types.data(), static_cast<size_t>(count) * 4)) {
-        return truncated(key);
+    std::vector<TokenKind>& kinds = metadata.token_kinds;
+    kinds.resize(static_cast<size_t>(count));
+    const auto set_kind = [&](size_t i, int64_t value) {
+      if (const std::optional<TokenKind> kind = kind_of_token_type(value)) {
+        kinds[i] = *kind;
+      } else {
+        kinds[i] = TokenKind::kUnused;
+        // Reported as the int32 the value was read as (-1 when out of range).
+        if (!metadata.unknown_token_type) {
+          metadata.unknown_token_type = {
+              i, value < INT32_MIN || value > INT32_MAX ? -1 : static_cast<int32_t>(value)};
+        }
       }
-      for (int32_t& value : metadata.token_types) {
-        unsigned char raw[4];
-        std::memcpy(raw, &value, 4);
-        const uint32_t bits = uint32_t{raw[0]} | uint32_t{raw[1]} << 8 | uint32_t{raw[2]} << 16 |
-                              uint32_t{raw[3]} << 24;
-        value = static_cast<int32_t>(bits);
+    };
+    for (size_t i = 0; i < count;) {
+      // The usual case: whole 32-bit values in the buffer, converted as they
+      // lie there (no temporary array of types).
+      const std::string_view window = reader_.buffered();
+      if ((element_type == kInt32 || element_type == kUint32) && window.size() >= 4) {
+        const size_t here = std::min<size_t>(count - i, window.size() / 4);
+        for (size_t k = 0; k < here; ++k) {
+          const auto* raw = reinterpret_cast<const unsigned char*>(window.data() + 4 * k);
+          const uint32_t bits = uint32_t{raw[0]} | uint32_t{raw[1]} << 8 | uint32_t{raw[2]} << 16 |
+                                uint32_t{raw[3]} << 24;
+          set_kind(i + k, static_cast<int32_t>(bits));  // (uint32 too, as before)
+        }
+        reader_.consume(4 * here);
+        i += here;
+        continue;
       }
-      return Status();
-    }
-    for (size_t i = 0; i < count; ++i) {
       int64_t value = 0;
       if (Status status = read_integer(element_type, key, value); !status.ok()) return status;
-      metadata.token_types[i] =
-          value < INT32_MIN || value > INT32_MAX ? -1 : static_cast<int32_t>(value);
+      set_kind(i, value);
+      ++i;
     }
     return Status();
   }
@@ -468,9 +559,25 @@ class GgufParser {
   GgufReader& reader_;
 };
 
+}  // namespace
+
+// Hands the loader's packed tokens to a DecodedVocabulary without copying them.
+struct internal::DecodedVocabularyAccess {
+  static void adopt(DecodedVocabulary& decoded, std::string bytes, std::vector<uint32_t> offsets,
+                    std::vector<TokenKind> kinds, size_t longest, size_t longest_id) {
+    decoded.bytes_ = std::move(bytes);
+    decoded.offsets_ = std::move(offsets);
+    decoded.kinds_ = std::move(kinds);
+    decoded.longest_ = longest;
+    decoded.longest_id_ = longest_id;
+  }
+};
+
+namespace {
+
 // Reads the opened file (or buffer) into `decoded`; `path` prefixes error
-// messages. Separate from from_gguf_file so the raw metadata is freed before
-// the trie is built (fresh pages are costly).
+// messages. Each token is decoded where its text was read (a spelling is
+// never longer than its text), and the buffers become the vocabulary's.
 Status decode_gguf(GgufReader& reader, const std::string& path, DecodedVocabulary& decoded) {
   TokenizerMetadata metadata;
   if (Status status = GgufParser(reader).parse(metadata); !status.ok()) {
@@ -491,60 +598,67 @@ Status decode_gguf(GgufReader& reader, const std::string& path, DecodedVocabular
                 "tokenizer model '" + metadata.model + "' is not supported (gpt2 or llama)");
   }
   const size_t count = metadata.token_offsets.size() - 1;
-  if (metadata.has_token_types && metadata.token_types.size() != count) {
+  if (metadata.has_token_types && metadata.token_kinds.size() != count) {
     return fail(ErrorCode::kSyntax, "tokenizer.ggml.token_type has " +
-                                        std::to_string(metadata.token_types.size()) +
+                                        std::to_string(metadata.token_kinds.size()) +
                                         " entries for " + std::to_string(count) + " tokens");
   }
+  std::vector<TokenKind>& kinds = metadata.token_kinds;
+  if (!metadata.has_token_types) kinds.assign(count, TokenKind::kNormal);  // absent: all normal
+  // Past this token, the loop below would not get (it reports its type).
+  const size_t stop_at = metadata.unknown_token_type ? metadata.unknown_token_type->first : count;
 
-  decoded.reserve(count, metadata.token_text.size());
-  std::string bytes;  // scratch, reused so decoding does not allocate per token
+  std::string& text = metadata.token_text;
+  std::vector<uint32_t>& offsets = metadata.token_offsets;
+  char* const base = text.data();
+  const bool byte_level = decoded.style == TokenizerStyle::kByteLevel;
+  size_t written = 0;     // decoded bytes so far, all before the text still to decode
+  size_t text_begin = 0;  // where token id's text starts (offsets[id] now holds its decoded start)
+  size_t longest = 0, longest_id = 0;
   for (size_t id = 0; id < count; ++id) {
-    const std::string_view text =
-        std::string_view(metadata.token_text)
-            .substr(metadata.token_offsets[id],
-                    metadata.token_offsets[id + 1] - metadata.token_offsets[id]);
-    // token_type: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused,
-    // 6 byte; 0 (undefined) is read as normal. Absent means all normal.
-    const int32_t type = metadata.has_token_types ? metadata.token_types[id] : 1;
-    switch (type) {
-      case 0:
-      case 1:
-        bytes.clear();
-        if (decoded.style == TokenizerStyle::kByteLevel) {
-          append_byte_level_bytes(text, bytes);
-        } else {
-          append_sentencepiece_bytes(text, bytes);
-        }
-        decoded.add_token(bytes, TokenKind::kNormal);
+    if (id == stop_at) {
+      return fail(ErrorCode::kSyntax, "token " + std::to_string(id) + " has unknown type " +
+                                          std::to_string(metadata.unknown_token_type->second));
+    }
+    const size_t text_end = offsets[id + 1];
+    const std::string_view token_text(base + text_begin, text_end - text_begin);
+    char* const out = base + written;
+    char* end = out;
+    switch (kinds[id]) {
+      case TokenKind::kNormal:
+        end = byte_level ? internal::write_byte_level_bytes(token_text, out)
+                         : internal::write_sentencepiece_bytes(token_text, out);
         break;
-      case 2:
-        decoded.add_token(text, TokenKind::kUnknown);
-        break;
-      case 3:
-        decoded.add_token(text, TokenKind::kControl);
-        break;
-      case 4:
-        decoded.add_token(text, TokenKind::kUserDefined);
-        break;
-      case 5:
-        decoded.add_token({}, TokenKind::kUnused);
-        break;
-      case 6: {
-        const std::optional<uint8_t> byte = parse_byte_piece(text);
+      case TokenKind::kByte: {
+        const std::optional<uint8_t> byte = parse_byte_piece(token_text);
         if (!byte) {
           return fail(ErrorCode::kSyntax,
                       "byte token " + std::to_string(id) + " is not spelled <0xHH>");
         }
-        const char raw = static_cast<char>(*byte);
-        decoded.add_token(std::string_view(&raw, 1), TokenKind::kByte);
+        *end++ = static_cast<char>(*byte);
         break;
       }
-      default:
-        return fail(ErrorCode::kSyntax,
-                    "token " + std::to_string(id) + " has unknown type " + std::to_string(type));
+      case TokenKind::kUnused:  // empty bytes
+        break;
+      case TokenKind::kUnknown:
+      case TokenKind::kControl:
+      case TokenKind::kUserDefined:  // their literal text
+        std::memmove(out, token_text.data(), token_text.size());
+        end = out + token_text.size();
+        break;
     }
+    const size_t size = static_cast<size_t>(end - out);
+    if (size > longest) {
+      longest = size;
+      longest_id = id;
+    }
+    written += size;
+    offsets[id + 1] = static_cast<uint32_t>(written);
+    text_begin = text_end;
   }
+  text.resize(written);
+  internal::DecodedVocabularyAccess::adopt(decoded, std::move(text), std::move(offsets),
+                                           std::move(kinds), longest, longest_id);
 
   for (const auto& [name, id] : {std::pair{"eos", metadata.eos}, std::pair{"eot", metadata.eot},
                                  std::pair{"eom", metadata.eom}}) {

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <new>
 
 #include "text_slice.h"
+#include "token_spelling.h"
 #include "token_trie.h"
 
 namespace grammask {
@@ -285,17 +287,24 @@ namespace {
 // others are shifted to U+0100 onward in byte order. This is the inverse:
 // code point (< 0x144) -> byte, or -1.
 struct ByteLevelTable {
-  std::array<int16_t, 0x144> byte_of{};
-  ByteLevelTable() {
-    byte_of.fill(-1);
-    uint32_t shifted = 0x100;
-    for (int byte = 0; byte < 256; ++byte) {
-      const bool printable =
-          (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
-      byte_of[printable ? byte : shifted++] = static_cast<int16_t>(byte);
-    }
-  }
+  int16_t byte_of[0x144] = {};
 };
+
+constexpr ByteLevelTable make_byte_level_table() {
+  ByteLevelTable table;
+  for (int16_t& byte : table.byte_of) byte = -1;
+  uint32_t shifted = 0x100;
+  for (int byte = 0; byte < 256; ++byte) {
+    const bool printable =
+        (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
+    table.byte_of[printable ? byte : shifted++] = static_cast<int16_t>(byte);
+  }
+  return table;
+}
+
+// Built at compile time: the decoder checks no initialization guard per token.
+constexpr ByteLevelTable kByteLevel = make_byte_level_table();
+constexpr uint32_t kByteLevelCodePoints = 0x144;
 
 // Decodes one UTF-8 sequence at text[i]; returns its length, or 0 if invalid.
 size_t decode_utf8(std::string_view text, size_t i, uint32_t& code_point) {
@@ -334,29 +343,27 @@ int hex_digit(char c) {
 
 }  // namespace
 
-void append_byte_level_bytes(std::string_view token_text, std::string& bytes) {
-  static const ByteLevelTable table;
-  // Every character decodes to at most its own length: decode into a buffer
-  // of that size (on the stack for the usual short token), then append.
-  char stack_buffer[256];
-  std::string heap_buffer;
-  char* const begin = token_text.size() <= sizeof stack_buffer
-                          ? stack_buffer
-                          : (heap_buffer.resize(token_text.size()), heap_buffer.data());
-  char* out = begin;
-  for (size_t i = 0; i < token_text.size();) {
-    const uint8_t first = static_cast<uint8_t>(token_text[i]);
-    if (first >= 0x21 && first <= 0x7E) {  // printable ASCII stands for itself
+namespace internal {
+
+char* write_byte_level_bytes(std::string_view token_text, char* out) noexcept {
+  const ByteLevelTable& table = kByteLevel;
+  // Each character is read before its byte is written, and no character
+  // spells more bytes than it takes: `out` may trail the text in place.
+  const char* const text = token_text.data();
+  const size_t size = token_text.size();
+  for (size_t i = 0; i < size;) {
+    const uint8_t first = static_cast<uint8_t>(text[i]);
+    if (static_cast<uint8_t>(first - 0x21) <= 0x7E - 0x21) {  // printable ASCII is itself
       *out++ = static_cast<char>(first);
       ++i;
       continue;
     }
     // The byte alphabet's other characters are all two bytes long (U+00A1
     // to U+0143): decoded here without the general decoder.
-    if (first >= 0xC2 && first <= 0xC5 && i + 1 < token_text.size()) {
-      const uint8_t second = static_cast<uint8_t>(token_text[i + 1]);
+    if (static_cast<uint8_t>(first - 0xC2) <= 0xC5 - 0xC2 && i + 1 < size) {
+      const uint8_t second = static_cast<uint8_t>(text[i + 1]);
       const uint32_t code_point = ((first & 0x1Fu) << 6) | (second & 0x3Fu);
-      if ((second & 0xC0) == 0x80 && code_point < table.byte_of.size() &&
+      if ((second & 0xC0) == 0x80 && code_point < kByteLevelCodePoints &&
           table.byte_of[code_point] >= 0) {
         *out++ = static_cast<char>(table.byte_of[code_point]);
         i += 2;
@@ -366,27 +373,45 @@ void append_byte_level_bytes(std::string_view token_text, std::string& bytes) {
     uint32_t code_point = 0;
     const size_t length = decode_utf8(token_text, i, code_point);
     if (length == 0) {  // not UTF-8: keep the byte
-      *out++ = token_text[i++];
-    } else if (code_point < table.byte_of.size() && table.byte_of[code_point] >= 0) {
+      *out++ = text[i++];
+    } else if (code_point < kByteLevelCodePoints && table.byte_of[code_point] >= 0) {
       *out++ = static_cast<char>(table.byte_of[code_point]);
       i += length;
     } else {  // outside the byte alphabet: keep the character as written
-      for (size_t k = 0; k < length; ++k) *out++ = token_text[i + k];
+      for (size_t k = 0; k < length; ++k) *out++ = text[i + k];
       i += length;
     }
   }
-  bytes.append(begin, static_cast<size_t>(out - begin));
+  return out;
 }
 
-void append_sentencepiece_bytes(std::string_view token_text, std::string& bytes) {
+char* write_sentencepiece_bytes(std::string_view token_text, char* out) noexcept {
   static constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // '▁' U+2581
   size_t start = 0;
   for (size_t mark; (mark = token_text.find(kSpaceMark, start)) != std::string_view::npos;) {
-    bytes.append(token_text, start, mark - start);
-    bytes += ' ';
+    std::memmove(out, token_text.data() + start, mark - start);  // (may overlap, in place)
+    out += mark - start;
+    *out++ = ' ';
     start = mark + kSpaceMark.size();
   }
-  bytes.append(token_text, start, std::string_view::npos);
+  std::memmove(out, token_text.data() + start, token_text.size() - start);
+  return out + (token_text.size() - start);
+}
+
+}  // namespace internal
+
+void append_byte_level_bytes(std::string_view token_text, std::string& bytes) {
+  const size_t old_size = bytes.size();
+  bytes.resize(old_size + token_text.size());  // an upper bound
+  char* const end = internal::write_byte_level_bytes(token_text, bytes.data() + old_size);
+  bytes.resize(static_cast<size_t>(end - bytes.data()));
+}
+
+void append_sentencepiece_bytes(std::string_view token_text, std::string& bytes) {
+  const size_t old_size = bytes.size();
+  bytes.resize(old_size + token_text.size());  // an upper bound
+  char* const end = internal::write_sentencepiece_bytes(token_text, bytes.data() + old_size);
+  bytes.resize(static_cast<size_t>(end - bytes.data()));
 }
 
 std::optional<uint8_t> parse_byte_piece(std::string_view token_text) noexcept {

@@ -502,6 +502,53 @@ TEST(Gguf, MissingTokenTypesMeansAllNormal) {
   EXPECT_TRUE(vocab->stop_tokens().empty());
 }
 
+// A file several times the loader's 256 KiB read buffer: token strings,
+// their lengths, the skipped merges and the 32-bit token types all straddle
+// refills somewhere, and long tokens take the path past the buffer. The
+// file and the same bytes in memory must load alike, every token spelled
+// as written (byte-level, decoded in place where its text was read).
+TEST(Gguf, TokensStraddlingReadBuffersLoadAlike) {
+  std::mt19937 random(11);
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::vector<std::string> expected;
+  for (int id = 0; id < 30000; ++id) {
+    const int type = id % 97 == 0 ? 3 : id % 89 == 0 ? 5 : 1;  // some control, some unused
+    const size_t length = id % 5000 == 7 ? 60000 : random() % 24;
+    std::string word;
+    for (size_t i = 0; i < length; ++i) word += static_cast<char>('a' + random() % 26);
+    const bool spaced = type == 1 && random() % 2 == 0;
+    tokens.push_back(spaced ? kByteLevelSpace + word : word);
+    types.push_back(type);
+    expected.push_back(type == 5 ? "" : spaced ? " " + word : word);
+  }
+  std::vector<std::string> merges;
+  for (int i = 0; i < 40000; ++i) merges.push_back(std::string(random() % 20, 'm'));
+  GgufWriter w;
+  w.counts(0, 4);
+  w.string_value("tokenizer.ggml.model", "gpt2");
+  w.strings("tokenizer.ggml.tokens", tokens);
+  w.strings("tokenizer.ggml.merges", merges);
+  w.int32s("tokenizer.ggml.token_type", types);
+  ASSERT_GT(w.bytes().size(), size_t{4} << 18);
+
+  auto from_file = load_gguf_bytes(w.bytes());
+  auto from_memory = Vocabulary::from_gguf(w.bytes());
+  ASSERT_TRUE(from_file.ok()) << from_file.status().to_string();
+  ASSERT_TRUE(from_memory.ok()) << from_memory.status().to_string();
+  for (const Vocabulary* vocab : {&*from_file, &*from_memory}) {
+    ASSERT_EQ(vocab->size(), tokens.size());
+    for (uint32_t id = 0; id < tokens.size(); ++id) {
+      ASSERT_EQ(vocab->token_bytes(id), expected[id]) << "token " << id;
+      ASSERT_EQ(vocab->kind(id), types[id] == 3   ? TokenKind::kControl
+                                 : types[id] == 5 ? TokenKind::kUnused
+                                                  : TokenKind::kNormal)
+          << "token " << id;
+    }
+    EXPECT_EQ(check_trie(*vocab), "");
+  }
+}
+
 TEST(Gguf, EveryTruncationIsAnError) {
   const std::string full = small_llama_gguf();
   ASSERT_TRUE(load_gguf_bytes(full).ok());

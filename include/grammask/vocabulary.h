@@ -26,6 +26,7 @@ class TokenTrie;
 struct TextSlice;
 struct VocabularyData;
 struct StopSet;
+struct DecodedVocabularyAccess;
 }  // namespace internal
 
 // What a token id stands for (the GGUF token_type classes).
@@ -64,6 +65,7 @@ class DecodedVocabulary {
 
  private:
   friend class Vocabulary;
+  friend struct internal::DecodedVocabularyAccess;  // the GGUF loader fills it in place
   std::string bytes_;
   std::vector<uint32_t> offsets_ = {0};  // token i is bytes_[offsets_[i], offsets_[i+1])
   std::vector<TokenKind> kinds_;
