@@ -170,20 +170,25 @@ class TrieAssembler {
         while (common < limit && before[common] == token[common]) ++common;
       }
     }
-    const uint32_t node_count = static_cast<uint32_t>(nodes_.size());
+    const uint32_t node_count = static_cast<uint32_t>(node_count_);
     for (size_t depth = open_depth_; depth > common; --depth) {
       nodes_[path_[depth]].subtree_end = node_count;
     }
     const uint32_t token_count = static_cast<uint32_t>(token_ids_.size());
-    for (size_t depth = common; depth < key.length; ++depth) {
-      path_[depth + 1] = static_cast<uint32_t>(nodes_.size());
-      TokenTrie::Node& node = nodes_.emplace_back();  // filled in place: no temporary to copy
-      node.subtree_end = 0;
-      node.tokens_begin = token_count;
-      node.tokens_end = token_count;
-      node.depth = static_cast<uint16_t>(depth + 1);
-      node.byte = static_cast<uint8_t>(token[depth]);
+    // Room for the new nodes, grown a chunk at a time (within the reserve)
+    // so that the loop below writes through an index, not push_back.
+    const size_t needed = node_count + (key.length - common);
+    if (needed > nodes_.size()) nodes_.resize(std::max(needed, nodes_.size() + kNodeChunk));
+    TokenTrie::Node* node = nodes_.data() + node_count;
+    for (size_t depth = common; depth < key.length; ++depth, ++node) {
+      path_[depth + 1] = static_cast<uint32_t>(node - nodes_.data());
+      node->subtree_end = 0;
+      node->tokens_begin = token_count;
+      node->tokens_end = token_count;
+      node->depth = static_cast<uint16_t>(depth + 1);
+      node->byte = static_cast<uint8_t>(token[depth]);
     }
+    node_count_ = needed;
     token_ids_.push_back(key.id);
     nodes_[path_[key.length]].tokens_end = token_count + 1;
     open_depth_ = key.length;
@@ -192,7 +197,8 @@ class TrieAssembler {
 
   // Closes the nodes still open, the root included.
   void finish() {
-    const uint32_t node_count = static_cast<uint32_t>(nodes_.size());
+    nodes_.resize(node_count_);
+    const uint32_t node_count = static_cast<uint32_t>(node_count_);
     for (size_t depth = 0; depth <= open_depth_; ++depth) {
       nodes_[path_[depth]].subtree_end = node_count;
     }
@@ -204,6 +210,8 @@ class TrieAssembler {
   std::vector<TokenTrie::Node>& nodes_;
   std::vector<uint32_t>& token_ids_;
   std::vector<uint32_t> path_;
+  static constexpr size_t kNodeChunk = 4096;
+  size_t node_count_ = 1;  // nodes_ written so far (the root first); the rest is room
   size_t open_depth_ = 0;  // depth of the previous token (0: none yet)
   SortKey previous_{};
 };

@@ -95,13 +95,14 @@ std::shared_ptr<const StopSet> make_stop_set(
   stop_ids.erase(std::unique(stop_ids.begin(), stop_ids.end()), stop_ids.end());
   stops->ids = std::move(stop_ids);
 
-  const auto is_stop = [&](uint32_t id) {
-    return std::binary_search(stops->ids.begin(), stops->ids.end(), id);
-  };
   std::vector<uint32_t> trie_ids;
   if (!reusable_trie) trie_ids.reserve(data.size());
+  // The stop ids are ascending: walk them alongside the ids.
+  auto next_stop = stops->ids.begin();
   for (uint32_t id = 0; id < data.size(); ++id) {
-    if (data.spells_text(id) && !is_stop(id)) {
+    const bool is_stop = next_stop != stops->ids.end() && *next_stop == id;
+    next_stop += is_stop;
+    if (data.spells_text(id) && !is_stop) {
       if (!reusable_trie) trie_ids.push_back(id);
     } else if (data.offsets[id + 1] != data.offsets[id] && data.kinds[id] != TokenKind::kUnused) {
       stops->outside_trie.push_back(id);
@@ -111,10 +112,11 @@ std::shared_ptr<const StopSet> make_stop_set(
     stops->trie = std::move(reusable_trie);
     stops->text_slice = std::move(reusable_slice);
   } else {
-    stops->trie = std::make_shared<const TokenTrie>(
-        TokenTrie::build(data.bytes.data(), data.offsets.data(), trie_ids));
+    // The slice first: the trie then takes the ids without a copy.
     stops->text_slice = std::make_shared<const TextSlice>(
         TextSlice::build(data.bytes.data(), data.offsets.data(), trie_ids, data.size()));
+    stops->trie = std::make_shared<const TokenTrie>(
+        TokenTrie::build(data.bytes.data(), data.offsets.data(), std::move(trie_ids)));
   }
   return stops;
 }
