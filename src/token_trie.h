@@ -39,9 +39,10 @@ class TokenTrie {
   // Builds the trie over tokens packed in one buffer: token id spells
   // bytes[offsets[id], offsets[id + 1]). `ids` lists the tokens to insert in
   // ascending order. Tokens with empty bytes or longer than kMaxTokenLength
-  // are skipped (the caller validates). Cost: a bucket pass on the first two
-  // bytes, small sorts, and one pass over the sorted tokens (~3 ms for 100k
-  // tokens); memory: the output plus 8 bytes per token.
+  // are skipped (the caller validates). Cost: two in-place bucket passes on
+  // the first two bytes, small sorts per bucket, and one pass over the sorted
+  // tokens; memory: the output plus a scratch buffer the size of the largest
+  // bucket.
   static TokenTrie build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids);
 
   // The same from (bytes, id) pairs in any order; several ids may share
