@@ -245,6 +245,49 @@ s2 ::= "\"" [a-c]* "\"")gm");
   EXPECT_EQ(third, first);
 }
 
+// The mask cache keeps a mask that allows few tokens as (index, word) pairs
+// and one that allows many as words. Served from the cache, both are the
+// masks computed at the first visit, and both write every word of a buffer
+// wider than the vocabulary.
+TEST(Matcher, CachedSparseAndDenseMasksAreTheComputedOnes) {
+  std::vector<std::string> tokens;
+  for (char c = 'a'; c <= 'z'; ++c)
+    for (char d = 'a'; d <= 'z'; ++d) tokens.push_back({c, d});
+  for (const char* t : {"[", "]", ",", "q", "z", "z]", "],", "<eos>"}) tokens.push_back(t);
+  const Vocabulary vocab =
+      *Vocabulary::from_token_bytes(tokens, {static_cast<uint32_t>(tokens.size() - 1)});
+  // After "q" or "ab" the item may end (so the mask is the engine's, kept
+  // by the mask cache): "q" is followed by few tokens, "ab" by every pair
+  // of letters.
+  auto grammar = parse_gbnf(R"gm(root ::= v
+v ::= "[" (v ("," v)*)? "]" | "q" "z"? | "ab" [a-z]*)gm");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto compiled = CompiledGrammar::compile(*grammar, vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  const size_t width = compiled->mask_words() + 3;
+  Matcher m(*compiled);
+  auto mask_after = [&](const std::string& more, const std::string& text) {
+    EXPECT_TRUE(m.accept_bytes(more).ok()) << text;
+    std::vector<uint32_t> words(width, 0xFFFFFFFFu);
+    EXPECT_TRUE(m.fill_mask(words.data(), words.size()).ok()) << text;
+    EXPECT_EQ(words, oracle_mask(*grammar, vocab, text, width)) << text;
+    return words;
+  };
+  auto nonzero = [](const std::vector<uint32_t>& words) {
+    return static_cast<size_t>(
+        std::count_if(words.begin(), words.end(), [](uint32_t w) { return w != 0; }));
+  };
+  const std::vector<uint32_t> sparse = mask_after("[q", "[q");
+  const std::vector<uint32_t> dense = mask_after(",ab", "[q,ab");
+  EXPECT_LT(2 * nonzero(sparse), width);
+  EXPECT_GT(2 * nonzero(dense), width);
+  m.reset();
+  const size_t hits = m.mask_cache_hits();
+  EXPECT_EQ(mask_after("[q", "[q"), sparse);
+  EXPECT_EQ(mask_after(",ab", "[q,ab"), dense);
+  EXPECT_EQ(m.mask_cache_hits(), hits + 2);
+}
+
 TEST(Matcher, RefusesAndKeepsState) {
   const Vocabulary vocab = small_vocab();
   auto compiled = CompiledGrammar::from_gbnf(R"gm(root ::= "ab" "c")gm", vocab);
