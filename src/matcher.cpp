@@ -433,16 +433,24 @@ constexpr size_t kMaskCacheBytes = size_t{32} << 20;
 class CachedMask {
  public:
   CachedMask(const uint32_t* words, size_t n_words) {
-    const size_t nonzero =
-        static_cast<size_t>(std::count_if(words, words + n_words, [](uint32_t w) { return w; }));
+    // Both loops are branch-free: a mask's zero words follow no pattern.
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n_words; ++i) nonzero += words[i] != 0;
     sparse_ = 2 * nonzero < n_words;
     if (!sparse_) {
       data_.assign(words, words + n_words);
       return;
     }
-    data_.reserve(2 * nonzero);
-    for (size_t i = 0; i < n_words; ++i)
-      if (words[i] != 0) data_.insert(data_.end(), {static_cast<uint32_t>(i), words[i]});
+    // Every word is written as a pair; the cursor moves past nonzero ones
+    // only (so one spare pair at the end).
+    data_.resize(2 * nonzero + 2);
+    uint32_t* out = data_.data();
+    for (size_t i = 0; i < n_words; ++i) {
+      out[0] = static_cast<uint32_t>(i);
+      out[1] = words[i];
+      out += 2 * size_t{words[i] != 0};
+    }
+    data_.resize(2 * nonzero);
   }
 
   // Writes the mask over all of words[0, n_words) (n_words is at least the
