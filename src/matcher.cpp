@@ -432,25 +432,34 @@ constexpr size_t kMaskCacheBytes = size_t{32} << 20;
 // costs microseconds.
 class CachedMask {
  public:
-  CachedMask(const uint32_t* words, size_t n_words) {
-    // Both loops are branch-free: a mask's zero words follow no pattern.
-    size_t nonzero = 0;
-    for (size_t i = 0; i < n_words; ++i) nonzero += words[i] != 0;
-    sparse_ = 2 * nonzero < n_words;
-    if (!sparse_) {
+  // `scratch` is working room that the caller keeps between masks.
+  CachedMask(const uint32_t* words, size_t n_words, std::vector<uint32_t>& scratch) {
+    // One pass: chunks of 8 zero words are skipped (a sparse mask is mostly
+    // those), the others compacted without branches, and the pass gives up
+    // for a plain copy once half the words are nonzero.
+    constexpr size_t kChunk = 8;
+    const size_t most_pairs = n_words / 2;
+    scratch.resize(2 * most_pairs + 2 * kChunk);  // (a chunk may write past the end)
+    uint32_t* out = scratch.data();
+    const uint32_t* const full = out + 2 * most_pairs;
+    size_t i = 0;
+    for (; i < n_words && out < full; i += kChunk) {
+      const size_t chunk = std::min(kChunk, n_words - i);
+      uint32_t any = 0;
+      for (size_t k = 0; k < chunk; ++k) any |= words[i + k];
+      if (any == 0) continue;
+      for (size_t k = 0; k < chunk; ++k) {
+        out[0] = static_cast<uint32_t>(i + k);
+        out[1] = words[i + k];
+        out += 2 * size_t{words[i + k] != 0};
+      }
+    }
+    sparse_ = out < full;
+    if (sparse_) {
+      data_.assign(scratch.data(), out);
+    } else {
       data_.assign(words, words + n_words);
-      return;
     }
-    // Every word is written as a pair; the cursor moves past nonzero ones
-    // only (so one spare pair at the end).
-    data_.resize(2 * nonzero + 2);
-    uint32_t* out = data_.data();
-    for (size_t i = 0; i < n_words; ++i) {
-      out[0] = static_cast<uint32_t>(i);
-      out[1] = words[i];
-      out += 2 * size_t{words[i] != 0};
-    }
-    data_.resize(2 * nonzero);
   }
 
   // Writes the mask over all of words[0, n_words) (n_words is at least the
@@ -529,7 +538,7 @@ class MatcherState {
     }
     if (engine_.is_accepting())
       for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
-    CachedMask entry(words, needed);
+    CachedMask entry(words, needed, cache_scratch_);
     if (mask_cache_bytes_ + entry.bytes() > kMaskCacheBytes) {
       mask_cache_.clear();
       mask_cache_bytes_ = 0;
@@ -1304,10 +1313,11 @@ class MatcherState {
   std::vector<uint8_t> path_;
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
   std::unordered_map<uint32_t, CachedMask> mask_cache_;
-  size_t mask_cache_bytes_ = 0;        // of the entries' words
-  std::vector<uint32_t> sources_;      // advance()'s copy of its input states
-  std::vector<uint64_t> pure_key_;     // sorted walk classes of the top set
-  std::vector<uint32_t> pure_states_;  // one DFA state per class of pure_key_
+  size_t mask_cache_bytes_ = 0;          // of the entries' words
+  std::vector<uint32_t> cache_scratch_;  // for making entries
+  std::vector<uint32_t> sources_;        // advance()'s copy of its input states
+  std::vector<uint64_t> pure_key_;       // sorted walk classes of the top set
+  std::vector<uint32_t> pure_states_;    // one DFA state per class of pure_key_
   std::vector<uint64_t> tagged_key_;
   TextCover pure_cover_ = kNoText;
   WalkCache pure_walks_[kTextCovers];  // by pure_cover_
