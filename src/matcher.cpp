@@ -434,26 +434,28 @@ class CachedMask {
  public:
   // `scratch` is working room that the caller keeps between masks.
   CachedMask(const uint32_t* words, size_t n_words, std::vector<uint32_t>& scratch) {
-    // One pass: chunks of 8 zero words are skipped (a sparse mask is mostly
-    // those), the others compacted without branches, and the pass gives up
-    // for a plain copy once half the words are nonzero.
-    constexpr size_t kChunk = 8;
+    // One pass: chunks of 16 zero words (a cache line) are skipped, as most
+    // of a sparse mask is; the others are compacted without branches; and
+    // the pass gives up for a plain copy once half the words are nonzero.
+    constexpr size_t kChunk = 16;
     const size_t most_pairs = n_words / 2;
     scratch.resize(2 * most_pairs + 2 * kChunk);  // (a chunk may write past the end)
     uint32_t* out = scratch.data();
     const uint32_t* const full = out + 2 * most_pairs;
-    size_t i = 0;
-    for (; i < n_words && out < full; i += kChunk) {
-      const size_t chunk = std::min(kChunk, n_words - i);
-      uint32_t any = 0;
-      for (size_t k = 0; k < chunk; ++k) any |= words[i + k];
-      if (any == 0) continue;
-      for (size_t k = 0; k < chunk; ++k) {
-        out[0] = static_cast<uint32_t>(i + k);
-        out[1] = words[i + k];
-        out += 2 * size_t{words[i + k] != 0};
+    auto compact = [&](size_t first, size_t count) {
+      for (size_t k = first; k < first + count; ++k) {
+        out[0] = static_cast<uint32_t>(k);
+        out[1] = words[k];
+        out += 2 * size_t{words[k] != 0};
       }
+    };
+    size_t i = 0;
+    for (; i + kChunk <= n_words && out < full; i += kChunk) {
+      uint32_t any = 0;
+      for (size_t k = 0; k < kChunk; ++k) any |= words[i + k];
+      if (any != 0) compact(i, kChunk);
     }
+    if (out < full) compact(i, n_words - i);
     sparse_ = out < full;
     if (sparse_) {
       data_.assign(scratch.data(), out);
