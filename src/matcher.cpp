@@ -424,7 +424,7 @@ constexpr size_t kMaskCacheBytes = size_t{32} << 20;
 }  // namespace
 
 // A mask kept by a Matcher's mask cache: its nonzero words as (index, word)
-// pairs when that is smaller than the words themselves. The masks that miss
+// pairs when that is much smaller than the words themselves. The masks that miss
 // every walk cache (between members, after a value, at a new nesting depth)
 // allow a few hundred tokens, so an entry takes a few KB instead of the
 // vocabulary's 12.8 KB (deepseek-llm), and a first visit touches that much
@@ -436,9 +436,11 @@ class CachedMask {
   CachedMask(const uint32_t* words, size_t n_words, std::vector<uint32_t>& scratch) {
     // One pass: chunks of 16 zero words (a cache line) are skipped, as most
     // of a sparse mask is; the others are compacted without branches; and
-    // the pass gives up for a plain copy once half the words are nonzero.
+    // the pass gives up for a plain copy once an eighth of the words are
+    // nonzero (the pairs would save less than 3/4 of the words, and a dense
+    // mask, a string body's, is given up on early).
     constexpr size_t kChunk = 16;
-    const size_t most_pairs = n_words / 2;
+    const size_t most_pairs = n_words / 8;
     scratch.resize(2 * most_pairs + 2 * kChunk);  // (a chunk may write past the end)
     uint32_t* out = scratch.data();
     const uint32_t* const full = out + 2 * most_pairs;

@@ -279,7 +279,7 @@ v ::= "[" (v ("," v)*)? "]" | "q" "z"? | "ab" [a-z]*)gm");
   };
   const std::vector<uint32_t> sparse = mask_after("[q", "[q");
   const std::vector<uint32_t> dense = mask_after(",ab", "[q,ab");
-  EXPECT_LT(2 * nonzero(sparse), width);
+  EXPECT_LT(8 * nonzero(sparse), width);
   EXPECT_GT(2 * nonzero(dense), width);
   m.reset();
   const size_t hits = m.mask_cache_hits();
