@@ -1200,17 +1200,25 @@ class Lowering {
         }
       }
     }
-    out_->byte_next_.assign(n * classes, kNoState);
-    for (size_t s = 0; s < n; ++s) {
-      uint32_t* row = out_->byte_next_.data() + s * classes;
-      for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) {
-        if (runs[r].target == kNoState) continue;
-        if (!live[runs[r].target]) {
-          runs[r].target = kNoState;
-          continue;
+    auto fill_table = [&](auto& table, auto no_state) {
+      table.assign(n * classes, no_state);
+      for (size_t s = 0; s < n; ++s) {
+        auto* row = table.data() + s * classes;
+        for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) {
+          if (runs[r].target == kNoState) continue;
+          if (!live[runs[r].target]) {
+            runs[r].target = kNoState;
+            continue;
+          }
+          std::fill(row + runs[r].first_class, row + run_end_class(r, s),
+                    static_cast<decltype(no_state)>(runs[r].target));
         }
-        std::fill(row + runs[r].first_class, row + run_end_class(r, s), runs[r].target);
       }
+    };
+    if (n < ByteGrammar::kNarrowNoState) {
+      fill_table(out_->narrow_next_, ByteGrammar::kNarrowNoState);
+    } else {
+      fill_table(out_->wide_next_, kNoState);
     }
     // Nullable rules: the start state reaches a final state through nullable
     // rule edges only. Backward propagation over (still present) rule edges.

@@ -75,7 +75,10 @@ class ByteGrammar {
 
   // Target of `state` on `byte`, or kNoState. O(1).
   uint32_t next(uint32_t state, uint8_t byte) const noexcept {
-    return byte_next_[static_cast<size_t>(state) * num_classes_ + byte_class_[byte]];
+    const size_t at = static_cast<size_t>(state) * num_classes_ + byte_class_[byte];
+    if (narrow_next_.empty()) return wide_next_[at];
+    const uint16_t target = narrow_next_[at];
+    return target == kNarrowNoState ? kNoState : target;
   }
   // The call of rule edge `edge`'s rule from the edge's target: the next
   // link of a call chain (a string body whose characters are calls), or
@@ -87,10 +90,17 @@ class ByteGrammar {
       if (rule_edges_[e].rule == rule_edges_[edge].rule) return e;
     return kNoEdge;
   }
-  // The targets of `state` per byte class: num_classes() entries, kNoState
-  // where there is no transition.
-  const uint32_t* transitions(uint32_t state) const noexcept {
-    return byte_next_.data() + static_cast<size_t>(state) * num_classes_;
+  // The transition table, states x classes, for loops that read it
+  // directly (the trie walks): entries of 16 bits, kNarrowNoState where
+  // there is no transition, while every state number fits in them (almost
+  // every grammar: half the memory and cache lines of 32 bits); else null,
+  // and wide_table() has entries of 32 bits, kNoState where none.
+  static constexpr uint16_t kNarrowNoState = UINT16_MAX;
+  const uint16_t* narrow_table() const noexcept {
+    return narrow_next_.empty() ? nullptr : narrow_next_.data();
+  }
+  const uint32_t* wide_table() const noexcept {
+    return wide_next_.empty() ? nullptr : wide_next_.data();
   }
   // The same transitions as runs in class order: [runs_begin, runs_end).
   const ClassRun* runs_begin(uint32_t state) const noexcept {
@@ -106,7 +116,9 @@ class ByteGrammar {
   uint64_t max_work_per_byte_ = 0;
   uint32_t num_classes_ = 1;
   uint8_t byte_class_[256] = {};
-  std::vector<uint32_t> byte_next_;  // states x classes
+  // The transition table (one of the two; see narrow_table()).
+  std::vector<uint16_t> narrow_next_;
+  std::vector<uint32_t> wide_next_;
   std::vector<uint32_t> run_begin_;  // states + 1
   std::vector<ClassRun> runs_;
   std::vector<AutomatonState> states_;

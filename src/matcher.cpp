@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <shared_mutex>
 #include <system_error>
@@ -182,8 +183,10 @@ std::vector<uint8_t> split_classes(const std::vector<uint32_t>& walk_class, uint
 // Earley engine). Built once per CompiledGrammar.
 struct PureTransitions {
   uint8_t byte_class[256] = {};
-  const uint32_t* table = nullptr;  // ByteGrammar::transitions(0)
-  uint32_t width = 0;               // byte classes
+  // ByteGrammar::narrow_table() or, when that is null, wide_table().
+  const uint16_t* narrow_table = nullptr;
+  const uint32_t* wide_table = nullptr;
+  uint32_t width = 0;  // byte classes
   std::vector<uint8_t> stops;
 
   PureTransitions(const ByteGrammar& grammar, const std::vector<uint32_t>& walk_class);
@@ -1692,18 +1695,24 @@ std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
 PureTransitions::PureTransitions(const ByteGrammar& grammar,
                                  const std::vector<uint32_t>& walk_class) {
   for (int b = 0; b < 256; ++b) byte_class[b] = grammar.byte_class(static_cast<uint8_t>(b));
-  table = grammar.transitions(0);
+  narrow_table = grammar.narrow_table();
+  wide_table = grammar.wide_table();
   width = grammar.num_classes();
   stops.resize(walk_class.size());
   for (size_t s = 0; s < walk_class.size(); ++s) stops[s] = walk_class[s] == kImpureClass;
 }
 
-bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
-                     size_t vocabulary_size, uint32_t start, uint64_t budget, PureWalk& walk,
-                     uint64_t& visited) {
+namespace {
+
+// walk_from_state over a transition table of `Entry`s, whose largest value
+// means no transition.
+template <typename Entry>
+bool walk_from_state_in(const Entry* table, const PureTransitions& transitions,
+                        const TokenTrie& trie, size_t vocabulary_size, uint32_t start,
+                        uint64_t budget, PureWalk& walk, uint64_t& visited) {
+  constexpr Entry kNone = std::numeric_limits<Entry>::max();
   const TokenTrie::Node* nodes = trie.nodes().data();
   const uint32_t* ids = trie.token_ids().data();
-  const uint32_t* table = transitions.table;
   const uint8_t* stops = transitions.stops.data();
   const size_t width = transitions.width;
   const size_t depth_cap = walk.depth_cap;
@@ -1733,7 +1742,7 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
     const TokenTrie::Node& node = nodes[i];
     const size_t depth = node.depth;
     const uint32_t next = table[row_at[depth - 1] + byte_class[node.byte]];
-    if (next == kNoState) {
+    if (next == kNone) {
       i = node.subtree_end;
       continue;
     }
@@ -1769,6 +1778,18 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
     walk.finish();
   }
   return true;
+}
+
+}  // namespace
+
+bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
+                     size_t vocabulary_size, uint32_t start, uint64_t budget, PureWalk& walk,
+                     uint64_t& visited) {
+  if (transitions.narrow_table != nullptr)
+    return walk_from_state_in(transitions.narrow_table, transitions, trie, vocabulary_size, start,
+                              budget, walk, visited);
+  return walk_from_state_in(transitions.wide_table, transitions, trie, vocabulary_size, start,
+                            budget, walk, visited);
 }
 
 }  // namespace internal

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "automaton.h"
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
 #include "grammask/json_schema.h"
@@ -286,6 +287,37 @@ v ::= "[" (v ("," v)*)? "]" | "q" "z"? | "ab" [a-z]*)gm");
   EXPECT_EQ(mask_after("[q", "[q"), sparse);
   EXPECT_EQ(mask_after(",ab", "[q,ab"), dense);
   EXPECT_EQ(m.mask_cache_hits(), hits + 2);
+}
+
+// A grammar of more states than 16-bit entries can number keeps a 32-bit
+// transition table (every other grammar a 16-bit one): masks from both agree
+// with the oracle, before, inside and after the long stretch.
+TEST(Matcher, MasksMatchOracleWithWideTransitionTable) {
+  const Vocabulary vocab = small_vocab();
+  const std::string long_run(70000, 'a');
+  for (const std::string& text : {std::string("ab"), long_run}) {
+    auto grammar = parse_gbnf("root ::= (\"" + text + "\" | \"x\" [a-c]*) \"]\" \"c\"?");
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+    ASSERT_TRUE(lowered.ok()) << lowered.status().to_string();
+    const bool wide = (*lowered)->states().size() >= internal::ByteGrammar::kNarrowNoState;
+    EXPECT_EQ(wide, text.size() > 1000);
+    EXPECT_EQ((*lowered)->narrow_table() == nullptr, wide);
+    EXPECT_EQ((*lowered)->wide_table() == nullptr, !wide);
+    CompileOptions options;
+    options.precompute_budget = 0;  // walks happen at fill_mask
+    auto compiled = CompiledGrammar::compile(*grammar, vocab, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    for (const std::string prefix :
+         {std::string(), std::string("a"), text.substr(0, text.size() - 1), text, text + "]",
+          std::string("xab"), std::string("xab]")}) {
+      Matcher m(*compiled);
+      ASSERT_TRUE(m.accept_bytes(prefix).ok()) << prefix.size();
+      std::vector<uint32_t> words(compiled->mask_words());
+      ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+      EXPECT_EQ(words, oracle_mask(*grammar, vocab, prefix, words.size())) << prefix.size();
+    }
+  }
 }
 
 TEST(Matcher, RefusesAndKeepsState) {
