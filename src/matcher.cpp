@@ -818,7 +818,8 @@ class MatcherState {
             i = node.subtree_end;
             continue;
           }
-          for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set_bit(words, ids[t]);
+          for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t)
+            set_bit(words, ids[t]);
           fast_begin_[depth] = fast_end_[depth] = static_cast<uint32_t>(out);
           following_[depth] = 0;
           if (has_children) {
@@ -848,7 +849,8 @@ class MatcherState {
         i = node.subtree_end;
         continue;
       }
-      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set_bit(words, ids[t]);
+      for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t)
+        set_bit(words, ids[t]);
       if (has_children) {
         path_[depth] = node.byte;
         const size_t top = engine_.size();
@@ -1088,7 +1090,7 @@ class MatcherState {
         i = node.subtree_end;
         continue;
       }
-      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t)
+      for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t)
         set_bit(walk.bits.data(), ids[t]);
       path_[depth] = node.byte;
       if (node.subtree_end != i + 1 && !all_pure) {
@@ -1746,7 +1748,7 @@ bool walk_from_state_in(const Entry* table, const PureTransitions& transitions,
       i = node.subtree_end;
       continue;
     }
-    for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) {
+    for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t) {
       if (bits != nullptr) {
         set_bit(bits, ids[t]);
         continue;

@@ -9,7 +9,8 @@ namespace grammask {
 namespace internal {
 
 TokenTrie::TokenTrie() {
-  nodes_.push_back(Node{1, 0, 0, 0, 0});
+  nodes_.push_back(Node{1, 0, 0, 0});
+  nodes_.push_back(Node{1, 0, 0, 0});  // the end marker
 }
 
 namespace {
@@ -154,7 +155,7 @@ class TrieAssembler {
       : bytes_(bytes), offsets_(offsets), nodes_(nodes), token_ids_(token_ids) {
     // Real vocabularies need about two nodes per token; reserving more only
     // costs address space, which is never touched.
-    nodes_.reserve(tokens * 3 + 1);
+    nodes_.reserve(tokens * 3 + 2);  // (the root and the end marker too)
     token_ids_.reserve(tokens);
     path_.assign(longest + 1, 0);  // path_[d]: the open node at depth d (the root at 0)
   }
@@ -184,13 +185,13 @@ class TrieAssembler {
       path_[depth + 1] = static_cast<uint32_t>(node - nodes_.data());
       node->subtree_end = 0;
       node->tokens_begin = token_count;
-      node->tokens_end = token_count;
       node->depth = static_cast<uint16_t>(depth + 1);
       node->byte = static_cast<uint8_t>(token[depth]);
     }
     node_count_ = needed;
+    // (Tokens arrive in byte order, so the ones ending at a node come
+    // before any node made later: ranges follow node order.)
     token_ids_.push_back(key.id);
-    nodes_[path_[key.length]].tokens_end = token_count + 1;
     open_depth_ = key.length;
     previous_ = key;
   }
@@ -202,6 +203,7 @@ class TrieAssembler {
     for (size_t depth = 0; depth <= open_depth_; ++depth) {
       nodes_[path_[depth]].subtree_end = node_count;
     }
+    nodes_.push_back(TokenTrie::Node{node_count, static_cast<uint32_t>(token_ids_.size()), 0, 0});
   }
 
  private:

@@ -15,13 +15,30 @@ namespace internal {
 
 class TokenTrie {
  public:
+  // 12 bytes: the walks read nodes in order, so every byte counts.
   struct Node {
     uint32_t subtree_end;   // index one past the last node of this node's subtree
-    uint32_t tokens_begin;  // [tokens_begin, tokens_end) indexes token_ids(): tokens whose bytes
-                            // end here
-    uint32_t tokens_end;
-    uint16_t depth;  // bytes from the root (root = 0)
-    uint8_t byte;    // the byte on the edge into this node (unused at the root)
+    uint32_t tokens_begin;  // the tokens whose bytes end here are token_ids()[tokens_begin,
+                            // tokens_begin of the next node): see tokens_end()
+    uint16_t depth;         // bytes from the root (root = 0)
+    uint8_t byte;           // the byte on the edge into this node (unused at the root)
+  };
+
+  // The nodes, in an array whose element past the last is an end marker
+  // (its tokens_begin is token_ids().size()), so that node i's tokens end
+  // at nodes[i + 1].tokens_begin for every node.
+  class Nodes {
+   public:
+    Nodes(const Node* data, size_t size) : data_(data), size_(size) {}
+    const Node* data() const noexcept { return data_; }
+    size_t size() const noexcept { return size_; }
+    const Node& operator[](size_t i) const noexcept { return data_[i]; }
+    const Node* begin() const noexcept { return data_; }
+    const Node* end() const noexcept { return data_ + size_; }
+
+   private:
+    const Node* data_;
+    size_t size_;
   };
 
   // A token to insert: its id and its bytes.
@@ -50,7 +67,9 @@ class TokenTrie {
   static TokenTrie build(const std::vector<Entry>& entries);
 
   // nodes()[0] is the root; depth-first, children in byte order.
-  const std::vector<Node>& nodes() const noexcept { return nodes_; }
+  Nodes nodes() const noexcept { return Nodes(nodes_.data(), nodes_.size() - 1); }
+  // One past the last index into token_ids() of the tokens ending at `node`.
+  uint32_t tokens_end(uint32_t node) const noexcept { return nodes_[node + 1].tokens_begin; }
   // Token ids grouped by the node where their bytes end, in node order; ids
   // sharing a node are ascending.
   const std::vector<uint32_t>& token_ids() const noexcept { return token_ids_; }
@@ -72,7 +91,7 @@ class TokenTrie {
   uint32_t find(std::string_view bytes) const noexcept;
 
  private:
-  std::vector<Node> nodes_;
+  std::vector<Node> nodes_;  // the nodes, then the end marker
   std::vector<uint32_t> token_ids_;
   size_t max_depth_ = 0;
 };

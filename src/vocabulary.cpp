@@ -271,8 +271,8 @@ std::optional<uint32_t> Vocabulary::find_token(std::string_view bytes) const {
   const TokenTrie& token_trie = *stops_->trie;
   const uint32_t node = token_trie.find(bytes);
   if (node != TokenTrie::kNoNode) {
-    const TokenTrie::Node& n = token_trie.nodes()[node];
-    if (n.tokens_begin != n.tokens_end) found = token_trie.token_ids()[n.tokens_begin];
+    const uint32_t begin = token_trie.nodes()[node].tokens_begin;
+    if (begin != token_trie.tokens_end(node)) found = token_trie.token_ids()[begin];
   }
   for (uint32_t id : stops_->outside_trie) {
     if (found && id > *found) break;  // ascending: nothing lower remains

@@ -168,7 +168,7 @@ std::string check_trie(const Vocabulary& vocab) {
   const auto& nodes = trie.nodes();
   const auto& ids = trie.token_ids();
   std::ostringstream problems;
-  if (nodes.empty() || nodes[0].depth != 0 || nodes[0].subtree_end != nodes.size()) {
+  if (nodes.size() == 0 || nodes[0].depth != 0 || nodes[0].subtree_end != nodes.size()) {
     return "bad root";
   }
   std::vector<uint32_t> stack = {0};  // open ancestors of the current node
@@ -199,10 +199,11 @@ std::string check_trie(const Vocabulary& vocab) {
       last_child_byte.push_back(-1);
     }
     if (path.size() != node.depth) problems << "node " << i << " path length\n";
-    if (node.tokens_begin != next_token || node.tokens_end < node.tokens_begin) {
+    const uint32_t tokens_end = trie.tokens_end(i);
+    if (node.tokens_begin != next_token || tokens_end < node.tokens_begin) {
       problems << "node " << i << " token range not contiguous\n";
     }
-    for (uint32_t t = node.tokens_begin; t < node.tokens_end && t < ids.size(); ++t) {
+    for (uint32_t t = node.tokens_begin; t < tokens_end && t < ids.size(); ++t) {
       const uint32_t id = ids[t];
       if (id >= vocab.size()) {
         problems << "token id " << id << " out of range\n";
@@ -213,7 +214,7 @@ std::string check_trie(const Vocabulary& vocab) {
       ++seen[id];
       longest = std::max(longest, path.size());
     }
-    next_token = node.tokens_end;
+    next_token = tokens_end;
   }
   if (next_token != ids.size()) problems << "token_ids has unreferenced entries\n";
   if (longest != trie.max_depth()) problems << "max_depth\n";

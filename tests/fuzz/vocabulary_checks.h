@@ -34,7 +34,7 @@ inline bool spells_text(const Vocabulary& vocabulary, uint32_t id) {
 inline void check_trie(const Vocabulary& vocabulary) {
   const internal::TokenTrie& trie = vocabulary.trie();
   const auto& nodes = trie.nodes();
-  FUZZ_CHECK(!nodes.empty() && nodes[0].subtree_end == nodes.size(), "trie root");
+  FUZZ_CHECK(nodes.size() != 0 && nodes[0].subtree_end == nodes.size(), "trie root");
   // Walk depth-first, keeping the path from the root, and check that every
   // token stored at a node spells that path.
   std::vector<uint32_t> seen;
@@ -50,10 +50,10 @@ inline void check_trie(const Vocabulary& vocabulary) {
     FUZZ_CHECK(nodes[node].depth == path.size(), "trie depth");
     FUZZ_CHECK(nodes[node].subtree_end > node && nodes[node].subtree_end <= nodes.size(),
                "trie subtree_end");
-    FUZZ_CHECK(nodes[node].tokens_begin <= nodes[node].tokens_end &&
-                   nodes[node].tokens_end <= trie.token_ids().size(),
+    const uint32_t tokens_end = trie.tokens_end(node);
+    FUZZ_CHECK(nodes[node].tokens_begin <= tokens_end && tokens_end <= trie.token_ids().size(),
                "trie token range");
-    for (uint32_t k = nodes[node].tokens_begin; k < nodes[node].tokens_end; ++k) {
+    for (uint32_t k = nodes[node].tokens_begin; k < tokens_end; ++k) {
       const uint32_t id = trie.token_ids()[k];
       FUZZ_CHECK(vocabulary.token_bytes(id) == path,
                  "trie token " + std::to_string(id) + " is stored under " + escaped(path));
