@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 namespace grammask::internal {
@@ -109,9 +110,11 @@ class NfaBuilder {
   std::vector<NfaState> states_;
 };
 
-void close_over_epsilon(const std::vector<NfaState>& nfa, std::vector<uint32_t>& set) {
+// `seen` has one entry per NFA state, all false, and is left that way (a
+// fresh one per call would cost the NFA's size per DFA state).
+void close_over_epsilon(const std::vector<NfaState>& nfa, std::vector<uint32_t>& set,
+                        std::vector<bool>& seen) {
   std::vector<uint32_t> stack = set;
-  std::vector<bool> seen(nfa.size(), false);
   for (uint32_t s : set) seen[s] = true;
   while (!stack.empty()) {
     uint32_t s = stack.back();
@@ -123,11 +126,23 @@ void close_over_epsilon(const std::vector<NfaState>& nfa, std::vector<uint32_t>&
       stack.push_back(t);
     }
   }
+  for (uint32_t s : set) seen[s] = false;
   std::sort(set.begin(), set.end());
 }
 
+// Hash of a sorted NFA state set, for the subset construction's table.
+struct StateSetHash {
+  size_t operator()(const std::vector<uint32_t>& set) const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (uint32_t s : set) h = (h ^ s) * 0x100000001b3ull;
+    return static_cast<size_t>(h ^ (h >> 32));
+  }
+};
+
 // Splits the union of `sets` into pieces on which the same members apply:
-// calls visit(piece, members) for every non-empty piece.
+// calls visit(piece, members) for every non-empty piece, in the
+// lexicographic order of the member lists (the order states are numbered
+// in, so it must not change).
 template <typename Visit>
 void for_each_piece(const std::vector<const CodePointSet*>& sets, Visit visit) {
   std::vector<uint32_t> bounds;
@@ -138,15 +153,52 @@ void for_each_piece(const std::vector<const CodePointSet*>& sets, Visit visit) {
     }
   std::sort(bounds.begin(), bounds.end());
   bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
-  std::map<std::vector<uint32_t>, CodePointSet> pieces;
-  for (size_t k = 0; k + 1 < bounds.size(); ++k) {
-    const uint32_t first = bounds[k], last = bounds[k + 1] - 1;
-    std::vector<uint32_t> members;
+  if (bounds.size() < 2) return;
+  const size_t intervals = bounds.size() - 1;
+  // Every range covers whole intervals (its ends are bounds). The members of
+  // each interval, as slices of one array: counted, then filled set by set,
+  // so each slice is sorted.
+  auto for_each_covered = [&](auto&& on_interval) {
     for (uint32_t i = 0; i < sets.size(); ++i)
-      if (set_contains(*sets[i], first)) members.push_back(i);
-    if (!members.empty()) pieces[members].push_back({first, last});
+      for (const CodePointRange& range : *sets[i]) {
+        size_t c = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), range.first) -
+                                       bounds.begin());
+        for (; c < intervals && bounds[c] <= range.last; ++c) on_interval(c, i);
+      }
+  };
+  std::vector<uint32_t> slice_start(intervals + 1, 0);
+  for_each_covered([&](size_t c, uint32_t) { ++slice_start[c + 1]; });
+  for (size_t c = 0; c < intervals; ++c) slice_start[c + 1] += slice_start[c];
+  std::vector<uint32_t> member_of(slice_start.back());
+  {
+    std::vector<uint32_t> fill(slice_start.begin(), slice_start.end() - 1);
+    for_each_covered([&](size_t c, uint32_t i) { member_of[fill[c]++] = i; });
   }
-  for (auto& [members, set] : pieces) visit(normalize_set(std::move(set)), members);
+  auto members_begin = [&](uint32_t c) { return member_of.begin() + slice_start[c]; };
+  auto members_end = [&](uint32_t c) { return member_of.begin() + slice_start[c + 1]; };
+  std::vector<uint32_t> order;
+  for (uint32_t c = 0; c < intervals; ++c)
+    if (slice_start[c + 1] > slice_start[c]) order.push_back(c);
+  // By member list, then by position (pieces are built in code point order).
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    return std::lexicographical_compare(members_begin(x), members_end(x), members_begin(y),
+                                        members_end(y));
+  });
+  std::vector<uint32_t> members;
+  for (size_t k = 0; k < order.size();) {
+    const uint32_t first_interval = order[k];
+    CodePointSet piece;
+    size_t end = k;
+    while (end < order.size() &&
+           std::equal(members_begin(first_interval), members_end(first_interval),
+                      members_begin(order[end]), members_end(order[end]))) {
+      piece.push_back({bounds[order[end]], bounds[order[end] + 1] - 1});
+      ++end;
+    }
+    members.assign(members_begin(first_interval), members_end(first_interval));
+    visit(normalize_set(std::move(piece)), members);
+    k = end;
+  }
 }
 
 }  // namespace
@@ -177,10 +229,11 @@ Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label, size_t 
   const std::vector<NfaState>& nfa = builder.states();
 
   CharDfa dfa;
-  std::map<std::vector<uint32_t>, uint32_t> ids;
+  std::unordered_map<std::vector<uint32_t>, uint32_t, StateSetHash> ids;
   std::vector<std::vector<uint32_t>> pending;
+  std::vector<bool> seen(nfa.size(), false);
   auto intern = [&](std::vector<uint32_t> set) -> std::optional<uint32_t> {
-    close_over_epsilon(nfa, set);
+    close_over_epsilon(nfa, set, seen);
     auto it = ids.find(set);
     if (it != ids.end()) return it->second;
     if (dfa.states.size() >= max_states) return std::nullopt;
@@ -281,14 +334,15 @@ Result<CharDfa> dfa_product(const CharDfa& a, const CharDfa& b,
                             const std::function<uint32_t(uint32_t, uint32_t)>& combine,
                             size_t max_states) {
   CharDfa dfa;
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> ids;
+  std::unordered_map<uint64_t, uint32_t> ids;  // (x, y) -> product state
   std::vector<std::pair<uint32_t, uint32_t>> pending;
   auto intern = [&](uint32_t x, uint32_t y) -> std::optional<uint32_t> {
-    auto it = ids.find({x, y});
+    const uint64_t key = (uint64_t{x} << 32) | y;
+    auto it = ids.find(key);
     if (it != ids.end()) return it->second;
     if (dfa.states.size() >= max_states) return std::nullopt;
     const auto id = static_cast<uint32_t>(dfa.states.size());
-    ids.emplace(std::make_pair(x, y), id);
+    ids.emplace(key, id);
     dfa.states.emplace_back();
     dfa.states[id].label =
         combine(x == kDead ? 0 : a.states[x].label, y == kDead ? 0 : b.states[y].label);

@@ -807,7 +807,28 @@ std::string node_to_re2(const RegexNode& node) {
 
 }  // namespace
 
+namespace {
+
+// True when `ranges` already is a CodePointSet (sorted, disjoint, not
+// adjacent, within range, no surrogates): normalize_set would return it
+// unchanged. Ranges that end right below the surrogates and begin right
+// after them stay apart in a normalized set too.
+bool is_normalized(const CodePointSet& ranges) {
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const CodePointRange& range = ranges[i];
+    if (range.first > range.last || range.last > kMaxCodePoint) return false;
+    if (range.first <= kSurrogateLast && range.last >= kSurrogateFirst) return false;
+    if (i > 0 && range.first <= ranges[i - 1].last + 1) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 CodePointSet normalize_set(CodePointSet ranges) {
+  // Most sets handed in are normalized already (pieces of automaton edges):
+  // they are returned without the three copies below.
+  if (is_normalized(ranges)) return ranges;
   CodePointSet cleaned;
   for (CodePointRange range : ranges) {
     if (range.first > range.last) continue;

@@ -332,6 +332,26 @@ TEST(RegexDfaTest, ProductsLengthsAndWords) {
   EXPECT_TRUE(accepted(*unbounded, "abcdefg"));
 }
 
+// normalize_set returns a normalized set as it is (its fast path) and
+// sorts, merges, clips and cuts out surrogates otherwise.
+TEST(RegexTest, NormalizeSet) {
+  using Set = CodePointSet;
+  auto same = [](const Set& a, const Set& b) { return a == b; };
+  const Set normalized = {{'a', 'c'}, {'x', 'x'}, {0x100, 0xD7FF}, {0xE000, 0x10FFFF}};
+  EXPECT_TRUE(same(normalize_set(normalized), normalized));
+  EXPECT_TRUE(same(normalize_set({}), Set{}));
+  // Out of order, overlapping, adjacent.
+  EXPECT_TRUE(same(normalize_set({{'x', 'z'}, {'a', 'c'}, {'b', 'f'}, {'g', 'h'}}),
+                   Set{{'a', 'h'}, {'x', 'z'}}));
+  // Surrogates cut out, also from a range that spans them.
+  EXPECT_TRUE(same(normalize_set({{0xD000, 0xE100}}), Set{{0xD000, 0xD7FF}, {0xE000, 0xE100}}));
+  EXPECT_TRUE(same(normalize_set({{0xD800, 0xDFFF}}), Set{}));
+  EXPECT_TRUE(same(normalize_set({{0xDFFF, 0xE000}}), Set{{0xE000, 0xE000}}));
+  // Empty and out-of-range ranges.
+  EXPECT_TRUE(same(normalize_set({{'b', 'a'}, {0x110000, 0x110005}}), Set{}));
+  EXPECT_TRUE(same(normalize_set({{0x10FF00, 0x120000}}), Set{{0x10FF00, 0x10FFFF}}));
+}
+
 TEST(RegexDfaTest, StateBudget) {
   auto parsed = parse_ecma_regex("(a|b)*a(a|b){12}");
   ASSERT_TRUE(parsed.ok());
