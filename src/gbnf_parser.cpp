@@ -5,6 +5,7 @@
 // read, because a rule may be used before it is defined.
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -56,6 +57,42 @@ struct Symbol {
   bool referenced = false;
 };
 
+// One alternation being read: the rule body (the bottom one) or an open '('.
+// parse_body() keeps them on an explicit stack instead of recursing, so deep
+// nesting costs heap, not call stack.
+struct OpenGroup {
+  size_t open = 0;              // offset of the '(' (unused for the rule body)
+  size_t start = 0;             // offset where the alternation begins
+  std::vector<Expr> options;    // the alternatives read so far
+  uint32_t options_height = 0;  // tallest of them
+  size_t sequence_start = 0;    // offset where the current alternative begins
+  std::vector<Expr> items;      // the items of the current alternative
+  uint32_t items_height = 0;    // tallest of them
+};
+
+// The open groups of the body being read. Popped groups keep their vectors'
+// capacity for the next ones (of this rule or the next), so reading a
+// sequence allocates only the sequence itself.
+class GroupStack {
+ public:
+  size_t size() const { return used_; }
+  OpenGroup& back() { return slots_[used_ - 1]; }
+  void push() {
+    if (used_ == slots_.size()) slots_.emplace_back();
+    OpenGroup& group = slots_[used_++];
+    group.open = group.start = group.sequence_start = 0;
+    group.options.clear();
+    group.items.clear();
+    group.options_height = group.items_height = 0;
+  }
+  void pop() { --used_; }
+  void reset() { used_ = 0; }
+
+ private:
+  std::vector<OpenGroup> slots_;
+  size_t used_ = 0;
+};
+
 class GbnfParser {
  public:
   GbnfParser(std::string_view text, const GbnfOptions& options)
@@ -89,7 +126,6 @@ class GbnfParser {
 
   // --- the grammar of GBNF ---
   bool parse_rule();
-  struct OpenGroup;
   bool parse_body(Expr* out);
   bool end_alternative(OpenGroup& group);
   bool end_alternation(OpenGroup& group, Expr* out, uint32_t* height);
@@ -112,7 +148,9 @@ class GbnfParser {
   uint64_t symbol_count_ = 0;
   std::vector<size_t> line_starts_;
   std::vector<Symbol> symbols_;
-  std::unordered_map<std::string, uint32_t> symbol_ids_;
+  GroupStack open_groups_;
+  // Keys view the text, which outlives the parser: no copy per reference.
+  std::unordered_map<std::string_view, uint32_t> symbol_ids_;
   Grammar grammar_;
   Status error_;
 };
@@ -194,8 +232,7 @@ std::string_view GbnfParser::read_name() {
 }
 
 uint32_t GbnfParser::symbol_for(std::string_view name) {
-  auto [it, inserted] =
-      symbol_ids_.emplace(std::string(name), static_cast<uint32_t>(symbols_.size()));
+  auto [it, inserted] = symbol_ids_.emplace(name, static_cast<uint32_t>(symbols_.size()));
   if (inserted) symbols_.push_back(Symbol{std::string(name)});
   return it->second;
 }
@@ -313,25 +350,14 @@ bool GbnfParser::parse_rule() {
   return true;
 }
 
-// One alternation being read: the rule body (the bottom one) or an open '('.
-// parse_body() keeps them on an explicit stack instead of recursing, so deep
-// nesting costs heap, not call stack.
-struct GbnfParser::OpenGroup {
-  size_t open = 0;              // offset of the '(' (unused for the rule body)
-  size_t start = 0;             // offset where the alternation begins
-  std::vector<Expr> options;    // the alternatives read so far
-  uint32_t options_height = 0;  // tallest of them
-  size_t sequence_start = 0;    // offset where the current alternative begins
-  std::vector<Expr> items;      // the items of the current alternative
-  uint32_t items_height = 0;    // tallest of them
-};
-
 // Reads a rule body: alternatives of sequences of items, with groups. Stops
 // at a newline outside parentheses (the caller checks what follows), at a
 // stray ')', at the end of the text, or before a rule definition that
 // directly follows a '|' line break.
 bool GbnfParser::parse_body(Expr* out) {
-  std::vector<OpenGroup> groups(1);
+  GroupStack& groups = open_groups_;
+  groups.reset();
+  groups.push();
   groups.back().start = groups.back().sequence_start = pos_;
   while (true) {
     const bool nested = groups.size() > 1;
@@ -353,7 +379,7 @@ bool GbnfParser::parse_body(Expr* out) {
         if (groups.size() > options_.max_nesting) return nesting_too_deep(pos_);
         const size_t open = pos_++;
         skip_space(/*newlines_ok=*/true);
-        groups.emplace_back();  // invalidates `group`
+        groups.push();  // invalidates `group`
         groups.back().open = open;
         groups.back().start = groups.back().sequence_start = pos_;
         continue;
@@ -392,11 +418,22 @@ bool GbnfParser::parse_body(Expr* out) {
     if (alternation.kind == Expr::Kind::kSequence && alternation.children.empty()) {
       alternation.where = location_at(group.open);
     }
-    groups.pop_back();  // invalidates `group`
+    groups.pop();  // invalidates `group`
     if (!append_item(groups.size() > 1, std::move(alternation), height, groups.back())) {
       return false;
     }
   }
+}
+
+// Moves the expressions out into a vector of their exact size and leaves
+// `from` empty with its capacity, for the next alternative: one allocation
+// per sequence instead of one per doubling.
+std::vector<Expr> take_all(std::vector<Expr>& from) {
+  std::vector<Expr> taken;
+  taken.reserve(from.size());
+  std::move(from.begin(), from.end(), std::back_inserter(taken));
+  from.clear();
+  return taken;
 }
 
 // Closes the current alternative of `group`: its items become one option.
@@ -407,7 +444,7 @@ bool GbnfParser::end_alternative(OpenGroup& group) {
     option = std::move(group.items[0]);
   } else {
     if (!count_symbol(group.sequence_start)) return false;
-    option = Expr::sequence(std::move(group.items));
+    option = Expr::sequence(take_all(group.items));
     option.where = location_at(group.sequence_start);
     ++height;
   }
@@ -426,7 +463,7 @@ bool GbnfParser::end_alternation(OpenGroup& group, Expr* out, uint32_t* height) 
     *out = std::move(group.options[0]);
   } else {
     if (!count_symbol(group.start)) return false;
-    *out = Expr::alternation(std::move(group.options));
+    *out = Expr::alternation(take_all(group.options));
     out->where = location_at(group.start);
     ++*height;
   }
@@ -501,6 +538,12 @@ bool GbnfParser::parse_literal(Expr* out) {
   const size_t open = pos_;
   ++pos_;
   std::u32string code_points;
+  // At most one code point per byte up to the closing quote (or the line's
+  // end): reserved at once rather than regrown every few characters.
+  size_t end = pos_;
+  while (end < text_.size() && text_[end] != '"' && text_[end] != '\n')
+    end += text_[end] == '\\' && end + 1 < text_.size() && text_[end + 1] != '\n' ? 2 : 1;
+  code_points.reserve(end - pos_);
   while (true) {
     if (at_end() || peek() == '\n') {
       return fail(open, "unclosed string: expected '\"' before " + describe_char_at(pos_));

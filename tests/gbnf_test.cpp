@@ -301,6 +301,23 @@ TEST(GbnfParse, NestedGroupsKeepTheirStructure) {
   EXPECT_EQ(parse_body("(\"a\" | \"b\") | \"c\""), alt({alt({lit("a"), lit("b")}), lit("c")}));
 }
 
+// The parser reuses the vectors of closed groups for later groups and rules:
+// nothing read earlier may show up in them.
+TEST(GbnfParse, GroupsAndRulesDoNotShareItems) {
+  const Grammar grammar = parse_ok(
+      "root ::= \"a\" (\"b\" \"c\" \"d\" | \"e\") (\"f\" | \"g\" \"h\") | \"i\"\n"
+      "next ::= (\"j\" (\"k\" \"l\")) \"m\" | \"n\" \"o\"\n"
+      "last ::= \"\\\"quoted\\\" text\" \"p\"\n");
+  EXPECT_EQ(body_of(grammar, "root"),
+            alt({seq({lit("a"), alt({seq({lit("b"), lit("c"), lit("d")}), lit("e")}),
+                      alt({lit("f"), seq({lit("g"), lit("h")})})}),
+                 lit("i")}));
+  EXPECT_EQ(body_of(grammar, "next"),
+            alt({seq({seq({lit("j"), seq({lit("k"), lit("l")})}), lit("m")}),
+                 seq({lit("n"), lit("o")})}));
+  EXPECT_EQ(body_of(grammar, "last"), seq({lit("\"quoted\" text"), lit("p")}));
+}
+
 TEST(GbnfParse, Repetitions) {
   EXPECT_EQ(parse_body("\"a\"*"), rep(lit("a"), 0, kUnbounded));
   EXPECT_EQ(parse_body("\"a\"+"), rep(lit("a"), 1, kUnbounded));
