@@ -1144,9 +1144,18 @@ class Converter {
              "pattern of " + std::to_string(text.size()) + " bytes is longer than " +
                  "max_pattern_length (" + std::to_string(options_.max_pattern_length) + ")",
              ErrorCode::kLimitExceeded);
-    Result<internal::RegexNode> parsed = internal::parse_ecma_regex(text, regex_limits());
+    const Result<internal::RegexNode>& parsed = parsed_pattern(text);
     if (!parsed.ok()) refuse(keyword, pointer, parsed.status().message(), parsed.status().code());
-    return std::move(parsed).value();
+    return *parsed;
+  }
+  // parse_ecma_regex(text, regex_limits()), once per pattern: a pattern is
+  // checked where it is read and parsed again for its grammar or automaton,
+  // and the parse compiles it with RE2 (milliseconds for a long pattern).
+  const Result<internal::RegexNode>& parsed_pattern(const std::string& text) {
+    auto it = parsed_patterns_.find(text);
+    if (it == parsed_patterns_.end())
+      it = parsed_patterns_.emplace(text, internal::parse_ecma_regex(text, regex_limits())).first;
+    return it->second;
   }
   // Nesting followed through references: normalize_node and rule_for
   // recurse once per level, and a chain of $refs can be as long as the
@@ -1215,6 +1224,8 @@ class Converter {
   uint32_t nesting_ = 0;       // active normalize_node/rule_for frames
   uint64_t references_ = 0;    // references followed so far
   std::string emitting_;       // pointer of the schema being emitted, for size errors
+  std::unordered_map<std::string, Result<internal::RegexNode>> parsed_patterns_;
+  internal::EcmaRegexSearcher pattern_searcher_;  // RE2 of each pattern, for schema-time checks
 };
 
 // ---------------------------------------------------------------------------
@@ -1370,7 +1381,7 @@ Disj Converter::normalize_object(const Json* node) {
           clause.pattern_properties.emplace_back(
               Sourced{p.key(), where.pointer + "/patternProperties"}, Sub::of(&p.value()));
           for (auto& [name, sub] : clause.properties) {
-            auto match = internal::ecma_regex_search(p.key(), name);
+            auto match = pattern_searcher_.search(p.key(), name);
             if (!match.ok()) refuse("patternProperties", where.pointer, match.status().message());
             if (*match) sub = conj(sub, Sub::of(&p.value()));
           }
@@ -1624,7 +1635,7 @@ void Converter::apply_unevaluated(Disj& d, const Json* node, const NodeInfo& whe
         if (clause.evaluated.count(name)) continue;
         bool matched = false;
         for (const auto& [pattern, value] : clause.pattern_properties) {
-          auto match = internal::ecma_regex_search(pattern.text, name);
+          auto match = pattern_searcher_.search(pattern.text, name);
           if (!match.ok()) refuse("unevaluatedProperties", where.pointer, match.status().message());
           matched = matched || *match;
         }
@@ -1853,7 +1864,7 @@ Sub Converter::property_schema(const Clause& clause, const std::string& name) {
   Sub result;
   bool matched = false;
   for (const auto& [pattern, sub] : clause.pattern_properties) {
-    auto match = internal::ecma_regex_search(pattern.text, name);
+    auto match = pattern_searcher_.search(pattern.text, name);
     if (!match.ok()) refuse("patternProperties", pattern.pointer, match.status().message());
     if (*match) {
       result = conj(result, sub);
@@ -2320,12 +2331,12 @@ bool Converter::clause_accepts(const Clause& c, const Json& value, bool check_va
       size_t length = code_point_length(text);
       if (length < c.min_length || (c.max_length && length > *c.max_length)) return false;
       for (const Sourced& pattern : c.patterns) {
-        auto match = internal::ecma_regex_search(pattern.text, text);
+        auto match = pattern_searcher_.search(pattern.text, text);
         if (!match.ok()) refuse("pattern", pattern.pointer, match.status().message());
         if (!*match) return false;
       }
       for (const Sourced& pattern : c.negated_patterns) {
-        auto match = internal::ecma_regex_search(pattern.text, text);
+        auto match = pattern_searcher_.search(pattern.text, text);
         if (!match.ok()) refuse("not", pattern.pointer, match.status().message());
         if (*match) return false;
       }
@@ -2333,7 +2344,7 @@ bool Converter::clause_accepts(const Clause& c, const Json& value, bool check_va
         internal::FormatLookup lookup = internal::format_pattern(format.text);
         if (!lookup.supported)
           refuse("format", format.pointer, "format \"" + format.text + "\" is not supported");
-        auto match = internal::ecma_regex_search(lookup.pattern, text);
+        auto match = pattern_searcher_.search(lookup.pattern, text);
         if (!match.ok()) refuse("format", format.pointer, match.status().message());
         if (!*match) return false;
       }
@@ -3036,8 +3047,15 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
     return key_not_in(names, hint + "-str");
   }
   if (regexes.size() == 1 && clause.excluded.empty() && clause.negated_patterns.empty()) {
-    const internal::RegexLimits limits = regex_limits();
-    auto translated = internal::ecma_regex_to_gbnf(regexes[0].text, base_rule("char"), limits);
+    // ecma_regex_to_gbnf with the parse shared with the rest of the conversion.
+    const Result<internal::RegexNode>& parsed = parsed_pattern(regexes[0].text);
+    auto translate = [&](uint64_t min_length,
+                         std::optional<uint64_t> max_length) -> Result<internal::RegexTranslation> {
+      const std::string any_char = base_rule("char");  // defined either way, as before
+      if (!parsed.ok()) return parsed.status();
+      return internal::regex_to_gbnf(*parsed, any_char, min_length, max_length);
+    };
+    auto translated = translate(0, std::nullopt);
     if (!translated.ok())
       refuse(keywords[0], regexes[0].pointer, translated.status().message(),
              translated.status().code());
@@ -3046,8 +3064,7 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
     if (!min_ok || !max_ok) {
       // Intersect the lengths with the pattern where its shape allows;
       // otherwise the automaton below does it.
-      translated = internal::ecma_regex_to_gbnf(regexes[0].text, base_rule("char"), limits,
-                                                clause.min_length, max_length);
+      translated = translate(clause.min_length, max_length);
       if (!translated.ok() && translated.status().message() == "pattern matches no string")
         return "";
     }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <memory>
 
 namespace grammask::internal {
 namespace {
@@ -1191,16 +1192,52 @@ std::string regex_to_re2(const RegexNode& pattern) {
   return node_to_re2(pattern);
 }
 
-Result<bool> ecma_regex_search(std::string_view pattern, std::string_view text) {
+namespace {
+
+// The RE2 that ecma_regex_search runs, or why there is none.
+Status compile_for_search(std::string_view pattern, std::unique_ptr<RE2>* out) {
   Result<RegexNode> parsed = parse_ecma_regex(pattern);
   if (!parsed.ok()) return parsed.status();
   if (has_large_repeat(*parsed))
     return Status(ErrorCode::kUnsupported, "pattern too large to evaluate");
   RE2::Options options;
   options.set_log_errors(false);
-  RE2 re2(regex_to_re2(*parsed), options);
-  if (!re2.ok()) return Status(ErrorCode::kUnsupported, "RE2: " + re2.error());
+  auto re2 = std::make_unique<RE2>(regex_to_re2(*parsed), options);
+  if (!re2->ok()) return Status(ErrorCode::kUnsupported, "RE2: " + re2->error());
+  *out = std::move(re2);
+  return Status();
+}
+
+bool partial_match(const RE2& re2, std::string_view text) {
   return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re2);
+}
+
+}  // namespace
+
+Result<bool> ecma_regex_search(std::string_view pattern, std::string_view text) {
+  std::unique_ptr<RE2> re2;
+  Status compiled = compile_for_search(pattern, &re2);
+  if (!compiled.ok()) return compiled;
+  return partial_match(*re2, text);
+}
+
+struct EcmaRegexSearcher::Compiled {
+  Status status;
+  std::unique_ptr<RE2> re2;  // when status is ok
+};
+
+EcmaRegexSearcher::EcmaRegexSearcher() = default;
+EcmaRegexSearcher::~EcmaRegexSearcher() = default;
+
+Result<bool> EcmaRegexSearcher::search(std::string_view pattern, std::string_view text) {
+  auto it = compiled_.find(pattern);
+  if (it == compiled_.end()) {
+    auto compiled = std::make_unique<Compiled>();
+    compiled->status = compile_for_search(pattern, &compiled->re2);
+    it = compiled_.emplace(std::string(pattern), std::move(compiled)).first;
+  }
+  if (!it->second->status.ok()) return it->second->status;
+  return partial_match(*it->second->re2, text);
 }
 
 }  // namespace grammask::internal

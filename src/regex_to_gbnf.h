@@ -13,6 +13,9 @@
 #define GRAMMASK_SRC_REGEX_TO_GBNF_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -117,6 +120,23 @@ std::string regex_to_re2(const RegexNode& pattern);
 // JSON Schema semantics (search, not full match). Fails when the pattern is
 // unsupported. Compiles with RE2 each call: meant for schema-time checks.
 Result<bool> ecma_regex_search(std::string_view pattern, std::string_view text);
+
+// ecma_regex_search with each pattern parsed and compiled once: a schema
+// checks many names and values against the same few patterns, and a long
+// pattern takes milliseconds to compile. Same results, errors included.
+class EcmaRegexSearcher {
+ public:
+  EcmaRegexSearcher();
+  ~EcmaRegexSearcher();
+  EcmaRegexSearcher(const EcmaRegexSearcher&) = delete;
+  EcmaRegexSearcher& operator=(const EcmaRegexSearcher&) = delete;
+
+  Result<bool> search(std::string_view pattern, std::string_view text);
+
+ private:
+  struct Compiled;
+  std::map<std::string, std::unique_ptr<Compiled>, std::less<>> compiled_;
+};
 
 }  // namespace grammask::internal
 

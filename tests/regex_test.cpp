@@ -332,6 +332,27 @@ TEST(RegexDfaTest, ProductsLengthsAndWords) {
   EXPECT_TRUE(accepted(*unbounded, "abcdefg"));
 }
 
+// The searcher compiles each pattern once and answers as ecma_regex_search
+// does, also for a pattern it cannot take (asked twice: the cached error).
+TEST(RegexTest, SearcherAnswersLikeSearch) {
+  EcmaRegexSearcher searcher;
+  const std::vector<std::string> patterns = {"^a+$", "b", "^(x|y){2}$", "(?=a)", "[", "a{2000}"};
+  const std::vector<std::string> texts = {"", "a", "aa", "ab", "xy", "xyz", "cb"};
+  for (int round = 0; round < 2; ++round)
+    for (const std::string& pattern : patterns)
+      for (const std::string& text : texts) {
+        Result<bool> expected = ecma_regex_search(pattern, text);
+        Result<bool> got = searcher.search(pattern, text);
+        ASSERT_EQ(got.ok(), expected.ok()) << pattern << " on " << text;
+        if (expected.ok())
+          EXPECT_EQ(*got, *expected) << pattern << " on " << text;
+        else
+          EXPECT_EQ(got.status().to_string(), expected.status().to_string()) << pattern;
+      }
+  EXPECT_TRUE(*searcher.search("^a+$", "aaa"));
+  EXPECT_FALSE(*searcher.search("^a+$", "aab"));
+}
+
 // normalize_set returns a normalized set as it is (its fast path) and
 // sorts, merges, clips and cuts out surrogates otherwise.
 TEST(RegexTest, NormalizeSet) {
