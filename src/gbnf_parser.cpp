@@ -147,6 +147,7 @@ class GbnfParser {
   size_t pos_ = 0;
   uint64_t symbol_count_ = 0;
   std::vector<size_t> line_starts_;
+  mutable size_t last_line_ = 0;  // location_at's last answer
   std::vector<Symbol> symbols_;
   GroupStack open_groups_;
   // Keys view the text, which outlives the parser: no copy per reference.
@@ -157,8 +158,17 @@ class GbnfParser {
 
 SourceLocation GbnfParser::location_at(size_t offset) const {
   // line_starts_ is sorted; the line is the last start at or before offset.
-  const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
-  const size_t line_index = static_cast<size_t>(it - line_starts_.begin()) - 1;
+  // Offsets mostly come in reading order: the last answer's line is tried
+  // first, and the search runs only when the offset is elsewhere.
+  size_t line_index = last_line_;
+  const bool on_last_line =
+      line_index < line_starts_.size() && line_starts_[line_index] <= offset &&
+      (line_index + 1 == line_starts_.size() || offset < line_starts_[line_index + 1]);
+  if (!on_last_line) {
+    const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+    line_index = static_cast<size_t>(it - line_starts_.begin()) - 1;
+    last_line_ = line_index;
+  }
   SourceLocation where;
   where.line = static_cast<uint32_t>(line_index + 1);
   where.column = static_cast<uint32_t>(offset - line_starts_[line_index] + 1);
@@ -232,7 +242,8 @@ std::string_view GbnfParser::read_name() {
 }
 
 uint32_t GbnfParser::symbol_for(std::string_view name) {
-  auto [it, inserted] = symbol_ids_.emplace(name, static_cast<uint32_t>(symbols_.size()));
+  // try_emplace: no node is built for a name already known.
+  auto [it, inserted] = symbol_ids_.try_emplace(name, static_cast<uint32_t>(symbols_.size()));
   if (inserted) symbols_.push_back(Symbol{std::string(name)});
   return it->second;
 }
@@ -245,6 +256,9 @@ Result<Grammar> GbnfParser::parse() {
   for (size_t i = 0; i < text_.size(); ++i) {
     if (text_[i] == '\n') line_starts_.push_back(i + 1);
   }
+  // About a rule per line: the name table is sized once.
+  symbol_ids_.reserve(line_starts_.size());
+  symbols_.reserve(line_starts_.size());
   if (too_large) {
     fail_limit(text_.size(), "grammar too large: more than " +
                                  std::to_string(options_.max_grammar_bytes) +
