@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "sequence_index.h"
+
 namespace grammask::internal {
 namespace {
 
@@ -130,15 +132,6 @@ void close_over_epsilon(const std::vector<NfaState>& nfa, std::vector<uint32_t>&
   std::sort(set.begin(), set.end());
 }
 
-// Hash of a sorted NFA state set, for the subset construction's table.
-struct StateSetHash {
-  size_t operator()(const std::vector<uint32_t>& set) const {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (uint32_t s : set) h = (h ^ s) * 0x100000001b3ull;
-    return static_cast<size_t>(h ^ (h >> 32));
-  }
-};
-
 // Splits the union of `sets` into pieces on which the same members apply:
 // calls visit(piece, members) for every non-empty piece, in the
 // lexicographic order of the member lists (the order states are numbered
@@ -229,24 +222,22 @@ Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label, size_t 
   const std::vector<NfaState>& nfa = builder.states();
 
   CharDfa dfa;
-  std::unordered_map<std::vector<uint32_t>, uint32_t, StateSetHash> ids;
-  std::vector<std::vector<uint32_t>> pending;
+  // DFA state k is the closed NFA state set number k.
+  SequenceIndex closed_sets;
   std::vector<bool> seen(nfa.size(), false);
   auto intern = [&](std::vector<uint32_t> set) -> std::optional<uint32_t> {
     close_over_epsilon(nfa, set, seen);
-    auto it = ids.find(set);
-    if (it != ids.end()) return it->second;
-    if (dfa.states.size() >= max_states) return std::nullopt;
-    const uint32_t id = static_cast<uint32_t>(dfa.states.size());
-    ids.emplace(set, id);
+    const auto [id, inserted] = closed_sets.intern(set.data(), set.size());
+    if (!inserted) return id;
+    if (id >= max_states) return std::nullopt;
     dfa.states.emplace_back();
     if (std::binary_search(set.begin(), set.end(), accept)) dfa.states[id].label = label;
-    pending.push_back(std::move(set));
     return id;
   };
   if (!intern({start})) return too_many_states(max_states);
-  for (size_t next = 0; next < pending.size(); ++next) {
-    const std::vector<uint32_t> members = pending[next];
+  std::vector<uint32_t> members;
+  for (uint32_t next = 0; next < closed_sets.count(); ++next) {
+    members.assign(closed_sets.data(next), closed_sets.data(next) + closed_sets.size(next));
     std::vector<const CodePointSet*> sets;
     std::vector<uint32_t> targets;
     for (uint32_t s : members)
