@@ -126,6 +126,82 @@ TextClosure::TextClosure(const ByteGrammar& grammar, size_t max_length,
       steps_[phase].push_back({static_cast<uint8_t>(b), static_cast<Phase>(next)});
     }
   }
+  compute_rule_first_bytes();
+}
+
+// Each state visited from a rule's start before reading a byte (through
+// nullable calls) and the rules called there, then a worklist: a rule's
+// bytes grow with its callees' until none changes.
+void TextClosure::compute_rule_first_bytes() {
+  const auto& rules = grammar_.rules();
+  const auto& states = grammar_.states();
+  const auto& edges = grammar_.rule_edges();
+  rule_first_bytes_.assign(rules.size(), ByteSet());
+  std::vector<uint32_t> callers_begin(rules.size() + 1, 0);
+  std::vector<std::pair<uint32_t, uint32_t>> calls;  // (callee, caller)
+  std::vector<uint32_t> todo, seen;
+  for (uint32_t r = 0; r < rules.size(); ++r) {
+    if (rules[r].start == kNoState) continue;
+    seen.assign(1, rules[r].start);
+    for (size_t i = 0; i < seen.size(); ++i) {
+      const AutomatonState& state = states[seen[i]];
+      rule_first_bytes_[r] |= state.scan;
+      for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e) {
+        calls.emplace_back(edges[e].rule, r);
+        if (rules[edges[e].rule].nullable &&
+            std::find(seen.begin(), seen.end(), edges[e].target) == seen.end())
+          seen.push_back(edges[e].target);
+      }
+    }
+  }
+  std::sort(calls.begin(), calls.end());
+  calls.erase(std::unique(calls.begin(), calls.end()), calls.end());
+  for (const auto& call : calls) ++callers_begin[call.first + 1];
+  for (size_t r = 0; r < rules.size(); ++r) callers_begin[r + 1] += callers_begin[r];
+  std::vector<uint8_t> queued(rules.size(), 1);
+  for (uint32_t r = 0; r < rules.size(); ++r) todo.push_back(r);
+  while (!todo.empty()) {
+    const uint32_t callee = todo.back();
+    todo.pop_back();
+    queued[callee] = 0;
+    for (uint32_t i = callers_begin[callee]; i < callers_begin[callee + 1]; ++i) {
+      const uint32_t caller = calls[i].second;
+      ByteSet grown = rule_first_bytes_[caller];
+      grown |= rule_first_bytes_[callee];
+      if (grown == rule_first_bytes_[caller]) continue;
+      rule_first_bytes_[caller] = grown;
+      if (!queued[caller]) {
+        queued[caller] = 1;
+        todo.push_back(caller);
+      }
+    }
+  }
+}
+
+ByteSet TextClosure::first_bytes(uint32_t state) const {
+  const auto& states = grammar_.states();
+  const auto& edges = grammar_.rule_edges();
+  ByteSet bytes = states[state].scan;
+  if (states[state].calls_no_rule()) return bytes;
+  // (Nullable calls chain through a few states at most.)
+  uint32_t seen[16] = {state};
+  size_t count = 1;
+  for (size_t i = 0; i < count; ++i) {
+    const AutomatonState& at = states[seen[i]];
+    if (i > 0) bytes |= at.scan;
+    for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e) {
+      bytes |= rule_first_bytes_[edges[e].rule];
+      if (!grammar_.rules()[edges[e].rule].nullable ||
+          std::find(seen, seen + count, edges[e].target) != seen + count)
+        continue;
+      if (count == std::size(seen)) {  // (no conclusion: the proofs decide)
+        bytes.set_range(0, 255);
+        return bytes;
+      }
+      seen[count++] = edges[e].target;
+    }
+  }
+  return bytes;
 }
 
 // A depth-first proof that every plain-text string of `depth` bytes has a
@@ -602,7 +678,8 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
       continue;
     }
     const AutomatonState& automaton_state = grammar_.states()[state];
-    if (automaton_state.calls_no_rule() && !scans_all_ascii_text(automaton_state.scan)) {
+    if (!scans_all_ascii_text(automaton_state.calls_no_rule() ? automaton_state.scan
+                                                              : first_bytes(state))) {
       known_at(state).store(known(kNoText), std::memory_order_relaxed);  // most states, at once
       continue;
     }

@@ -153,9 +153,15 @@ class TextClosure {
   // as soon as a visit does.
   template <typename Visit>
   bool follow_one_char(uint32_t state, Visit visit) const;
-  // Whether `scan` holds every plain ASCII character: a state that calls no
-  // rule needs it (most states fail here).
+  // Whether `scan` holds every plain ASCII character: the bytes an item can
+  // read first need it (most states fail here).
   static bool scans_all_ascii_text(const ByteSet& scan);
+  // The bytes an item in `state` can read first: its own, those that begin
+  // the rules it calls, and those of the targets of nullable calls.
+  ByteSet first_bytes(uint32_t state) const;
+  // The bytes that begin a non-empty derivation of each rule (a fixpoint
+  // over the calls made before reading anything).
+  void compute_rule_first_bytes();
   // The cover of `state` when plain text from it only walks byte
   // transitions (after entering the one rule it calls, if it reads nothing
   // else): then a breadth-first search for the shortest string it refuses
@@ -183,6 +189,7 @@ class TextClosure {
   }
   const std::vector<uint32_t>* classes_;
   std::unique_ptr<std::atomic<uint8_t>[]> known_;
+  std::vector<ByteSet> rule_first_bytes_;
 };
 
 }  // namespace grammask::internal

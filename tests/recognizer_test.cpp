@@ -706,6 +706,27 @@ c ::= )gm") + character);
   EXPECT_EQ(cover_after_quote(R"gm([^"\\x] | "\\" ["\\nt])gm"), internal::kNoText);
 }
 
+// An item that reads text only past a nullable call (an optional prefix
+// rule, then the body): the bytes it can read first, which rule out most
+// states before any proof, include those of the call's target, so the
+// body is still proven.
+TEST(TextCover, TextPastANullableCallIsStillProven) {
+  auto cover_after_quote = [](const char* body) {
+    auto grammar = parse_gbnf(std::string(R"gm(root ::= "\"" prefix body
+prefix ::= "" | "\x01" prefix
+body ::= )gm") + body);
+    EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+    EXPECT_TRUE(lowered.ok()) << lowered.status().to_string();
+    const internal::ByteGrammar& g = **lowered;
+    const uint32_t state = g.next(g.rules()[g.root_rule()].start, '"');
+    EXPECT_NE(state, internal::kNoState);
+    return internal::TextClosure(g, 64).cover(state);
+  };
+  EXPECT_EQ(cover_after_quote(R"gm([^"\\] body | "\"")gm"), internal::kAllText);
+  EXPECT_EQ(cover_after_quote(R"gm([^"\\x] body | "\"")gm"), internal::kNoText);
+}
+
 // --- the shared workload: every grammar case accepts its text ---------------
 
 TEST(SharedBench, GrammarCasesAcceptTheirText) {
