@@ -730,6 +730,7 @@ class MatcherState {
     fast_end_.assign(max_depth + 1, 0);
     following_.assign(max_depth + 1, 0);
     follow_.assign(max_depth + 1, ByteSet());
+    fast_scan_.assign(max_depth + 1, ByteSet());
     path_.assign(max_depth + 1, 0);
     pool_.clear();
     const uint64_t work = engine_.work();
@@ -803,16 +804,22 @@ class MatcherState {
           // decides this child, from the parent's set.
           for (size_t d = engine_.size() - base + 1; d < depth; ++d)
             if (!engine_.push_byte(path_[d])) return false;
+        } else if (following_[depth - 1] == kFollowingCallers &&
+                   !fast_scan_[depth - 1].test(node.byte)) {
+          i = node.subtree_end;  // no state on the fast path reads it
+          continue;
         } else {
           // The parent is on the fast path.
           pool_.resize(fast_end_[depth - 1]);
           const size_t out = pool_.size();
-          bool all_pure;
+          int advanced;
           if (following) {
-            all_pure = advance_followed(fast_begin_[depth - 1], fast_end_[depth - 1], node.byte);
+            advanced = advance_followed(fast_begin_[depth - 1], fast_end_[depth - 1], node.byte);
           } else {
-            all_pure = advance(pool_.data() + fast_begin_[depth - 1],
-                               pool_.data() + fast_end_[depth - 1], node.byte, out);
+            advanced = advance(pool_.data() + fast_begin_[depth - 1],
+                               pool_.data() + fast_end_[depth - 1], node.byte, out)
+                           ? kStaysFast
+                           : kNeedsEngine;
           }
           if (pool_.size() == out) {
             i = node.subtree_end;
@@ -821,13 +828,18 @@ class MatcherState {
           for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t)
             set_bit(words, ids[t]);
           fast_begin_[depth] = fast_end_[depth] = static_cast<uint32_t>(out);
-          following_[depth] = 0;
+          following_[depth] = kNotFollowing;
           if (has_children) {
             path_[depth] = node.byte;
-            if (all_pure) {
+            if (advanced != kNeedsEngine) {
               fast_end_[depth] = static_cast<uint32_t>(pool_.size());
               following_[depth] = following;
               follow_[depth] = follow_[depth - 1];
+              if (advanced == kStaysFastWithCallers) {
+                follow_[depth] |= callee_bytes_;
+                following_[depth] = kFollowingCallers;
+                set_fast_scan(depth);
+              }
             } else {
               // Materialize the fast-path bytes in the engine, then this
               // byte (the DFA proved them, so only a work bound can refuse
@@ -860,7 +872,7 @@ class MatcherState {
         pool_.resize(fast_end_[depth - 1]);
         const size_t out = pool_.size();
         fast_begin_[depth] = fast_end_[depth] = static_cast<uint32_t>(out);
-        following_[depth] = 0;
+        following_[depth] = kNotFollowing;
         bool all_pure = last_item - first_item <= kMaxFastItems;
         for (const EarleyItem* it = first_item; it != last_item && all_pure; ++it)
           all_pure &= advance(&it->state, &it->state + 1, node.byte, out);
@@ -887,7 +899,10 @@ class MatcherState {
   // Appends the successors in the same layout, or nothing when all die;
   // returns false when one needs the engine (the followed item calls a
   // rule, a pure item ends its rule or calls one).
-  bool advance_followed(uint32_t begin, uint32_t end, uint8_t byte) {
+  // Returns kStaysFastWithCallers when that takes plain callers among the
+  // successors, whose callees' first bytes are then in callee_bytes_.
+  // (Inlined: it runs once per trie node on the fast path.)
+  [[gnu::always_inline]] int advance_followed(uint32_t begin, uint32_t end, uint8_t byte) {
     const ByteGrammar& grammar = *data_->grammar;
     uint32_t sources[kMaxFastItems + 1];
     const size_t count = std::min<size_t>(end - begin, kMaxFastItems + 1);
@@ -905,8 +920,55 @@ class MatcherState {
       alive = true;
       fast &= data_->walk_class[next] != kImpureClass;
     }
-    if (!alive) pool_.resize(out);
-    return fast;
+    if (!alive) {
+      pool_.resize(out);
+      return kStaysFast;  // (nothing to advance)
+    }
+    if (fast) return kStaysFast;
+    return only_plain_callers_from(out) ? kStaysFastWithCallers : kNeedsEngine;
+  }
+  enum Advanced { kNeedsEngine, kStaysFast, kStaysFastWithCallers };
+
+  // Whether the fast path's states from pool_[out] on (the followed item
+  // first) are pure or plain callers, the latter's callees' first bytes in
+  // callee_bytes_. (Out of advance_followed's hot path: rarely true.)
+  [[gnu::noinline]] bool only_plain_callers_from(size_t out) {
+    const auto& states = data_->grammar->states();
+    callee_bytes_ = ByteSet();
+    const uint32_t followed = pool_[out];
+    if (followed != kNoState && !states[followed].calls_no_rule() &&
+        !plain_caller(followed, callee_bytes_))
+      return false;
+    for (size_t i = out + 1; i < pool_.size(); ++i)
+      if (data_->walk_class[pool_[i]] == kImpureClass && !plain_caller(pool_[i], callee_bytes_))
+        return false;
+    return true;
+  }
+
+  // fast_scan_[depth]: the bytes the fast path's states at `depth` read.
+  void set_fast_scan(size_t depth) {
+    const auto& states = data_->grammar->states();
+    ByteSet scan;
+    for (uint32_t i = fast_begin_[depth]; i < fast_end_[depth]; ++i)
+      if (pool_[i] != kNoState) scan |= states[pool_[i]].scan;
+    fast_scan_[depth] = scan;
+  }
+
+  // True if an item in `state`, reached by a byte, may stay on the fast
+  // path although it calls rules: it cannot end its rule, and no rule it
+  // calls derives nothing. Its set then holds it and the predictions of
+  // those rules, which can only read their first bytes: these are ORed into
+  // `follow`, the bytes that need the engine. (Whitespace before a nested
+  // value: each space is a DFA step of the caller, not an Earley set.)
+  bool plain_caller(uint32_t state, ByteSet& follow) const {
+    const ByteGrammar& grammar = *data_->grammar;
+    const AutomatonState& at = grammar.states()[state];
+    if (at.is_final) return false;
+    for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e)
+      if (grammar.rules()[grammar.rule_edges()[e].rule].nullable) return false;
+    for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e)
+      follow |= data_->text_closure->rule_first_bytes(grammar.rule_edges()[e].rule);
+    return true;
   }
 
   // Once the engine holds the set at `depth`, the walk below may go on
@@ -930,6 +992,7 @@ class MatcherState {
     pool_.resize(out);
     pool_.push_back(kNoState);
     ByteSet follow;
+    bool callers = false;
     for (const EarleyItem* it = first_item; it != last_item; ++it) {
       const AutomatonState& state = states[it->state];
       if (data_->walk_class[it->state] != kImpureClass && !data_->entered_by_rule[it->state]) {
@@ -940,6 +1003,13 @@ class MatcherState {
           follow |= state.scan;
       } else if (state.is_final && state.calls_no_rule() && pool_[out] == kNoState) {
         pool_[out] = it->state;
+      } else if (!data_->entered_by_rule[it->state] && pool_.size() - out <= kMaxFastItems &&
+                 plain_caller(it->state, follow)) {
+        // (Its callees' predictions are in this set too: their bytes need
+        // the engine, which plain_caller added to `follow`.)
+        if (std::find(pool_.begin() + out + 1, pool_.end(), it->state) == pool_.end())
+          pool_.push_back(it->state);
+        callers = true;
       } else {
         follow |= state.scan;
       }
@@ -950,7 +1020,8 @@ class MatcherState {
     }
     fast_begin_[depth] = static_cast<uint32_t>(out);
     fast_end_[depth] = static_cast<uint32_t>(pool_.size());
-    following_[depth] = 1;
+    following_[depth] = callers ? kFollowingCallers : kFollowing;
+    if (callers) set_fast_scan(depth);
     follow_[depth] = follow;
   }
 
@@ -1265,7 +1336,7 @@ class MatcherState {
         if (!engine_.push_byte(path[d])) return false;
       std::copy(path, path + depth, path_.begin() + 1);
       fast_begin_[depth] = fast_end_[depth] = 0;  // the engine holds this depth
-      following_[depth] = 0;
+      following_[depth] = kNotFollowing;
       follow_from_engine(depth, 0);
       if (!walk_nodes(f + 1, node.subtree_end, words, base, deadline)) return false;
       engine_.truncate(base + depth);
@@ -1316,9 +1387,13 @@ class MatcherState {
   // Walk scratch, kept to avoid reallocation.
   std::vector<uint32_t> fast_begin_, fast_end_, pool_;
   // Per depth on the fast path: whether it follows one item past the end
-  // of its rule, and the bytes that then need the engine (follow_from_engine).
+  // of its rule, and the bytes that then need the engine (follow_from_engine);
+  // with plain callers among its states, also what those states read.
+  enum Following : uint8_t { kNotFollowing, kFollowing, kFollowingCallers };
   std::vector<uint8_t> following_;
   std::vector<ByteSet> follow_;
+  std::vector<ByteSet> fast_scan_;
+  ByteSet callee_bytes_;  // see advance_followed
   std::vector<uint8_t> path_;
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
   std::unordered_map<uint32_t, CachedMask> mask_cache_;

@@ -140,17 +140,20 @@ void TextClosure::compute_rule_first_bytes() {
   std::vector<uint32_t> callers_begin(rules.size() + 1, 0);
   std::vector<std::pair<uint32_t, uint32_t>> calls;  // (callee, caller)
   std::vector<uint32_t> todo, seen;
+  std::vector<uint32_t> seen_by(states.size(), UINT32_MAX);  // the rule that last saw a state
   for (uint32_t r = 0; r < rules.size(); ++r) {
     if (rules[r].start == kNoState) continue;
     seen.assign(1, rules[r].start);
+    seen_by[rules[r].start] = r;
     for (size_t i = 0; i < seen.size(); ++i) {
       const AutomatonState& state = states[seen[i]];
       rule_first_bytes_[r] |= state.scan;
       for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e) {
         calls.emplace_back(edges[e].rule, r);
-        if (rules[edges[e].rule].nullable &&
-            std::find(seen.begin(), seen.end(), edges[e].target) == seen.end())
+        if (rules[edges[e].rule].nullable && seen_by[edges[e].target] != r) {
+          seen_by[edges[e].target] = r;
           seen.push_back(edges[e].target);
+        }
       }
     }
   }

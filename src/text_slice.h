@@ -125,6 +125,8 @@ class TextClosure {
   // nor begins in them); else 0. Then a plain token is allowed exactly when
   // it has at most N characters, and only the other tokens need a walk.
   uint32_t plain_chars(uint32_t state, const std::vector<uint8_t>& pure) const;
+  // A superset of the bytes that can begin a non-empty derivation of `rule`.
+  const ByteSet& rule_first_bytes(uint32_t rule) const { return rule_first_bytes_[rule]; }
 
  private:
   using Phase = PlainTextPhase;
@@ -159,8 +161,8 @@ class TextClosure {
   // The bytes an item in `state` can read first: its own, those that begin
   // the rules it calls, and those of the targets of nullable calls.
   ByteSet first_bytes(uint32_t state) const;
-  // The bytes that begin a non-empty derivation of each rule (a fixpoint
-  // over the calls made before reading anything).
+  // rule_first_bytes_: a fixpoint over the calls made before reading
+  // anything.
   void compute_rule_first_bytes();
   // The cover of `state` when plain text from it only walks byte
   // transitions (after entering the one rule it calls, if it reads nothing

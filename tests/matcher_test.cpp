@@ -108,7 +108,9 @@ Vocabulary small_vocab() {
       "</s>", "\"a\"", "{\"", "\":", ", ", "0", "00", "1.5", "e", "E+", "\\", "\\n", "🎉",
       "\xF0\x9F", "\x8E\x89", "b]", "c]]", "ab\n", "\"}",
       // Within the text slice's short tier (16 bytes), and longer.
-      "abcdefghij", "abcabcabcabcabcabcab", "                    \""};
+      "abcdefghij", "abcabcabcabcabcabcab", "                    \"",
+      // Runs of whitespace before and after brackets.
+      "  ", "   ", "  [", " x", "\n  ", " ]", "] ", "[ ", "  b", "  y"};
   return *Vocabulary::from_token_bytes(tokens, {30}, {29});
 }
 
@@ -193,6 +195,21 @@ t ::= "é" | "")gm",
 ka ::= [^"\\x] kt | "x" ([^"\\-] kt | "\"") | "\"" | "\x01" ka
 kb ::= "x-" kt | "\x01" kb
 kt ::= [^"\\] kt | "\"")gm",
+      // Whitespace before a nested value: each space is a byte step of a
+      // state that calls the value's rule, kept off the engine; the bytes
+      // the callee may begin with need the engine, also where the caller
+      // reads them too (v may begin " x"), and where each space calls
+      // another rule (p, then q: "  b"). A caller that may end its rule
+      // (the spaces before "]" in w) or calls a rule deriving nothing (o,
+      // o2: "  y" reads past o2) goes through the engine.
+      R"gm(root ::= "[" [ \n]{0,6} v [ ]{0,3} "]" | "{" [ ]{0,4} o [ ]{0,2} v "}" | "," w "," | u
+u ::= "-" (p | " " p | "  " q) "-" | ":" (" " o "x" | "  " o2 "y") ":"
+v ::= "[" [ ]{0,2} v? "]" | " x" | "1" v?
+o ::= "" | "e" o
+o2 ::= "" | "c" o2
+p ::= "a" | "1" p
+q ::= "b" | "0" q
+w ::= [ ]{0,3} | [ ]{0,3} v w)gm",
   };
   CompileOptions options;
   options.precompute_budget = GetParam();
