@@ -707,7 +707,10 @@ class MatcherState {
   // replaying the path's bytes, only where some state needs completion or
   // prediction; and below an engine set, it carries on the fast path the
   // items that need no engine, sending to the engine only the bytes the
-  // others can read (follow_from_engine).
+  // others can read (follow_from_engine). Those items include "plain
+  // callers", which call rules but cannot end their own (the whitespace
+  // before a nested value): the bytes their callees may begin with go to
+  // the engine, their own steps stay on the fast path (plain_caller).
   //
   // Walks from states that read all plain text allow the text slice in bulk
   // and read only the trie of the other tokens (text_slice.h).
