@@ -1268,16 +1268,21 @@ class Lowering {
       st.rule_edges_end = static_cast<uint32_t>(out_->rule_edges_.size());
       st.is_tail = st.is_final && st.scan.empty() && st.calls_no_rule();
     }
-    // The runs again, maximal after pruning, for the passes of compile().
-    out_->run_begin_.assign(n + 1, 0);
-    out_->runs_.clear();
+    // The runs again, maximal after pruning, for the passes of compile():
+    // merged in place (a state's runs only move down) and moved out, not
+    // copied (a copy costs a second array's page faults).
+    uint32_t kept = 0;
     for (size_t s = 0; s < n; ++s) {
-      out_->run_begin_[s] = static_cast<uint32_t>(out_->runs_.size());
-      for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
-        if (r == run_begin[s] || runs[r].target != out_->runs_.back().target)
-          out_->runs_.push_back(runs[r]);
+      const uint32_t first = run_begin[s], last = run_begin[s + 1];
+      run_begin[s] = kept;
+      for (uint32_t r = first; r < last; ++r)
+        if (r == first || runs[r].target != runs[kept - 1].target) runs[kept++] = runs[r];
     }
-    out_->run_begin_[n] = static_cast<uint32_t>(out_->runs_.size());
+    run_begin[n] = kept;
+    run_begin.resize(n + 1);
+    runs.resize(kept);
+    out_->runs_ = std::move(runs);
+    out_->run_begin_ = std::move(run_begin);
   }
 
   static constexpr size_t kLiftProduct = 65536;
