@@ -1515,47 +1515,56 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   }
 
   // Each pure state's transitions as runs of byte classes with one target
-  // (a state has a few distinct targets among dozens of classes).
-  std::vector<uint32_t> run_begin(n + 1, 0);
+  // (a state has a few distinct targets among dozens of classes): the
+  // grammar's own, or for local classes a copy with the calls appended.
+  std::vector<uint32_t> run_begin;
   std::vector<ClassRun> runs;
-  std::vector<RuleEdge> calls;
-  std::vector<uint8_t> taking_part(n, 0);
-  for (uint32_t s : pure) taking_part[s] = 1;
-  for (uint32_t s = 0; s < n; ++s) {
-    run_begin[s] = static_cast<uint32_t>(runs.size());
-    if (!taking_part[s]) continue;
-    runs.insert(runs.end(), grammar.runs_begin(s), grammar.runs_end(s));
-    if (!local) continue;
-    // Calls to rules that derive something, as transitions on class
-    // byte_width + rule (a DFA state calls a rule at most once).
-    const AutomatonState& state = grammar.states()[s];
-    calls.assign(grammar.rule_edges().begin() + state.rule_edges_begin,
-                 grammar.rule_edges().begin() + state.rule_edges_end);
-    std::sort(calls.begin(), calls.end(),
-              [](const RuleEdge& a, const RuleEdge& b) { return a.rule < b.rule; });
-    uint32_t next_class = byte_width;  // the first class not yet covered
-    for (size_t i = 0; i < calls.size(); ++i) {
-      const RuleEdge& call = calls[i];
-      const bool twice = (i > 0 && calls[i - 1].rule == call.rule) ||
-                         (i + 1 < calls.size() && calls[i + 1].rule == call.rule);
-      if (grammar.rules()[call.rule].nullable || twice) continue;  // (in the first split)
-      if (byte_width + call.rule > next_class && runs.back().target != kNoState)
+  if (local) {
+    run_begin.assign(n + 1, 0);
+    std::vector<uint8_t> taking_part(n, 0);
+    for (uint32_t s : pure) taking_part[s] = 1;
+    std::vector<RuleEdge> calls;
+    for (uint32_t s = 0; s < n; ++s) {
+      run_begin[s] = static_cast<uint32_t>(runs.size());
+      if (!taking_part[s]) continue;
+      runs.insert(runs.end(), grammar.runs_begin(s), grammar.runs_end(s));
+      // Calls to rules that derive something, as transitions on class
+      // byte_width + rule (a DFA state calls a rule at most once).
+      const AutomatonState& state = grammar.states()[s];
+      calls.assign(grammar.rule_edges().begin() + state.rule_edges_begin,
+                   grammar.rule_edges().begin() + state.rule_edges_end);
+      std::sort(calls.begin(), calls.end(),
+                [](const RuleEdge& a, const RuleEdge& b) { return a.rule < b.rule; });
+      uint32_t next_class = byte_width;  // the first class not yet covered
+      for (size_t i = 0; i < calls.size(); ++i) {
+        const RuleEdge& call = calls[i];
+        const bool twice = (i > 0 && calls[i - 1].rule == call.rule) ||
+                           (i + 1 < calls.size() && calls[i + 1].rule == call.rule);
+        if (grammar.rules()[call.rule].nullable || twice) continue;  // (in the first split)
+        if (byte_width + call.rule > next_class && runs.back().target != kNoState)
+          runs.push_back({next_class, kNoState});
+        runs.push_back({byte_width + call.rule, call.target});
+        next_class = byte_width + call.rule + 1;
+      }
+      if (next_class < width && runs.back().target != kNoState)
         runs.push_back({next_class, kNoState});
-      runs.push_back({byte_width + call.rule, call.target});
-      next_class = byte_width + call.rule + 1;
     }
-    if (next_class < width && runs.back().target != kNoState)
-      runs.push_back({next_class, kNoState});
+    run_begin[n] = static_cast<uint32_t>(runs.size());
   }
-  run_begin[n] = static_cast<uint32_t>(runs.size());
+  auto first_run = [&](uint32_t s) {
+    return local ? runs.data() + run_begin[s] : grammar.runs_begin(s);
+  };
+  auto last_run = [&](uint32_t s) {
+    return local ? runs.data() + run_begin[s + 1] : grammar.runs_end(s);
+  };
 
   // Pure predecessors of each pure state (impure states never change
   // class), from the runs; a predecessor may be listed more than once.
   std::vector<uint32_t> pred_begin(n + 1, 0), preds;
   auto each_pure_edge = [&](auto&& visit) {
     for (uint32_t s : pure)
-      for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
-        if (const uint32_t t = runs[r].target; t != kNoState && cls[t] != kImpureClass) visit(s, t);
+      for (const ClassRun *run = first_run(s), *end = last_run(s); run != end; ++run)
+        if (const uint32_t t = run->target; t != kNoState && cls[t] != kImpureClass) visit(s, t);
   };
   each_pure_edge([&](uint32_t, uint32_t t) { ++pred_begin[t + 1]; });
   for (uint32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
@@ -1568,14 +1577,15 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   // how the runs were cut. A round's groups are its distinct signatures.
   // (One buffer sized for the longest signature: this is the hot loop.)
   uint32_t most_runs = 0;
-  for (uint32_t s : pure) most_runs = std::max(most_runs, run_begin[s + 1] - run_begin[s]);
+  for (uint32_t s : pure)
+    most_runs = std::max(most_runs, static_cast<uint32_t>(last_run(s) - first_run(s)));
   std::vector<uint32_t> signature(1 + 2 * size_t{most_runs});
   auto write_signature = [&](uint32_t s) -> size_t {
     uint32_t* out = signature.data();
     *out++ = cls[s];
     uint32_t previous = UINT32_MAX - 1;
-    const ClassRun* const end = runs.data() + run_begin[s + 1];
-    for (const ClassRun* run = runs.data() + run_begin[s]; run != end; ++run) {
+    const ClassRun* const end = last_run(s);
+    for (const ClassRun* run = first_run(s); run != end; ++run) {
       const uint32_t c = target_class(run->target);
       if (c == previous) continue;
       out[0] = run->first_class;
