@@ -295,6 +295,14 @@ class Lowering {
     out_->max_work_per_byte_ = options_.max_work_per_byte;
     build_pending_nfas();
     if (status_.ok()) compute_byte_classes();
+    // Room for the automata, so that the largest arrays are not copied as
+    // they grow (each copy is fresh pages to fault in): the subset
+    // construction makes several times fewer states than the NFAs have, and
+    // about one run per NFA state. Untouched room costs no page.
+    out_->states_.reserve(total_nfa_states_ / 4);
+    pending_run_begin_.reserve(total_nfa_states_ / 4 + 1);
+    pending_edge_begin_.reserve(total_nfa_states_ / 4 + 1);
+    pending_runs_.reserve(total_nfa_states_);
   }
 
   // Builds the NFA of every pending rule that has none yet (building one may
