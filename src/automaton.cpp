@@ -266,6 +266,11 @@ class Lowering {
       truncate_states(dfa_begin_[blown]);
       next_rule_ = blown;
     }
+    // The NFAs are done with: freed before finish() allocates the transition
+    // table, which may then reuse their memory instead of faulting in fresh
+    // pages.
+    nfas_ = {};
+    seen_stamp_ = {};
     finish();
     return std::shared_ptr<const ByteGrammar>(std::move(out_));
   }
