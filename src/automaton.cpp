@@ -1166,9 +1166,6 @@ class Lowering {
     std::vector<ClassRun>& runs = pending_runs_;
     std::vector<uint32_t>& run_begin = pending_run_begin_;
     run_begin.push_back(static_cast<uint32_t>(runs.size()));
-    auto run_end_class = [&](uint32_t r, size_t s) {
-      return r + 1 < run_begin[s + 1] ? runs[r + 1].first_class : classes;
-    };
 
     // Live states reach a final state; productive rules have a live start.
     // Backward propagation over byte edges and productive rule edges.
@@ -1213,25 +1210,52 @@ class Lowering {
         }
       }
     }
-    auto fill_table = [&](auto& table, auto no_state) {
+    // One pass over the states: dead targets dropped, the transition table
+    // and scan sets written, the runs merged again (maximal after pruning,
+    // for the passes of compile(); in place, as a state's runs only move
+    // down, and then moved out, not copied: a copy costs a second array's
+    // page faults), and the rule edges packed. A class is a range of bytes
+    // (compute_byte_classes), so a run of classes is one too.
+    std::vector<uint32_t> first_byte(classes + 1, 256);
+    for (int b = 255; b >= 0; --b) first_byte[out_->byte_class_[b]] = static_cast<uint32_t>(b);
+    auto settle_states = [&](auto& table, auto no_state) {
       table.assign(n * classes, no_state);
+      uint32_t kept = 0;
       for (size_t s = 0; s < n; ++s) {
+        AutomatonState& st = states[s];
         auto* row = table.data() + s * classes;
-        for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r) {
-          if (runs[r].target == kNoState) continue;
-          if (!live[runs[r].target]) {
-            runs[r].target = kNoState;
-            continue;
+        const uint32_t first = run_begin[s], last = run_begin[s + 1];
+        run_begin[s] = kept;
+        for (uint32_t r = first; r < last; ++r) {
+          ClassRun run = runs[r];
+          if (run.target != kNoState && !live[run.target]) run.target = kNoState;
+          if (run.target != kNoState) {
+            const uint32_t end_class = r + 1 < last ? runs[r + 1].first_class : classes;
+            std::fill(row + run.first_class, row + end_class,
+                      static_cast<decltype(no_state)>(run.target));
+            st.scan.set_range(static_cast<uint8_t>(first_byte[run.first_class]),
+                              static_cast<uint8_t>(first_byte[end_class] - 1));
           }
-          std::fill(row + runs[r].first_class, row + run_end_class(r, s),
-                    static_cast<decltype(no_state)>(runs[r].target));
+          if (r == first || run.target != runs[kept - 1].target) runs[kept++] = run;
         }
+        st.rule_edges_begin = static_cast<uint32_t>(out_->rule_edges_.size());
+        for (uint32_t i = edge_begin[s]; i < edge_begin[s + 1]; ++i) {
+          const RuleEdge& r = pending_edges_[i];
+          if (!productive[r.rule] || !live[r.target]) continue;
+          out_->rule_edges_.push_back(r);
+          st.waits_on |= uint64_t{1} << (r.rule & 63);
+        }
+        st.rule_edges_end = static_cast<uint32_t>(out_->rule_edges_.size());
+        st.is_tail = st.is_final && st.scan.empty() && st.calls_no_rule();
       }
+      run_begin[n] = kept;
+      run_begin.resize(n + 1);
+      runs.resize(kept);
     };
     if (n < ByteGrammar::kNarrowNoState) {
-      fill_table(out_->narrow_next_, ByteGrammar::kNarrowNoState);
+      settle_states(out_->narrow_next_, ByteGrammar::kNarrowNoState);
     } else {
-      fill_table(out_->wide_next_, kNoState);
+      settle_states(out_->wide_next_, kNoState);
     }
     // Nullable rules: the start state reaches a final state through nullable
     // rule edges only. Backward propagation over (still present) rule edges.
@@ -1261,39 +1285,6 @@ class Lowering {
         }
       }
     }
-    // A class is a range of bytes (compute_byte_classes), so a run of
-    // classes is one too.
-    std::vector<uint32_t> first_byte(classes + 1, 256);
-    for (int b = 255; b >= 0; --b) first_byte[out_->byte_class_[b]] = static_cast<uint32_t>(b);
-    for (size_t s = 0; s < n; ++s) {
-      AutomatonState& st = states[s];
-      for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
-        if (runs[r].target != kNoState)
-          st.scan.set_range(static_cast<uint8_t>(first_byte[runs[r].first_class]),
-                            static_cast<uint8_t>(first_byte[run_end_class(r, s)] - 1));
-      st.rule_edges_begin = static_cast<uint32_t>(out_->rule_edges_.size());
-      for (uint32_t i = edge_begin[s]; i < edge_begin[s + 1]; ++i) {
-        const RuleEdge& r = pending_edges_[i];
-        if (!productive[r.rule] || !live[r.target]) continue;
-        out_->rule_edges_.push_back(r);
-        st.waits_on |= uint64_t{1} << (r.rule & 63);
-      }
-      st.rule_edges_end = static_cast<uint32_t>(out_->rule_edges_.size());
-      st.is_tail = st.is_final && st.scan.empty() && st.calls_no_rule();
-    }
-    // The runs again, maximal after pruning, for the passes of compile():
-    // merged in place (a state's runs only move down) and moved out, not
-    // copied (a copy costs a second array's page faults).
-    uint32_t kept = 0;
-    for (size_t s = 0; s < n; ++s) {
-      const uint32_t first = run_begin[s], last = run_begin[s + 1];
-      run_begin[s] = kept;
-      for (uint32_t r = first; r < last; ++r)
-        if (r == first || runs[r].target != runs[kept - 1].target) runs[kept++] = runs[r];
-    }
-    run_begin[n] = kept;
-    run_begin.resize(n + 1);
-    runs.resize(kept);
     out_->runs_ = std::move(runs);
     out_->run_begin_ = std::move(run_begin);
   }
