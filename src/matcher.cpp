@@ -1580,9 +1580,14 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   for (uint32_t s : pure)
     most_runs = std::max(most_runs, static_cast<uint32_t>(last_run(s) - first_run(s)));
   std::vector<uint32_t> signature(1 + 2 * size_t{most_runs});
+  // Its hash is taken while it is written (a pair per multiply; every
+  // signature of the index is hashed alike), not in a second pass.
+  uint64_t signature_hash = 0;
   auto write_signature = [&](uint32_t s) -> size_t {
+    constexpr uint64_t kOdd = 0x9E3779B97F4A7C15ULL;
     uint32_t* out = signature.data();
     *out++ = cls[s];
+    uint64_t h = (cls[s] + 1) * kOdd;
     uint32_t previous = UINT32_MAX - 1;
     const ClassRun* const end = last_run(s);
     for (const ClassRun* run = first_run(s); run != end; ++run) {
@@ -1591,8 +1596,10 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
       out[0] = run->first_class;
       out[1] = c;
       out += 2;
+      h = (h ^ (run->first_class | uint64_t{c} << 32)) * kOdd;
       previous = c;
     }
+    signature_hash = h ^ (h >> 29);
     return static_cast<size_t>(out - signature.data());
   };
 
@@ -1609,8 +1616,10 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
   for (size_t round = 0; round < depth && !affected.empty(); ++round) {
     if (round == TextSlice::kShortLength + 1) take_short_classes();
     groups.reset(affected.size());
-    for (uint32_t s : affected)
-      group_of[s] = groups.intern(signature.data(), write_signature(s)).first;
+    for (uint32_t s : affected) {
+      const size_t size = write_signature(s);
+      group_of[s] = groups.intern(signature.data(), size, signature_hash).first;
+    }
     // A class whose members were all re-signed keeps its id for its largest
     // group (so that the fewest states change class and the next round
     // re-signs the fewest predecessors, as in Hopcroft's algorithm); every
