@@ -985,7 +985,8 @@ class Lowering {
     const uint32_t first_id = static_cast<uint32_t>(out_->states_.size());
     SequenceIndex closed_sets;
     // The DFA state reached from each set of NFA targets of a byte, before
-    // closure.
+    // closure: sets of one target by the target, larger ones interned.
+    single_target_state_.assign(nfa.num_states, kNoState);
     SequenceIndex target_sets;
     std::vector<uint32_t> target_state;
     auto intern = [&](const std::vector<uint32_t>& set) -> uint32_t {
@@ -1084,6 +1085,18 @@ class Lowering {
         last = std::unique(first, last);
         const uint32_t size = static_cast<uint32_t>(last - first);
         add_work(size);
+        if (size == 1) {
+          // One NFA target (most runs): its DFA state by direct lookup,
+          // without hashing the set.
+          uint32_t& known = single_target_state_[*first];
+          if (known == kNoState) {
+            scratch.assign(first, last);
+            closure(nfa, scratch);
+            known = intern(scratch);
+          }
+          add_run(cuts[k], known);
+          continue;
+        }
         const uint64_t hash = SequenceIndex::hash(first, size);
         uint32_t t = kNoState;
         for (const Run& r : resolved)
@@ -1332,6 +1345,7 @@ class Lowering {
   std::vector<ClassRun> pending_runs_;
   std::vector<uint32_t> seen_stamp_;
   uint32_t stamp_ = 0;
+  std::vector<uint32_t> single_target_state_;  // (see determinize())
   uint32_t building_rule_ = 0;
   size_t total_nfa_states_ = 0;
 };
