@@ -1657,12 +1657,14 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
       changed.push_back(s);
     }
     for (uint32_t s : changed) cls[s] = new_class[group_of[s]];
+    // (A state alone in its class cannot split: re-signing it would only
+    // find it its class's keeper again.)
     affected.clear();
     for (uint32_t t : changed)
       for (uint32_t i = pred_begin[t]; i < pred_begin[t + 1]; ++i)
-        if (!marked[preds[i]]) {
-          marked[preds[i]] = 1;
-          affected.push_back(preds[i]);
+        if (const uint32_t s = preds[i]; !marked[s] && class_size[cls[s]] > 1) {
+          marked[s] = 1;
+          affected.push_back(s);
         }
     for (uint32_t s : affected) marked[s] = 0;
   }
