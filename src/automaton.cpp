@@ -1195,12 +1195,12 @@ class Lowering {
       std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
       each_byte_edge([&](uint32_t s, uint32_t t) { preds[fill[t]++] = s; });
     }
-    std::vector<bool> live(n, false);
-    std::vector<bool> productive(rules.size(), false);
+    std::vector<uint8_t> live(n, 0);  // (bytes, not bits: read per run below)
+    std::vector<uint8_t> productive(rules.size(), 0);
     std::vector<uint32_t> work;
     auto make_live = [&](uint32_t s) {
       if (!live[s]) {
-        live[s] = true;
+        live[s] = 1;
         work.push_back(s);
       }
     };
@@ -1216,7 +1216,7 @@ class Lowering {
       }
       for (uint32_t r : rules_starting_at[t]) {
         if (productive[r]) continue;
-        productive[r] = true;
+        productive[r] = 1;
         for (uint32_t i = by_rule_begin[r]; i < by_rule_begin[r + 1]; ++i) {
           const Edge& e = rule_edges[by_rule[i]];
           if (live[e.target]) make_live(e.source);
@@ -1272,10 +1272,10 @@ class Lowering {
     }
     // Nullable rules: the start state reaches a final state through nullable
     // rule edges only. Backward propagation over (still present) rule edges.
-    std::vector<bool> nullable_state(n, false);
+    std::vector<uint8_t> nullable_state(n, 0);
     auto make_nullable = [&](uint32_t s) {
       if (!nullable_state[s]) {
-        nullable_state[s] = true;
+        nullable_state[s] = 1;
         work.push_back(s);
       }
     };
