@@ -1593,10 +1593,12 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
     for (const ClassRun* run = first_run(s); run != end; ++run) {
       const uint32_t c = target_class(run->target);
       if (c == previous) continue;
-      out[0] = run->first_class;
-      out[1] = c;
+      // (One store for both words: their order is the machine's, the same
+      // in every signature.)
+      const uint64_t pair = run->first_class | uint64_t{c} << 32;
+      std::memcpy(out, &pair, sizeof pair);
       out += 2;
-      h = (h ^ (run->first_class | uint64_t{c} << 32)) * kOdd;
+      h = (h ^ pair) * kOdd;
       previous = c;
     }
     signature_hash = h ^ (h >> 29);
