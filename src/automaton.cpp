@@ -1046,7 +1046,12 @@ class Lowering {
         for (uint32_t b = nfa.byte_begin[s]; b < nfa.byte_begin[s + 1]; ++b) {
           const ByteEdge& e = nfa.bytes[b];
           const uint32_t lo = byte_class[e.lo], hi = byte_class[e.hi];
-          edges.push_back({lo, hi, e.target});
+          // (Field by field: a pushed temporary was spilled as two words
+          // and reloaded as one, which stalls store forwarding.)
+          ClassEdge& added = edges.emplace_back();
+          added.lo = lo;
+          added.hi = hi;
+          added.target = e.target;
           cut_bits[lo >> 6] |= uint64_t{1} << (lo & 63);
           cut_bits[(hi + 1) >> 6] |= uint64_t{1} << ((hi + 1) & 63);
         }
