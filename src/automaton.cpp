@@ -1034,7 +1034,10 @@ class Lowering {
         if (pending_runs_.size() > pending_run_begin_.back() &&
             pending_runs_.back().target == target)
           return;  // (keeps runs maximal)
-        pending_runs_.push_back({first_class, target});
+        // (Field by field, as the class edges below.)
+        ClassRun& added = pending_runs_.emplace_back();
+        added.first_class = first_class;
+        added.target = target;
       };
       edges.clear();
       by_rule.clear();
