@@ -127,19 +127,28 @@ struct Nfa {
   std::vector<RuleEdge> rules;
 
   uint32_t add() { return num_states++; }
-  void add_epsilon(uint32_t from, uint32_t to) { epsilon_edges_.push_back({from, to}); }
+  void add_epsilon(uint32_t from, uint32_t to) { staging.epsilon_edges.push_back({from, to}); }
   void add_bytes(uint32_t from, uint8_t lo, uint8_t hi, uint32_t to) {
-    byte_edges_.push_back({from, ByteEdge{lo, hi, to}});
+    staging.byte_edges.push_back({from, ByteEdge{lo, hi, to}});
   }
   void add_rule(uint32_t from, uint32_t rule, uint32_t to) {
-    rule_edges_.push_back({from, RuleEdge{rule, to}});
+    staging.rule_edges.push_back({from, RuleEdge{rule, to}});
   }
 
   void freeze() {
-    group_by_source(epsilon_edges_, epsilon_begin, epsilon);
-    group_by_source(byte_edges_, byte_begin, bytes);
-    group_by_source(rule_edges_, rule_begin, rules);
+    group_by_source(staging.epsilon_edges, epsilon_begin, epsilon);
+    group_by_source(staging.byte_edges, byte_begin, bytes);
+    group_by_source(staging.rule_edges, rule_begin, rules);
   }
+
+  // The edges as added, until freeze() (which empties them): the lowering
+  // lends every NFA the same ones, so that they grow once, not per rule.
+  struct Staging {
+    std::vector<std::pair<uint32_t, uint32_t>> epsilon_edges;
+    std::vector<std::pair<uint32_t, ByteEdge>> byte_edges;
+    std::vector<std::pair<uint32_t, RuleEdge>> rule_edges;
+  };
+  Staging staging;
 
  private:
   // Counting sort on the source state (stable: each state keeps its edges
@@ -153,12 +162,8 @@ struct Nfa {
     out.resize(edges.size());
     std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
     for (const auto& e : edges) out[fill[e.first]++] = e.second;
-    edges = {};
+    edges.clear();
   }
-
-  std::vector<std::pair<uint32_t, uint32_t>> epsilon_edges_;
-  std::vector<std::pair<uint32_t, ByteEdge>> byte_edges_;
-  std::vector<std::pair<uint32_t, RuleEdge>> rule_edges_;
 };
 
 // Code point ranges of a class, sorted, merged, negated if asked, and
@@ -270,6 +275,7 @@ class Lowering {
     // table, which may then reuse their memory instead of faulting in fresh
     // pages.
     nfas_ = {};
+    nfa_staging_ = {};
     seen_stamp_ = {};
     finish();
     return std::shared_ptr<const ByteGrammar>(std::move(out_));
@@ -328,6 +334,7 @@ class Lowering {
     const size_t charged_before = total_nfa_states_;
     building_rule_ = i;
     Nfa nfa;
+    std::swap(nfa.staging, nfa_staging_);  // (lent back below, emptied)
     nfa.start = nfa.add();
     const Expr& body = *pending_[i].body;
     built_split_[i] = split_bodies_.count(&body) != 0;
@@ -340,6 +347,7 @@ class Lowering {
     }
     nfa_charge_[i] = total_nfa_states_ - charged_before;
     nfa.freeze();
+    std::swap(nfa.staging, nfa_staging_);
     nfas_[i] = std::move(nfa);
   }
 
@@ -1330,6 +1338,7 @@ class Lowering {
   std::unordered_multimap<size_t, uint32_t> lifted_by_hash_;
   std::unordered_map<const Expr*, uint32_t> lifted_at_;
   std::vector<Nfa> nfas_;
+  Nfa::Staging nfa_staging_;  // (see Nfa::staging)
   std::unordered_map<const Expr*, std::vector<Utf8Sequence>> class_sequences_;
   std::vector<size_t> nfa_charge_;  // states each rule's NFA charged
   std::vector<bool> built_split_;   // whether each rule's NFA was built split
