@@ -197,8 +197,23 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
                      size_t vocabulary_size, uint32_t start, uint64_t budget, PureWalk& walk,
                      uint64_t& visited);
 
-// Every state reachable from a rule start, breadth-first (root rule first).
-std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar);
+// Every state reachable from a rule start, breadth-first (root rule first),
+// one at a time: the precompute budget is often spent after a few dozen of
+// thousands of states.
+class BreadthFirstStates {
+ public:
+  explicit BreadthFirstStates(const ByteGrammar& grammar);
+  // The next state, or kNoState once every state was returned.
+  uint32_t next();
+
+ private:
+  void visit(uint32_t state);
+
+  const ByteGrammar& grammar_;
+  std::vector<uint8_t> seen_;
+  std::vector<uint32_t> order_;  // found so far; order_[head_] is the next
+  size_t head_ = 0;
+};
 
 // The walk of each class, shared by every Matcher of a CompiledGrammar:
 // filled at compile time within the precompute budget, then by the first
@@ -1773,26 +1788,27 @@ std::vector<uint8_t> split_classes(const std::vector<uint32_t>& walk_class, uint
   return split;
 }
 
-std::vector<uint32_t> breadth_first_states(const ByteGrammar& grammar) {
-  const auto& states = grammar.states();
-  std::vector<uint8_t> seen(states.size(), 0);
-  std::vector<uint32_t> order;
-  order.reserve(states.size());
-  auto visit = [&](uint32_t s) {
-    if (s == kNoState || seen[s]) return;
-    seen[s] = 1;
-    order.push_back(s);
-  };
+BreadthFirstStates::BreadthFirstStates(const ByteGrammar& grammar)
+    : grammar_(grammar), seen_(grammar.states().size(), 0) {
   visit(grammar.rules()[grammar.root_rule()].start);
   for (const LoweredRule& rule : grammar.rules()) visit(rule.start);
-  for (size_t i = 0; i < order.size(); ++i) {
-    const uint32_t s = order[i];
-    for (const ClassRun* run = grammar.runs_begin(s); run != grammar.runs_end(s); ++run)
-      visit(run->target);
-    for (uint32_t e = states[s].rule_edges_begin; e < states[s].rule_edges_end; ++e)
-      visit(grammar.rule_edges()[e].target);
-  }
-  return order;
+}
+
+void BreadthFirstStates::visit(uint32_t state) {
+  if (state == kNoState || seen_[state]) return;
+  seen_[state] = 1;
+  order_.push_back(state);
+}
+
+uint32_t BreadthFirstStates::next() {
+  if (head_ == order_.size()) return kNoState;
+  const uint32_t s = order_[head_++];
+  for (const ClassRun* run = grammar_.runs_begin(s); run != grammar_.runs_end(s); ++run)
+    visit(run->target);
+  const AutomatonState& state = grammar_.states()[s];
+  for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
+    visit(grammar_.rule_edges()[e].target);
+  return s;
 }
 
 PureTransitions::PureTransitions(const ByteGrammar& grammar,
@@ -1945,8 +1961,9 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   const double wanted = options.precompute_budget > 0 ? options.precompute_budget * nodes : 0;
   // (The comparison keeps NaN and huge values in range.)
   uint64_t budget = wanted < 1e18 ? static_cast<uint64_t>(wanted) : uint64_t{1} << 60;
-  for (uint32_t s : internal::breadth_first_states(byte_grammar)) {
-    if (budget == 0) break;
+  internal::BreadthFirstStates nearest_first(byte_grammar);
+  for (uint32_t s = nearest_first.next(); s != internal::kNoState && budget > 0;
+       s = nearest_first.next()) {
     const uint32_t cls = data->walk_class[s];
     if (cls == internal::kImpureClass) continue;
     const internal::TextCover cover = data->text_closure->cover(s);
