@@ -830,7 +830,7 @@ class MatcherState {
           // The parent is on the fast path.
           pool_.resize(fast_end_[depth - 1]);
           const size_t out = pool_.size();
-          int advanced;
+          Advanced advanced;
           if (following) {
             advanced = advance_followed(fast_begin_[depth - 1], fast_end_[depth - 1], node.byte);
           } else {
@@ -912,15 +912,18 @@ class MatcherState {
     return true;
   }
 
+  // What a fast-path step made of its states (see advance_followed).
+  enum Advanced { kNeedsEngine, kStaysFast, kStaysFastWithCallers };
+
   // advance() for a followed parent (see follow_from_engine): pool_[begin]
   // is the followed item's state or kNoState, then the pure items' states.
-  // Appends the successors in the same layout, or nothing when all die;
-  // returns false when one needs the engine (the followed item calls a
-  // rule, a pure item ends its rule or calls one).
-  // Returns kStaysFastWithCallers when that takes plain callers among the
-  // successors, whose callees' first bytes are then in callee_bytes_.
+  // Appends the successors in the same layout, or nothing when all die.
+  // Returns kNeedsEngine when one needs the engine (the followed item
+  // calls a rule, a pure item ends its rule or calls one, unless they are
+  // plain callers); kStaysFastWithCallers when plain callers are among the
+  // successors, their callees' first bytes then in callee_bytes_.
   // (Inlined: it runs once per trie node on the fast path.)
-  [[gnu::always_inline]] int advance_followed(uint32_t begin, uint32_t end, uint8_t byte) {
+  [[gnu::always_inline]] Advanced advance_followed(uint32_t begin, uint32_t end, uint8_t byte) {
     const ByteGrammar& grammar = *data_->grammar;
     uint32_t sources[kMaxFastItems + 1];
     const size_t count = std::min<size_t>(end - begin, kMaxFastItems + 1);
@@ -945,7 +948,6 @@ class MatcherState {
     if (fast) return kStaysFast;
     return only_plain_callers_from(out) ? kStaysFastWithCallers : kNeedsEngine;
   }
-  enum Advanced { kNeedsEngine, kStaysFast, kStaysFastWithCallers };
 
   // Whether the fast path's states from pool_[out] on (the followed item
   // first) are pure or plain callers, the latter's callees' first bytes in
@@ -982,10 +984,13 @@ class MatcherState {
     const ByteGrammar& grammar = *data_->grammar;
     const AutomatonState& at = grammar.states()[state];
     if (at.is_final) return false;
-    for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e)
-      if (grammar.rules()[grammar.rule_edges()[e].rule].nullable) return false;
-    for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e)
-      follow |= data_->text_closure->rule_first_bytes(grammar.rule_edges()[e].rule);
+    ByteSet callee_bytes;
+    for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e) {
+      const uint32_t rule = grammar.rule_edges()[e].rule;
+      if (grammar.rules()[rule].nullable) return false;
+      callee_bytes |= data_->text_closure->rule_first_bytes(rule);
+    }
+    follow |= callee_bytes;
     return true;
   }
 

@@ -184,14 +184,14 @@ void TextClosure::compute_rule_first_bytes() {
 ByteSet TextClosure::first_bytes(uint32_t state) const {
   const auto& states = grammar_.states();
   const auto& edges = grammar_.rule_edges();
-  ByteSet bytes = states[state].scan;
-  if (states[state].calls_no_rule()) return bytes;
+  if (states[state].calls_no_rule()) return states[state].scan;  // (most states)
   // (Nullable calls chain through a few states at most.)
   uint32_t seen[16] = {state};
   size_t count = 1;
+  ByteSet bytes;
   for (size_t i = 0; i < count; ++i) {
     const AutomatonState& at = states[seen[i]];
-    if (i > 0) bytes |= at.scan;
+    bytes |= at.scan;
     for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e) {
       bytes |= rule_first_bytes_[edges[e].rule];
       if (!grammar_.rules()[edges[e].rule].nullable ||
@@ -680,9 +680,7 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
       if (best == kAllText) return best;
       continue;
     }
-    const AutomatonState& automaton_state = grammar_.states()[state];
-    if (!scans_all_ascii_text(automaton_state.calls_no_rule() ? automaton_state.scan
-                                                              : first_bytes(state))) {
+    if (!scans_all_ascii_text(first_bytes(state))) {
       known_at(state).store(known(kNoText), std::memory_order_relaxed);  // most states, at once
       continue;
     }

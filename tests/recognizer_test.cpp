@@ -659,6 +659,25 @@ TEST(Lowering, CharacterClassSequencesShareTheirTails) {
     EXPECT_EQ(judge(r, text), R) << text;
 }
 
+// The text cover of the state `grammar` reaches after reading `prefix`,
+// with slice tokens of at most `max_length` bytes.
+internal::TextCover cover_after(const std::string& grammar_text, const std::string& prefix,
+                                size_t max_length) {
+  auto grammar = parse_gbnf(grammar_text);
+  EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
+  if (!grammar.ok()) return internal::kNoText;
+  auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+  EXPECT_TRUE(lowered.ok()) << lowered.status().to_string();
+  if (!lowered.ok()) return internal::kNoText;
+  const internal::ByteGrammar& g = **lowered;
+  uint32_t state = g.rules()[g.root_rule()].start;
+  for (size_t i = 0; i < prefix.size() && state != internal::kNoState; ++i)
+    state = g.next(state, static_cast<uint8_t>(prefix[i]));
+  EXPECT_NE(state, internal::kNoState);
+  if (state == internal::kNoState) return internal::kNoText;
+  return internal::TextClosure(g, max_length).cover(state);
+}
+
 // Keys split between two rules called from one state (any key but one
 // starting "x-", and those; "\x01" keeps each a rule of its own, being no
 // plain text), as a schema's additional and pattern keys:
@@ -671,15 +690,7 @@ ka ::= [^"\\x] kt | "x" ([^"\\-] kt | "\"") | "\"" | "\x01" ka
 kb ::= "x-" kt | "\x01" kb
 kt ::= [^"\\] kt | "\"")gm";
   auto cover_after_key_quote = [&](const std::string& root) {
-    auto grammar = parse_gbnf(root + keys);
-    EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
-    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
-    EXPECT_TRUE(lowered.ok()) << lowered.status().to_string();
-    const internal::ByteGrammar& g = **lowered;
-    uint32_t state = g.rules()[g.root_rule()].start;
-    for (char c : std::string("{\"")) state = g.next(state, static_cast<uint8_t>(c));
-    EXPECT_NE(state, internal::kNoState);
-    return internal::TextClosure(g, 600).cover(state);
+    return cover_after(root + keys, "{\"", 600);
   };
   EXPECT_EQ(cover_after_key_quote(R"gm(root ::= "{\"" ka ":1}" | "{\"" kb ":2}")gm"),
             internal::kAllText);
@@ -692,15 +703,9 @@ kt ::= [^"\\] kt | "\"")gm";
 // plain character ("x") reads no such text, however long the chain.
 TEST(TextCover, CallChainOfOneCharacterRuleReadsAllText) {
   auto cover_after_quote = [](const char* character) {
-    auto grammar = parse_gbnf(std::string(R"gm(root ::= "\"" c{0,3000} "\""
-c ::= )gm") + character);
-    EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
-    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
-    EXPECT_TRUE(lowered.ok()) << lowered.status().to_string();
-    const internal::ByteGrammar& g = **lowered;
-    const uint32_t state = g.next(g.rules()[g.root_rule()].start, '"');
-    EXPECT_NE(state, internal::kNoState);
-    return internal::TextClosure(g, 128).cover(state);
+    return cover_after(std::string(R"gm(root ::= "\"" c{0,3000} "\""
+c ::= )gm") + character,
+                       "\"", 128);
   };
   EXPECT_EQ(cover_after_quote(R"gm([^"\\] | "\\" ["\\nt])gm"), internal::kAllText);
   EXPECT_EQ(cover_after_quote(R"gm([^"\\x] | "\\" ["\\nt])gm"), internal::kNoText);
@@ -712,16 +717,10 @@ c ::= )gm") + character);
 // body is still proven.
 TEST(TextCover, TextPastANullableCallIsStillProven) {
   auto cover_after_quote = [](const char* body) {
-    auto grammar = parse_gbnf(std::string(R"gm(root ::= "\"" prefix body
+    return cover_after(std::string(R"gm(root ::= "\"" prefix body
 prefix ::= "" | "\x01" prefix
-body ::= )gm") + body);
-    EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
-    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
-    EXPECT_TRUE(lowered.ok()) << lowered.status().to_string();
-    const internal::ByteGrammar& g = **lowered;
-    const uint32_t state = g.next(g.rules()[g.root_rule()].start, '"');
-    EXPECT_NE(state, internal::kNoState);
-    return internal::TextClosure(g, 64).cover(state);
+body ::= )gm") + body,
+                       "\"", 64);
   };
   EXPECT_EQ(cover_after_quote(R"gm([^"\\] body | "\"")gm"), internal::kAllText);
   EXPECT_EQ(cover_after_quote(R"gm([^"\\x] body | "\"")gm"), internal::kNoText);
