@@ -144,11 +144,15 @@ struct PureWalk {
 // `depth` bytes (the longest token plus one) tells them apart, counting only
 // whether each step reaches no state, a pure state or an impure one. Their
 // PureWalks are then identical, so walks are cached by class: the copies of
-// a string body in every property of a schema share one walk.
+// a string body in every property of a schema share one walk. (The large
+// rules that WalkClasses classes on first use are classed each on its own:
+// their states share no class with another rule's.)
 inline constexpr uint32_t kImpureClass = 0;
-// `short_classes` receives the same at TextSlice::kShortLength + 1 bytes,
-// the classes of split walks' short parts.
+// Only the states flagged in `taking_part` (pure ones) are classed, the
+// others are kImpureClass; `short_classes` receives the same at
+// TextSlice::kShortLength + 1 bytes, the classes of split walks' short parts.
 std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
+                                           const std::vector<uint8_t>& taking_part,
                                            uint32_t& num_classes,
                                            std::vector<uint32_t>& short_classes,
                                            uint32_t& num_short_classes);
@@ -189,7 +193,7 @@ struct PureTransitions {
   uint32_t width = 0;  // byte classes
   std::vector<uint8_t> stops;
 
-  PureTransitions(const ByteGrammar& grammar, const std::vector<uint32_t>& walk_class);
+  PureTransitions(const ByteGrammar& grammar, const std::vector<uint8_t>& pure);
 };
 
 // Nodes deeper than walk.depth_cap are skipped (a split walk's short part).
@@ -213,6 +217,63 @@ class BreadthFirstStates {
   std::vector<uint8_t> seen_;
   std::vector<uint32_t> order_;  // found so far; order_[head_] is the next
   size_t head_ = 0;
+};
+
+// The walk classes of a CompiledGrammar's pure states. A transition never
+// leaves its rule, so each rule can be classed on its own. A grammar of at
+// most kEagerStates pure states is classed at compile time, in one
+// refinement (copies of a fragment in different rules then share a class
+// and its walks); in a larger one, so are the rules of at most
+// kLazyRuleStates pure states, and each larger rule (the thousands of
+// states of a bounded string or of an email format: most of the
+// refinement's cost) is classed on first use, on its own: a decode that
+// never enters it never pays for it. Ids: the compiled classes first, then
+// a range per large rule, as long as its pure states. Thread-safe: a rule is
+// classed once, under its once_flag, and its states' classes are stored
+// last, with release, so that a reader who sees one sees the rest.
+class WalkClasses {
+ public:
+  static constexpr uint32_t kEagerStates = 4096;
+  static constexpr uint32_t kLazyRuleStates = 1024;
+  static constexpr uint32_t kNotYet = UINT32_MAX;
+
+  WalkClasses(const ByteGrammar& grammar, const std::vector<uint8_t>& pure, size_t depth);
+
+  // The class of pure state `s`, classing its rule first if needed.
+  uint32_t of(uint32_t s) const {
+    const uint32_t cls = class_[s].load(std::memory_order_acquire);
+    return cls != kNotYet ? cls : of_new_rule(s);
+  }
+  // The same without classing: kNotYet where the rule is not classed yet.
+  uint32_t known(uint32_t s) const { return class_[s].load(std::memory_order_acquire); }
+  // Once of(s) returned: its class at kShortLength + 1 bytes, and whether
+  // walks of its class are split (the short class holds another class).
+  uint32_t short_of(uint32_t s) const { return short_class_[s]; }
+  bool split(uint32_t cls) const { return split_[cls] != 0; }
+  // Bounds of the ids (kImpureClass included).
+  uint32_t num_classes() const noexcept { return num_classes_; }
+  uint32_t num_short_classes() const noexcept { return num_short_classes_; }
+
+ private:
+  struct LargeRule {
+    uint32_t rule;
+    uint32_t class_base;  // its classes are class_base + 1, ...
+    uint32_t short_base;
+  };
+  uint32_t of_new_rule(uint32_t s) const;
+  void class_rule(const LargeRule& large) const;
+
+  const ByteGrammar& grammar_;
+  const std::vector<uint8_t>& pure_;
+  const size_t depth_;
+  std::unique_ptr<std::atomic<uint32_t>[]> class_;  // per state
+  mutable std::vector<uint32_t> short_class_;       // per state
+  mutable std::vector<uint8_t> split_;              // per class
+  std::vector<uint32_t> large_index_;               // per rule: into large_, or kNotYet
+  std::vector<LargeRule> large_;
+  std::unique_ptr<std::once_flag[]> classed_;  // per large rule
+  uint32_t num_classes_ = 1;
+  uint32_t num_short_classes_ = 1;
 };
 
 // The walk of each class, shared by every Matcher of a CompiledGrammar:
@@ -322,24 +383,18 @@ struct CompiledGrammarData {
 
   std::shared_ptr<const ByteGrammar> grammar;
   Vocabulary vocabulary;
-  uint64_t max_mask_work = 0;        // CompileOptions::max_mask_work
-  std::vector<uint32_t> walk_class;  // per DFA state; kImpureClass for impure ones
-  std::vector<uint8_t> pure;         // per DFA state: walk_class is not kImpureClass
+  uint64_t max_mask_work = 0;  // CompileOptions::max_mask_work
+  std::vector<uint8_t> pure;   // per DFA state: pure_states()
+  std::unique_ptr<const WalkClasses> walk_classes;
   // Per DFA state: a rule start or the target of a rule edge, the states
   // an Earley item can enter by prediction or completion.
   std::vector<uint8_t> entered_by_rule;
-  uint32_t num_walk_classes = 1;
   std::unique_ptr<const PureTransitions> pure_transitions;
   std::unique_ptr<const TextClosure> text_closure;
   std::unique_ptr<ClassWalks> class_walks;
   std::unique_ptr<SharedWalks> shared_walks;
 
-  // Split walks (see PureWalk). Per DFA state, its walk class at
-  // kShortLength + 1 bytes; per walk class, whether its walks are split
-  // (when its short class is shared with another walk class); the short
-  // parts by short class.
-  std::vector<uint32_t> short_walk_class;
-  std::vector<uint8_t> split_class;
+  // The short parts of split walks (see PureWalk) by short class.
   std::unique_ptr<ClassWalks> short_class_walks;
 
   // The trie a walk from states with text cover `cover` needs (the rest of
@@ -405,8 +460,8 @@ struct CompiledGrammarData {
                                visited);
       }
     }
-    if (split_class[walk_class[s]]) {
-      const uint32_t short_class = short_walk_class[s];
+    if (walk_classes->split(walk_classes->of(s))) {
+      const uint32_t short_class = walk_classes->short_of(s);
       const PureWalk* short_part = short_class_walks->find(short_class, cover);
       std::unique_ptr<PureWalk> owned;
       if (short_part == nullptr) {
@@ -794,7 +849,7 @@ class MatcherState {
       if (next == kNoState) continue;
       if (std::find(pool_.begin() + out_begin, pool_.end(), next) != pool_.end()) continue;
       pool_.push_back(next);
-      all_pure &= data_->walk_class[next] != kImpureClass;
+      all_pure &= data_->pure[next] != 0;
     }
     return all_pure;
   }
@@ -939,7 +994,7 @@ class MatcherState {
         continue;
       pool_.push_back(next);
       alive = true;
-      fast &= data_->walk_class[next] != kImpureClass;
+      fast &= data_->pure[next] != 0;
     }
     if (!alive) {
       pool_.resize(out);
@@ -960,8 +1015,7 @@ class MatcherState {
         !plain_caller(followed, callee_bytes_))
       return false;
     for (size_t i = out + 1; i < pool_.size(); ++i)
-      if (data_->walk_class[pool_[i]] == kImpureClass && !plain_caller(pool_[i], callee_bytes_))
-        return false;
+      if (!data_->pure[pool_[i]] && !plain_caller(pool_[i], callee_bytes_)) return false;
     return true;
   }
 
@@ -1018,7 +1072,7 @@ class MatcherState {
     bool callers = false;
     for (const EarleyItem* it = first_item; it != last_item; ++it) {
       const AutomatonState& state = states[it->state];
-      if (data_->walk_class[it->state] != kImpureClass && !data_->entered_by_rule[it->state]) {
+      if (data_->pure[it->state] && !data_->entered_by_rule[it->state]) {
         if (pool_.size() - out <= kMaxFastItems &&
             std::find(pool_.begin() + out + 1, pool_.end(), it->state) == pool_.end())
           pool_.push_back(it->state);
@@ -1053,7 +1107,8 @@ class MatcherState {
   // they allow) and returns true when they are all pure (and few enough for
   // the fast path).
   bool top_set_pure_key() {
-    const std::vector<uint32_t>& walk_class = data_->walk_class;
+    const WalkClasses& walk_classes = *data_->walk_classes;
+    const std::vector<uint8_t>& pure = data_->pure;
     const size_t top = engine_.size();
     const EarleyItem* first = engine_.set_begin(top);
     const EarleyItem* last = engine_.set_end(top);
@@ -1062,8 +1117,8 @@ class MatcherState {
     pure_states_.clear();
     item_states_.clear();
     for (const EarleyItem* it = first; it != last; ++it) {
-      const uint32_t cls = walk_class[it->state];
-      if (cls == kImpureClass) return false;
+      if (!pure[it->state]) return false;
+      const uint32_t cls = walk_classes.of(it->state);
       item_states_.push_back(it->state);
       if (std::find(pure_key_.begin(), pure_key_.end(), cls) != pure_key_.end()) continue;
       pure_key_.push_back(cls);
@@ -1140,7 +1195,7 @@ class MatcherState {
     if (pure_states_.size() <= kMaxUnionStates) {
       walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
       for (uint32_t s : pure_states_) {
-        const uint32_t cls = data_->walk_class[s];
+        const uint32_t cls = data_->walk_classes->of(s);
         const PureWalk* part = data_->class_walks->find(cls, pure_cover_);
         if (part == nullptr) {
           auto owned = std::make_unique<PureWalk>();
@@ -1456,26 +1511,27 @@ std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
 
 namespace {
 
-// The refinement behind walk and local classes. `local`: every state takes
-// part, and rule edges count as transitions on classes past the bytes' (one
-// per rule); else only pure states, and impure targets are one class.
+// The refinement behind walk and local classes. `local` (walk_part null):
+// the states of call chains take part, and rule edges count as
+// transitions on classes past the bytes' (one per rule); else the pure
+// states flagged in `walk_part`, and impure targets are one class.
 // `short_classes`, if not null, receives the classes after
 // TextSlice::kShortLength + 1 rounds: those of a split walk's short part.
-std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, bool local,
-                                     uint32_t& num_classes,
+std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth,
+                                     const std::vector<uint8_t>* walk_part, uint32_t& num_classes,
                                      std::vector<uint32_t>* short_classes = nullptr,
                                      uint32_t* num_short_classes = nullptr) {
+  const bool local = walk_part == nullptr;
   const uint32_t n = static_cast<uint32_t>(grammar.states().size());
   const uint32_t byte_width = grammar.num_classes();
   const uint32_t width = byte_width + (local ? static_cast<uint32_t>(grammar.rules().size()) : 0);
-  const std::vector<uint8_t> is_pure = pure_states(grammar);
 
   std::vector<uint32_t> cls(n, kImpureClass);
   std::vector<uint32_t> pure;  // the states taking part
   std::vector<uint32_t> class_size{0};
   if (!local) {
     for (uint32_t s = 0; s < n; ++s) {
-      if (!is_pure[s]) continue;
+      if (!(*walk_part)[s]) continue;
       pure.push_back(s);
       cls[s] = 1;
     }
@@ -1714,17 +1770,18 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth, b
 }  // namespace
 
 std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
+                                           const std::vector<uint8_t>& taking_part,
                                            uint32_t& num_classes,
                                            std::vector<uint32_t>& short_classes,
                                            uint32_t& num_short_classes) {
-  return refine_classes(grammar, depth, /*local=*/false, num_classes, &short_classes,
+  return refine_classes(grammar, depth, &taking_part, num_classes, &short_classes,
                         &num_short_classes);
 }
 
 std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t depth,
                                             std::vector<uint32_t>& short_classes) {
   uint32_t num_classes = 0;
-  return refine_classes(grammar, depth, /*local=*/true, num_classes, &short_classes);
+  return refine_classes(grammar, depth, /*walk_part=*/nullptr, num_classes, &short_classes);
 }
 
 bool has_call_chains(const ByteGrammar& grammar, size_t depth) {
@@ -1816,14 +1873,71 @@ uint32_t BreadthFirstStates::next() {
   return s;
 }
 
-PureTransitions::PureTransitions(const ByteGrammar& grammar,
-                                 const std::vector<uint32_t>& walk_class) {
+PureTransitions::PureTransitions(const ByteGrammar& grammar, const std::vector<uint8_t>& pure) {
   for (int b = 0; b < 256; ++b) byte_class[b] = grammar.byte_class(static_cast<uint8_t>(b));
   narrow_table = grammar.narrow_table();
   wide_table = grammar.wide_table();
   width = grammar.num_classes();
-  stops.resize(walk_class.size());
-  for (size_t s = 0; s < walk_class.size(); ++s) stops[s] = walk_class[s] == kImpureClass;
+  stops.resize(pure.size());
+  for (size_t s = 0; s < pure.size(); ++s) stops[s] = !pure[s];
+}
+
+WalkClasses::WalkClasses(const ByteGrammar& grammar, const std::vector<uint8_t>& pure, size_t depth)
+    : grammar_(grammar), pure_(pure), depth_(depth) {
+  const auto& states = grammar.states();
+  const size_t n = states.size();
+  std::vector<uint32_t> pure_in_rule(grammar.rules().size(), 0);
+  size_t total_pure = 0;
+  for (size_t s = 0; s < n; ++s) {
+    pure_in_rule[states[s].rule] += pure[s];
+    total_pure += pure[s];
+  }
+  const uint32_t largest_now = total_pure <= kEagerStates ? UINT32_MAX : kLazyRuleStates;
+  std::vector<uint8_t> now(n);
+  for (size_t s = 0; s < n; ++s) now[s] = pure[s] && pure_in_rule[states[s].rule] <= largest_now;
+  std::vector<uint32_t> classes =
+      compute_walk_classes(grammar, depth, now, num_classes_, short_class_, num_short_classes_);
+  split_ = split_classes(classes, num_classes_, short_class_, num_short_classes_);
+  large_index_.assign(pure_in_rule.size(), kNotYet);
+  for (uint32_t r = 0; r < pure_in_rule.size(); ++r) {
+    if (pure_in_rule[r] <= largest_now) continue;
+    large_index_[r] = static_cast<uint32_t>(large_.size());
+    large_.push_back({r, num_classes_ - 1, num_short_classes_ - 1});
+    num_classes_ += pure_in_rule[r];
+    num_short_classes_ += pure_in_rule[r];
+  }
+  split_.resize(num_classes_, 0);
+  classed_ = std::make_unique<std::once_flag[]>(large_.size());
+  class_ = std::make_unique<std::atomic<uint32_t>[]>(n);
+  for (size_t s = 0; s < n; ++s)
+    class_[s].store(now[s]    ? classes[s]
+                    : pure[s] ? kNotYet
+                              : kImpureClass,
+                    std::memory_order_relaxed);
+}
+
+uint32_t WalkClasses::of_new_rule(uint32_t s) const {
+  const LargeRule& large = large_[large_index_[grammar_.states()[s].rule]];
+  std::call_once(classed_[&large - large_.data()], [&] { class_rule(large); });
+  return class_[s].load(std::memory_order_acquire);
+}
+
+void WalkClasses::class_rule(const LargeRule& large) const {
+  const auto& states = grammar_.states();
+  const size_t n = states.size();
+  std::vector<uint8_t> part(n);
+  for (size_t s = 0; s < n; ++s) part[s] = pure_[s] && states[s].rule == large.rule;
+  uint32_t num_classes = 0, num_short_classes = 0;
+  std::vector<uint32_t> short_classes;
+  const std::vector<uint32_t> classes =
+      compute_walk_classes(grammar_, depth_, part, num_classes, short_classes, num_short_classes);
+  const std::vector<uint8_t> split =
+      split_classes(classes, num_classes, short_classes, num_short_classes);
+  for (uint32_t c = 1; c < num_classes; ++c) split_[large.class_base + c] = split[c];
+  for (size_t s = 0; s < n; ++s)
+    if (part[s]) short_class_[s] = large.short_base + short_classes[s];
+  for (size_t s = 0; s < n; ++s)
+    if (part[s]) class_[s].store(large.class_base + classes[s], std::memory_order_release);
 }
 
 namespace {
@@ -1929,20 +2043,14 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
                                                               vocabulary, options.max_mask_work);
   const internal::ByteGrammar& byte_grammar = *data->grammar;
   const internal::TokenTrie& trie = vocabulary.trie();
-  uint32_t num_short_classes = 0;
-  data->walk_class =
-      internal::compute_walk_classes(byte_grammar, trie.max_depth() + 1, data->num_walk_classes,
-                                     data->short_walk_class, num_short_classes);
-  data->class_walks = std::make_unique<internal::ClassWalks>(data->num_walk_classes);
-  data->short_class_walks = std::make_unique<internal::ClassWalks>(num_short_classes);
-  data->pure.resize(data->walk_class.size());
-  for (size_t s = 0; s < data->walk_class.size(); ++s)
-    data->pure[s] = data->walk_class[s] != internal::kImpureClass;
-  data->split_class = internal::split_classes(data->walk_class, data->num_walk_classes,
-                                              data->short_walk_class, num_short_classes);
+  data->pure = internal::pure_states(byte_grammar);
+  data->walk_classes =
+      std::make_unique<internal::WalkClasses>(byte_grammar, data->pure, trie.max_depth() + 1);
+  data->class_walks = std::make_unique<internal::ClassWalks>(data->walk_classes->num_classes());
+  data->short_class_walks =
+      std::make_unique<internal::ClassWalks>(data->walk_classes->num_short_classes());
   data->shared_walks = std::make_unique<internal::SharedWalks>();
-  data->pure_transitions =
-      std::make_unique<internal::PureTransitions>(byte_grammar, data->walk_class);
+  data->pure_transitions = std::make_unique<internal::PureTransitions>(byte_grammar, data->pure);
   const bool local_classes = internal::has_call_chains(byte_grammar, trie.max_depth() + 1);
   data->local_class = local_classes
                           ? internal::compute_local_classes(byte_grammar, trie.max_depth() + 1,
@@ -1961,7 +2069,8 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
     data->entered_by_rule[edge.target] = 1;
   // Precompute the walk of every class while the budget lasts, nearest
   // states first (breadth-first from the start of every rule: the states a
-  // decode reaches early and often); the rest are walked on first use.
+  // decode reaches early and often), skipping the rules classed on first
+  // use; the rest are walked on first use.
   const double nodes = static_cast<double>(trie.nodes().size());
   const double wanted = options.precompute_budget > 0 ? options.precompute_budget * nodes : 0;
   // (The comparison keeps NaN and huge values in range.)
@@ -1969,8 +2078,8 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   internal::BreadthFirstStates nearest_first(byte_grammar);
   for (uint32_t s = nearest_first.next(); s != internal::kNoState && budget > 0;
        s = nearest_first.next()) {
-    const uint32_t cls = data->walk_class[s];
-    if (cls == internal::kImpureClass) continue;
+    const uint32_t cls = data->walk_classes->known(s);
+    if (cls == internal::kImpureClass || cls == internal::WalkClasses::kNotYet) continue;
     const internal::TextCover cover = data->text_closure->cover(s);
     if (data->class_walks->find(cls, cover)) continue;
     auto walk = std::make_unique<internal::PureWalk>();

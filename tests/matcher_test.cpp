@@ -210,6 +210,12 @@ o2 ::= "" | "c" o2
 p ::= "a" | "1" p
 q ::= "b" | "0" q
 w ::= [ ]{0,3} | [ ]{0,3} v w)gm",
+      // A grammar of thousands of pure states whose large rules (the
+      // bounded strings) are classed on first use, each on its own, while
+      // the small ones are classed at compile time.
+      R"gm(root ::= "[" s "]" | "{" t "}" | "\"" ( [a-c ] | "\n" ){0,6} "\""
+s ::= ( [a-z ] | "\\" [n\]] ){1,150}
+t ::= ( [^{}\\] | "\\" [{}x] ){0,400} ( "ab" | "c" ))gm",
   };
   CompileOptions options;
   options.precompute_budget = GetParam();

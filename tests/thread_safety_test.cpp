@@ -274,6 +274,39 @@ TEST(ThreadSafety, SharedGrammarAndVocabularyPrivateMatchers) {
   EXPECT_GE(masks_compared.load(), static_cast<int>(total_steps));
 }
 
+TEST(ThreadSafety, RulesClassedOnFirstUseAcrossThreads) {
+  // A bounded string of thousands of automaton states, whose walk classes
+  // are computed by the first mask that needs them: every thread enters it
+  // at its second step, on one shared compile, so they race to compute
+  // them (under TSan, the check that the classes are published safely).
+  const char* const grammar = R"gbnf(
+root  ::= "<" ( [^<>\\\x00-\x1F] | "\\" [<>n] ){0,600} ">" ( "\n" [a-f0-9]+ )?
+)gbnf";
+  const Scale s = scale();
+  const Vocabulary vocabulary = make_vocabulary();
+  auto reference = CompiledGrammar::from_gbnf(grammar, vocabulary);
+  ASSERT_TRUE(reference.ok()) << reference.status().to_string();
+  std::vector<Script> scripts;
+  for (int i = 0; i < s.threads; ++i)
+    scripts.push_back(record_script(*reference, 2000 + static_cast<uint32_t>(i), s.steps));
+  CompileOptions lazy;
+  lazy.precompute_budget = 0;
+  for (int round = 0; round < s.rounds; ++round) {
+    auto shared = CompiledGrammar::from_gbnf(grammar, vocabulary, lazy);
+    ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+    Problems problems;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < s.threads; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937 rng(static_cast<uint32_t>(300 + t + round));
+        replay(*shared, scripts[static_cast<size_t>(t)], rng, problems);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    ASSERT_EQ(problems.count(), 0) << problems.first();
+  }
+}
+
 TEST(ThreadSafety, ConcurrentCompilationFromOneVocabulary) {
   // Compiling is read-only on the vocabulary: several threads compile
   // different grammars against it at once and get the same masks as a

@@ -58,7 +58,10 @@ struct CompileOptions {
   // only the tokens outside the text slice (a few percent of the trie), so
   // the default covers them and the many short walks of a small grammar
   // (a quarter walk: about 0.4 ms, a fifth of a typical schema's compile);
-  // 0 turns it off.
+  // 0 turns it off. In a grammar of more than 4096 such states, the rules of
+  // more than 1024 (a string of at most N characters, an email format) are
+  // not precomputed: the first mask that enters one sorts its states into
+  // classes (about 0.2 ms per thousand states) and walks them then.
   double precompute_budget = 0.25;
 };
 
