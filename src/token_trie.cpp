@@ -156,8 +156,8 @@ class TrieAssembler {
     // Real vocabularies need about two nodes per token; reserving more only
     // costs address space, which is never touched.
     nodes_.reserve(tokens * 3 + 2);  // (the root and the end marker too)
-    token_ids_.reserve(tokens);
-    path_.assign(longest + 1, 0);  // path_[d]: the open node at depth d (the root at 0)
+    token_ids_.resize(tokens);       // written by index: the ids may be staged there first
+    path_.assign(longest + 1, 0);    // path_[d]: the open node at depth d (the root at 0)
   }
 
   void add(const SortKey& key) {
@@ -175,7 +175,7 @@ class TrieAssembler {
     for (size_t depth = open_depth_; depth > common; --depth) {
       nodes_[path_[depth]].subtree_end = node_count;
     }
-    const uint32_t token_count = static_cast<uint32_t>(token_ids_.size());
+    const uint32_t token_count = static_cast<uint32_t>(token_count_);
     // Room for the new nodes, grown a chunk at a time (within the reserve)
     // so that the loop below writes through an index, not push_back.
     const size_t needed = node_count + (key.length - common);
@@ -191,7 +191,7 @@ class TrieAssembler {
     node_count_ = needed;
     // (Tokens arrive in byte order, so the ones ending at a node come
     // before any node made later: ranges follow node order.)
-    token_ids_.push_back(key.id);
+    token_ids_[token_count_++] = key.id;
     open_depth_ = key.length;
     previous_ = key;
   }
@@ -203,7 +203,8 @@ class TrieAssembler {
     for (size_t depth = 0; depth <= open_depth_; ++depth) {
       nodes_[path_[depth]].subtree_end = node_count;
     }
-    nodes_.push_back(TokenTrie::Node{node_count, static_cast<uint32_t>(token_ids_.size()), 0, 0});
+    token_ids_.resize(token_count_);
+    nodes_.push_back(TokenTrie::Node{node_count, static_cast<uint32_t>(token_count_), 0, 0});
   }
 
  private:
@@ -213,16 +214,17 @@ class TrieAssembler {
   std::vector<uint32_t>& token_ids_;
   std::vector<uint32_t> path_;
   static constexpr size_t kNodeChunk = 4096;
-  size_t node_count_ = 1;  // nodes_ written so far (the root first); the rest is room
-  size_t open_depth_ = 0;  // depth of the previous token (0: none yet)
+  size_t node_count_ = 1;   // nodes_ written so far (the root first); the rest is room
+  size_t token_count_ = 0;  // token_ids_ written so far
+  size_t open_depth_ = 0;   // depth of the previous token (0: none yet)
   SortKey previous_{};
 };
 
 }  // namespace
 
 // Cache misses and first touches of fresh pages dominate a naive build of a
-// 100k-token trie. This one orders the ids in place by their first two
-// bytes, then sorts one such group at a time through sort keys in a small
+// 100k-token trie. This one groups the ids by their first two bytes in the
+// trie's own token_ids, then sorts one such group at a time through sort keys in a small
 // scratch buffer (it stays in cache, and no key array as large as the
 // vocabulary is touched), feeding the trie as it goes; it reads the packed
 // token bytes again only for node bytes and tokens longer than 16 bytes.
@@ -277,27 +279,39 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
     std::sort(keys.begin(), keys.end(), less);
     for (const SortKey& key : keys) assembler.add(key);
   } else {
-    // Groups by the first byte, then by the second (bin 0: one-byte tokens,
-    // which sort before every longer token with the same first byte); each
-    // group is sorted from byte 2 on and fed to the trie in order.
-    const auto first_byte = [&](uint32_t id) -> size_t {
-      return static_cast<uint8_t>(bytes[offsets[id]]);
+    // Groups by the first two bytes (second-byte bin 0: one-byte tokens,
+    // which sort before every longer token with the same first byte) with
+    // a counting sort: both passes read the ids in ascending order, so the
+    // offsets and the packed bytes stream through the cache instead of
+    // being looked up at random. The groups are staged in the trie's
+    // token_ids, which the assembler then overwrites group by group (a
+    // group's tokens take the same positions there once sorted).
+    constexpr size_t kSecondBins = 257;
+    const auto group_of = [&](uint32_t id) -> size_t {
+      const auto* token_bytes = reinterpret_cast<const uint8_t*>(bytes + offsets[id]);
+      return token_bytes[0] * kSecondBins + (length_of(id) > 1 ? 1 + size_t{token_bytes[1]} : 0);
     };
-    const auto second_byte = [&](uint32_t id) -> size_t {
-      return length_of(id) > 1 ? 1 + size_t{static_cast<uint8_t>(bytes[offsets[id] + 1])} : 0;
-    };
-    const auto sort_group = [&](uint32_t* begin, uint32_t* end) {
-      keys.resize(static_cast<size_t>(end - begin));
-      for (size_t i = 0; i < keys.size(); ++i) keys[i] = key_of(begin[i]);
+    // group_start[g]: where group g starts, then (as the ids are placed)
+    // where its next id goes, so that it ends as where group g + 1 starts.
+    std::vector<uint32_t> group_start(256 * kSecondBins + 1, 0);
+    for (uint32_t id : ids) ++group_start[group_of(id) + 1];
+    for (size_t group = 1; group < group_start.size(); ++group) {
+      group_start[group] += group_start[group - 1];
+    }
+    uint32_t* const staged = trie.token_ids_.data();
+    for (uint32_t id : ids) staged[group_start[group_of(id)]++] = id;
+    ids = std::vector<uint32_t>();  // (staged: its memory can go)
+    uint32_t begin = 0;
+    for (const uint32_t end : group_start) {
+      if (begin == end) continue;
+      keys.resize(end - begin);
+      for (size_t i = 0; i < keys.size(); ++i) keys[i] = key_of(staged[begin + i]);
       if (keys.size() > 1) refine(keys.data(), keys.data() + keys.size(), 2, less);
       for (const SortKey& key : keys) assembler.add(key);
-    };
-    partition_by_bin<256>(ids.data(), ids.data() + ids.size(), first_byte,
-                          [&](uint32_t* begin, uint32_t* end) {
-                            partition_by_bin<257>(begin, end, second_byte, sort_group);
-                          });
+      begin = end;
+    }
   }
-  trie.max_depth_ = ids.empty() ? 0 : longest;
+  trie.max_depth_ = longest;  // (0 for no tokens)
   assembler.finish();
   return trie;
 }

@@ -56,10 +56,10 @@ class TokenTrie {
   // Builds the trie over tokens packed in one buffer: token id spells
   // bytes[offsets[id], offsets[id + 1]). `ids` lists the tokens to insert in
   // ascending order. Tokens with empty bytes or longer than kMaxTokenLength
-  // are skipped (the caller validates). Cost: two in-place bucket passes on
-  // the first two bytes, small sorts per bucket, and one pass over the sorted
-  // tokens; memory: the output plus a scratch buffer the size of the largest
-  // bucket.
+  // are skipped (the caller validates). Cost: a counting sort on the first
+  // two bytes (two passes over the ids in order), small sorts per bucket,
+  // and one pass over the sorted tokens; memory: the output plus a table of
+  // 64k bucket counts and a scratch buffer the size of the largest bucket.
   static TokenTrie build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids);
 
   // The same from (bytes, id) pairs in any order; several ids may share
