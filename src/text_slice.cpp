@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "automaton.h"
+#include "bitmask_internal.h"
 #include "grammask/bitmask.h"
 #include "sequence_index.h"
 #include "utf8.h"
@@ -70,37 +71,40 @@ bool spells_plain_text(std::string_view bytes) noexcept {
 }
 
 TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
-                           const std::vector<uint32_t>& ids, size_t vocabulary_size) {
+                           const std::vector<uint32_t>& member_words, size_t vocabulary_size) {
   TextSlice slice;
-  slice.words.assign(mask_words(vocabulary_size), 0);
-  slice.short_words.assign(mask_words(vocabulary_size), 0);
-  slice.tier_words.assign(kMaxTierChars, std::vector<uint32_t>(mask_words(vocabulary_size), 0));
-  std::vector<uint32_t> rest, short_rest, long_tokens, long_rest;
-  for (uint32_t id : ids) {
-    const std::string_view token(bytes + offsets[id], offsets[id + 1] - offsets[id]);
-    const bool is_long = token.size() > kShortLength;
-    if (is_long) long_tokens.push_back(id);
-    if (const size_t chars = plain_text_chars(token); chars != 0) {
-      set_bit(slice.words.data(), id);
-      slice.max_length = std::max(slice.max_length, token.size());
-      if (chars <= kMaxTierChars) set_bit(slice.tier_words[chars - 1].data(), id);
-      if (!is_long) {
-        set_bit(slice.short_words.data(), id);
-        continue;
+  const size_t words = mask_words(vocabulary_size);
+  slice.words.assign(words, 0);
+  slice.short_words.assign(words, 0);
+  slice.tier_words.assign(kMaxTierChars, std::vector<uint32_t>(words, 0));
+  std::vector<uint32_t> long_words(words, 0);
+  for (size_t word = 0; word < words; ++word) {
+    for (uint32_t bits = member_words[word]; bits != 0; bits &= bits - 1) {
+      const uint32_t id = static_cast<uint32_t>(32 * word + lowest_set_bit(bits));
+      const std::string_view token(bytes + offsets[id], offsets[id + 1] - offsets[id]);
+      if (token.size() > kShortLength) set_bit(long_words.data(), id);
+      if (const size_t chars = plain_text_chars(token); chars != 0) {
+        set_bit(slice.words.data(), id);
+        slice.max_length = std::max(slice.max_length, token.size());
+        if (chars <= kMaxTierChars) set_bit(slice.tier_words[chars - 1].data(), id);
+        if (token.size() <= kShortLength) set_bit(slice.short_words.data(), id);
       }
-    } else {
-      rest.push_back(id);
-      if (is_long) long_rest.push_back(id);
     }
-    short_rest.push_back(id);
   }
   for (size_t n = 1; n < kMaxTierChars; ++n)
     for (size_t i = 0; i < slice.tier_words[n].size(); ++i)
       slice.tier_words[n][i] |= slice.tier_words[n - 1][i];
-  slice.rest = TokenTrie::build(bytes, offsets, std::move(rest));
-  slice.short_rest = TokenTrie::build(bytes, offsets, std::move(short_rest));
-  slice.long_tokens = TokenTrie::build(bytes, offsets, std::move(long_tokens));
-  slice.long_rest = TokenTrie::build(bytes, offsets, std::move(long_rest));
+  // The other tries' members as bits too: no id lists to grow.
+  std::vector<uint32_t> rest(words), short_rest(words), long_rest(words);
+  for (size_t i = 0; i < words; ++i) {
+    rest[i] = member_words[i] & ~slice.words[i];
+    short_rest[i] = member_words[i] & ~slice.short_words[i];
+    long_rest[i] = long_words[i] & ~slice.words[i];
+  }
+  slice.rest = TokenTrie::build(bytes, offsets, rest.data(), vocabulary_size);
+  slice.short_rest = TokenTrie::build(bytes, offsets, short_rest.data(), vocabulary_size);
+  slice.long_tokens = TokenTrie::build(bytes, offsets, long_words.data(), vocabulary_size);
+  slice.long_rest = TokenTrie::build(bytes, offsets, long_rest.data(), vocabulary_size);
   return slice;
 }
 

@@ -91,10 +91,11 @@ struct TextSlice {
   TokenTrie long_rest;
   size_t max_length = 0;  // the longest slice token, in bytes
 
-  // `ids`: the trie's tokens, ascending. Token id spells bytes[offsets[id],
+  // `member_words`: the trie's tokens as mask words (mask_words(
+  // vocabulary_size) of them). Token id spells bytes[offsets[id],
   // offsets[id + 1]); `vocabulary_size` sizes the mask.
   static TextSlice build(const char* bytes, const uint32_t* offsets,
-                         const std::vector<uint32_t>& ids, size_t vocabulary_size);
+                         const std::vector<uint32_t>& member_words, size_t vocabulary_size);
 };
 
 // Which states of a lowered grammar read every string of plain text up to

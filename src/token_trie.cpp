@@ -1,9 +1,12 @@
 #include "token_trie.h"
 
 #include <algorithm>
+#include <bitset>
 #include <cstddef>
 #include <cstring>
 #include <string>
+
+#include "bitmask_internal.h"
 
 namespace grammask {
 namespace internal {
@@ -222,32 +225,45 @@ class TrieAssembler {
 
 }  // namespace
 
+TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids) {
+  const size_t vocabulary_size =
+      ids.empty() ? 0 : size_t{*std::max_element(ids.begin(), ids.end())} + 1;
+  std::vector<uint32_t> member_words((vocabulary_size + 31) / 32, 0);
+  for (uint32_t id : ids) member_words[id / 32] |= uint32_t{1} << (id % 32);
+  return build(bytes, offsets, member_words.data(), vocabulary_size);
+}
+
 // Cache misses and first touches of fresh pages dominate a naive build of a
 // 100k-token trie. This one groups the ids by their first two bytes in the
-// trie's own token_ids, then sorts one such group at a time through sort keys in a small
-// scratch buffer (it stays in cache, and no key array as large as the
-// vocabulary is touched), feeding the trie as it goes; it reads the packed
-// token bytes again only for node bytes and tokens longer than 16 bytes.
-TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids) {
+// trie's own token_ids, then sorts one such group at a time through sort
+// keys in a small scratch buffer (it stays in cache, and no key array as
+// large as the vocabulary is touched), feeding the trie as it goes; it reads
+// the packed token bytes again only for node bytes and tokens longer than 16
+// bytes. The members come as bits, so no list of ids as large as the
+// vocabulary is touched either.
+TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, const uint32_t* member_words,
+                           size_t vocabulary_size) {
   const auto token = [&](uint32_t id) {
     return std::string_view(bytes + offsets[id], offsets[id + 1] - offsets[id]);
   };
   const auto length_of = [&](uint32_t id) -> size_t { return offsets[id + 1] - offsets[id]; };
-  ids.erase(std::remove_if(ids.begin(), ids.end(),
-                           [&](uint32_t id) {
-                             const size_t length = length_of(id);
-                             return length == 0 || length > kMaxTokenLength;
-                           }),
-            ids.end());
+  const size_t words = (vocabulary_size + 31) / 32;
+  // Calls visit(id) for each member to insert, in ascending order.
+  const auto for_each_id = [&](const auto& visit) {
+    for (size_t word = 0; word < words; ++word) {
+      for (uint32_t bits = member_words[word]; bits != 0; bits &= bits - 1) {
+        const uint32_t id = static_cast<uint32_t>(32 * word + lowest_set_bit(bits));
+        const size_t length = length_of(id);
+        if (length != 0 && length <= kMaxTokenLength) visit(id);
+      }
+    }
+  };
+  size_t members = 0;  // (a bound: members too long or empty are skipped)
+  for (size_t word = 0; word < words; ++word)
+    members += std::bitset<32>(member_words[word]).count();
 
-  // Whole-word reads may run past a token, but not past the last one.
-  uint32_t readable = 0;
-  size_t longest = 0;
-  for (uint32_t id : ids) {
-    readable = std::max(readable, offsets[id + 1]);
-    longest = std::max(longest, length_of(id));
-  }
-  const char* const readable_end = bytes + readable;
+  // Whole-word reads may run past a token, but not past the vocabulary's bytes.
+  const char* const readable_end = members == 0 ? bytes : bytes + offsets[vocabulary_size];
   const auto key_of = [&](uint32_t id) {
     const char* start = bytes + offsets[id];
     const size_t length = length_of(id);
@@ -268,16 +284,21 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
   };
 
   TokenTrie trie;  // (the root only)
-  TrieAssembler assembler(bytes, offsets, ids.size(), longest, trie.nodes_, trie.token_ids_);
   std::vector<SortKey> keys;
+  size_t longest = 0;
 
   // A few thousand tokens (the long tokens of the text slice) sort directly.
   constexpr size_t kFewTokens = 4096;
-  if (ids.size() <= kFewTokens) {
-    keys.resize(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) keys[i] = key_of(ids[i]);
+  if (members <= kFewTokens) {
+    keys.reserve(members);
+    for_each_id([&](uint32_t id) {
+      keys.push_back(key_of(id));
+      longest = std::max(longest, length_of(id));
+    });
     std::sort(keys.begin(), keys.end(), less);
+    TrieAssembler assembler(bytes, offsets, keys.size(), longest, trie.nodes_, trie.token_ids_);
     for (const SortKey& key : keys) assembler.add(key);
+    assembler.finish();
   } else {
     // Groups by the first two bytes (second-byte bin 0: one-byte tokens,
     // which sort before every longer token with the same first byte) with
@@ -294,13 +315,20 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
     // group_start[g]: where group g starts, then (as the ids are placed)
     // where its next id goes, so that it ends as where group g + 1 starts.
     std::vector<uint32_t> group_start(256 * kSecondBins + 1, 0);
-    for (uint32_t id : ids) ++group_start[group_of(id) + 1];
+    for_each_id([&](uint32_t id) {
+      ++group_start[group_of(id) + 1];
+      longest = std::max(longest, length_of(id));
+    });
+    uint32_t largest_group = 0;
     for (size_t group = 1; group < group_start.size(); ++group) {
+      largest_group = std::max(largest_group, group_start[group]);
       group_start[group] += group_start[group - 1];
     }
+    TrieAssembler assembler(bytes, offsets, group_start.back(), longest, trie.nodes_,
+                            trie.token_ids_);
     uint32_t* const staged = trie.token_ids_.data();
-    for (uint32_t id : ids) staged[group_start[group_of(id)]++] = id;
-    ids = std::vector<uint32_t>();  // (staged: its memory can go)
+    for_each_id([&](uint32_t id) { staged[group_start[group_of(id)]++] = id; });
+    keys.reserve(largest_group);  // (no regrowing)
     uint32_t begin = 0;
     for (const uint32_t end : group_start) {
       if (begin == end) continue;
@@ -310,9 +338,9 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
       for (const SortKey& key : keys) assembler.add(key);
       begin = end;
     }
+    assembler.finish();
   }
   trie.max_depth_ = longest;  // (0 for no tokens)
-  assembler.finish();
   return trie;
 }
 

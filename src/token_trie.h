@@ -61,6 +61,11 @@ class TokenTrie {
   // and one pass over the sorted tokens; memory: the output plus a table of
   // 64k bucket counts and a scratch buffer the size of the largest bucket.
   static TokenTrie build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids);
+  // The same for the tokens whose bit is set in member_words (bit id % 32 of
+  // word id / 32, ids below vocabulary_size; offsets[vocabulary_size] ends
+  // the readable bytes).
+  static TokenTrie build(const char* bytes, const uint32_t* offsets, const uint32_t* member_words,
+                         size_t vocabulary_size);
 
   // The same from (bytes, id) pairs in any order; several ids may share
   // bytes. Convenient for tests; copies the bytes first.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "grammask/bitmask.h"
 #include "text_slice.h"
 #include "token_spelling.h"
 #include "token_trie.h"
@@ -95,15 +96,16 @@ std::shared_ptr<const StopSet> make_stop_set(
   stop_ids.erase(std::unique(stop_ids.begin(), stop_ids.end()), stop_ids.end());
   stops->ids = std::move(stop_ids);
 
-  std::vector<uint32_t> trie_ids;
-  if (!reusable_trie) trie_ids.reserve(data.size());
+  // The trie's members as mask words: no id list as large as the vocabulary.
+  std::vector<uint32_t> trie_words;
+  if (!reusable_trie) trie_words.assign(mask_words(data.size()), 0);
   // The stop ids are ascending: walk them alongside the ids.
   auto next_stop = stops->ids.begin();
   for (uint32_t id = 0; id < data.size(); ++id) {
     const bool is_stop = next_stop != stops->ids.end() && *next_stop == id;
     next_stop += is_stop;
     if (data.spells_text(id) && !is_stop) {
-      if (!reusable_trie) trie_ids.push_back(id);
+      if (!reusable_trie) set_bit(trie_words.data(), id);
     } else if (data.offsets[id + 1] != data.offsets[id] && data.kinds[id] != TokenKind::kUnused) {
       stops->outside_trie.push_back(id);
     }
@@ -112,11 +114,10 @@ std::shared_ptr<const StopSet> make_stop_set(
     stops->trie = std::move(reusable_trie);
     stops->text_slice = std::move(reusable_slice);
   } else {
-    // The slice first: the trie then takes the ids without a copy.
     stops->text_slice = std::make_shared<const TextSlice>(
-        TextSlice::build(data.bytes.data(), data.offsets.data(), trie_ids, data.size()));
+        TextSlice::build(data.bytes.data(), data.offsets.data(), trie_words, data.size()));
     stops->trie = std::make_shared<const TokenTrie>(
-        TokenTrie::build(data.bytes.data(), data.offsets.data(), std::move(trie_ids)));
+        TokenTrie::build(data.bytes.data(), data.offsets.data(), trie_words.data(), data.size()));
   }
   return stops;
 }
