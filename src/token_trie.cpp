@@ -154,7 +154,8 @@ void refine(SortKey* begin, SortKey* end, size_t depth, const Less& less) {
 class TrieAssembler {
  public:
   TrieAssembler(const char* bytes, const uint32_t* offsets, size_t tokens, size_t longest,
-                std::vector<TokenTrie::Node>& nodes, std::vector<uint32_t>& token_ids)
+                std::vector<TokenTrie::Node, UninitializedAllocator<TokenTrie::Node>>& nodes,
+                std::vector<uint32_t>& token_ids)
       : bytes_(bytes), offsets_(offsets), nodes_(nodes), token_ids_(token_ids) {
     // Real vocabularies need about two nodes per token; reserving more only
     // costs address space, which is never touched.
@@ -213,7 +214,7 @@ class TrieAssembler {
  private:
   const char* bytes_;
   const uint32_t* offsets_;
-  std::vector<TokenTrie::Node>& nodes_;
+  std::vector<TokenTrie::Node, UninitializedAllocator<TokenTrie::Node>>& nodes_;
   std::vector<uint32_t>& token_ids_;
   std::vector<uint32_t> path_;
   static constexpr size_t kNodeChunk = 4096;

@@ -6,12 +6,36 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace grammask {
 namespace internal {
+
+// An allocator whose resize() leaves new elements of trivial types
+// uninitialized: the trie's node array grows ahead of the nodes written
+// into it, and zeroing that room first would write it twice.
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* element) noexcept {
+    ::new (static_cast<void*>(element)) U;  // default-initialized: left as it is
+  }
+  template <typename U, typename... Args>
+  void construct(U* element, Args&&... args) {
+    ::new (static_cast<void*>(element)) U(std::forward<Args>(args)...);
+  }
+};
 
 class TokenTrie {
  public:
@@ -96,7 +120,8 @@ class TokenTrie {
   uint32_t find(std::string_view bytes) const noexcept;
 
  private:
-  std::vector<Node> nodes_;  // the nodes, then the end marker
+  // The nodes, then the end marker.
+  std::vector<Node, UninitializedAllocator<Node>> nodes_;
   std::vector<uint32_t> token_ids_;
   size_t max_depth_ = 0;
 };
