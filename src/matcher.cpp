@@ -227,14 +227,17 @@ class BreadthFirstStates {
 // kLazyRuleStates pure states, and each larger rule (the thousands of
 // states of a bounded string or of an email format: most of the
 // refinement's cost) is classed on first use, on its own: a decode that
-// never enters it never pays for it. Ids: the compiled classes first, then
-// a range per large rule, as long as its pure states. Thread-safe: a rule is
-// classed once, under its once_flag, and its states' classes are stored
-// last, with release, so that a reader who sees one sees the rest.
+// never enters it never pays for it. (Not past kMaxLazyRuleStates: classing
+// that many takes about 20 ms, more than one mask should pay.) Ids: the
+// compiled classes first, then a range per large rule, as long as its pure
+// states. Thread-safe: a rule is classed once, under its once_flag, and its
+// states' classes are stored last, with release, so that a reader who sees
+// one sees the rest.
 class WalkClasses {
  public:
   static constexpr uint32_t kEagerStates = 4096;
   static constexpr uint32_t kLazyRuleStates = 1024;
+  static constexpr uint32_t kMaxLazyRuleStates = 65536;
   static constexpr uint32_t kNotYet = UINT32_MAX;
 
   WalkClasses(const ByteGrammar& grammar, const std::vector<uint8_t>& pure, size_t depth);
@@ -1893,14 +1896,17 @@ WalkClasses::WalkClasses(const ByteGrammar& grammar, const std::vector<uint8_t>&
     total_pure += pure[s];
   }
   const uint32_t largest_now = total_pure <= kEagerStates ? UINT32_MAX : kLazyRuleStates;
+  const auto later = [&](uint32_t rule) {
+    return pure_in_rule[rule] > largest_now && pure_in_rule[rule] <= kMaxLazyRuleStates;
+  };
   std::vector<uint8_t> now(n);
-  for (size_t s = 0; s < n; ++s) now[s] = pure[s] && pure_in_rule[states[s].rule] <= largest_now;
+  for (size_t s = 0; s < n; ++s) now[s] = pure[s] && !later(states[s].rule);
   std::vector<uint32_t> classes =
       compute_walk_classes(grammar, depth, now, num_classes_, short_class_, num_short_classes_);
   split_ = split_classes(classes, num_classes_, short_class_, num_short_classes_);
   large_index_.assign(pure_in_rule.size(), kNotYet);
   for (uint32_t r = 0; r < pure_in_rule.size(); ++r) {
-    if (pure_in_rule[r] <= largest_now) continue;
+    if (!later(r)) continue;
     large_index_[r] = static_cast<uint32_t>(large_.size());
     large_.push_back({r, num_classes_ - 1, num_short_classes_ - 1});
     num_classes_ += pure_in_rule[r];
