@@ -1013,7 +1013,7 @@ class Lowering {
     out_->rules_[rule].start = intern(scratch);
     const size_t budget = std::max<size_t>(kMinDfaBudget, 4 * static_cast<size_t>(nfa.num_states));
     struct ClassEdge {
-      uint32_t lo, hi;  // byte classes, inclusive
+      uint32_t first, end;  // byte classes [first, end)
       uint32_t target;
     };
     struct Run {  // a run's distinct NFA targets, resolved to a DFA state
@@ -1022,13 +1022,16 @@ class Lowering {
       uint32_t state;
     };
     std::vector<ClassEdge> edges;
-    std::vector<uint32_t> cuts;  // where runs of classes begin, ascending
-    // (Cut points are classes 0..256: a bitmap sorts them, and run_at gives
-    // an edge's first run without a search.)
+    // Where runs of classes begin, ascending. Cut points are classes 0..256,
+    // so fixed arrays hold them: a bitmap sorts them, and run_at gives the
+    // run that begins at a cut (an edge's runs without a search).
     uint64_t cut_bits[5];
-    uint32_t run_at[257];
+    uint32_t cuts[257], run_at[257];
     // The NFA targets of run k: targets[target_begin[k], target_begin[k + 1]).
-    std::vector<uint32_t> target_begin, fill, targets;
+    // span_delta[k]: edges whose runs begin at k less those that end there.
+    int32_t span_delta[257];
+    uint32_t target_begin[257], fill[256];
+    std::vector<uint32_t> targets;
     std::vector<Run> resolved;
     std::vector<RuleEdge> by_rule;  // (rule, NFA target), sorted per DFA state
     for (uint32_t done = 0; done < closed_sets.count(); ++done) {
@@ -1056,40 +1059,51 @@ class Lowering {
         const uint32_t s = set[i];
         for (uint32_t b = nfa.byte_begin[s]; b < nfa.byte_begin[s + 1]; ++b) {
           const ByteEdge& e = nfa.bytes[b];
-          const uint32_t lo = byte_class[e.lo], hi = byte_class[e.hi];
+          const uint32_t first = byte_class[e.lo], end = byte_class[e.hi] + 1u;
           // (Field by field: a pushed temporary was spilled as two words
           // and reloaded as one, which stalls store forwarding.)
           ClassEdge& added = edges.emplace_back();
-          added.lo = lo;
-          added.hi = hi;
+          added.first = first;
+          added.end = end;
           added.target = e.target;
-          cut_bits[lo >> 6] |= uint64_t{1} << (lo & 63);
-          cut_bits[(hi + 1) >> 6] |= uint64_t{1} << ((hi + 1) & 63);
+          cut_bits[first >> 6] |= uint64_t{1} << (first & 63);
+          cut_bits[end >> 6] |= uint64_t{1} << (end & 63);
         }
-        by_rule.insert(by_rule.end(), nfa.rules.begin() + nfa.rule_begin[s],
-                       nfa.rules.begin() + nfa.rule_begin[s + 1]);
+        // (Most NFA states call no rule: no empty insert for them.)
+        if (nfa.rule_begin[s] != nfa.rule_begin[s + 1])
+          by_rule.insert(by_rule.end(), nfa.rules.begin() + nfa.rule_begin[s],
+                         nfa.rules.begin() + nfa.rule_begin[s + 1]);
       }
       add_work(set_size + edges.size() + by_rule.size());
-      cuts.clear();
+      uint32_t num_cuts = 0;
       for (uint32_t w = 0; w < 5; ++w)
         for (uint64_t bits = cut_bits[w]; bits != 0; bits &= bits - 1) {
           const uint32_t c = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
-          run_at[c] = static_cast<uint32_t>(cuts.size());
-          cuts.push_back(c);
+          run_at[c] = num_cuts;
+          cuts[num_cuts++] = c;
         }
-      const uint32_t runs = cuts.empty() ? 0 : static_cast<uint32_t>(cuts.size() - 1);
-      // Each edge's target goes to every run it spans (counted first, so
-      // that all runs share one array).
-      target_begin.assign(runs + 1, 0);
+      const uint32_t runs = num_cuts == 0 ? 0 : num_cuts - 1;
+      // Each edge's target goes to every run it spans. The runs' sizes come
+      // from where edges begin and end (not a count per run spanned), so
+      // that all runs share one array.
+      std::fill(span_delta, span_delta + num_cuts, 0);
+      for (const ClassEdge& e : edges) {
+        ++span_delta[run_at[e.first]];
+        --span_delta[run_at[e.end]];
+      }
+      target_begin[0] = 0;
+      int32_t spanning = 0;
+      for (uint32_t k = 0; k < runs; ++k) {
+        spanning += span_delta[k];
+        fill[k] = target_begin[k];
+        target_begin[k + 1] = target_begin[k] + static_cast<uint32_t>(spanning);
+      }
+      if (targets.size() < target_begin[runs]) targets.resize(target_begin[runs]);
       for (const ClassEdge& e : edges)
-        for (uint32_t k = run_at[e.lo]; cuts[k] <= e.hi; ++k) ++target_begin[k + 1];
-      for (uint32_t k = 0; k < runs; ++k) target_begin[k + 1] += target_begin[k];
-      fill.assign(target_begin.begin(), target_begin.end() - 1);
-      targets.resize(target_begin[runs]);
-      for (const ClassEdge& e : edges)
-        for (uint32_t k = run_at[e.lo]; cuts[k] <= e.hi; ++k) targets[fill[k]++] = e.target;
+        for (uint32_t k = run_at[e.first], end = run_at[e.end]; k < end; ++k)
+          targets[fill[k]++] = e.target;
       resolved.clear();
-      if (cuts.empty() || cuts[0] > 0) add_run(0, kNoState);
+      if (num_cuts == 0 || cuts[0] > 0) add_run(0, kNoState);
       for (uint32_t k = 0; k < runs; ++k) {
         uint32_t* const first = targets.data() + target_begin[k];
         uint32_t* last = targets.data() + target_begin[k + 1];
@@ -1134,7 +1148,7 @@ class Lowering {
         }
         add_run(cuts[k], t);
       }
-      if (!cuts.empty() && cuts.back() < classes) add_run(cuts.back(), kNoState);
+      if (num_cuts != 0 && cuts[num_cuts - 1] < classes) add_run(cuts[num_cuts - 1], kNoState);
       std::sort(by_rule.begin(), by_rule.end(), [](const RuleEdge& a, const RuleEdge& b) {
         return a.rule != b.rule ? a.rule < b.rule : a.target < b.target;
       });
