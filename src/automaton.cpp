@@ -959,23 +959,21 @@ class Lowering {
       std::fill(seen_stamp_.begin(), seen_stamp_.end(), 0);
       stamp_ = 1;
     }
-    std::vector<uint32_t>& stack = closure_stack_;
-    stack.assign(set.begin(), set.end());
     for (uint32_t s : set) seen_stamp_[s] = stamp_;
+    // The set is its own worklist (no stack to copy it to): each state is
+    // appended once and visited when the scan reaches it.
     size_t visited = 0;
-    while (!stack.empty()) {
-      uint32_t s = stack.back();
-      stack.pop_back();
+    for (size_t k = 0; k < set.size(); ++k) {
+      const uint32_t s = set[k];
       const uint32_t first = nfa.epsilon_begin[s], last = nfa.epsilon_begin[s + 1];
       visited += 1 + last - first;
       for (uint32_t i = first; i < last; ++i)
         if (const uint32_t t = nfa.epsilon[i]; seen_stamp_[t] != stamp_) {
           seen_stamp_[t] = stamp_;
           set.push_back(t);
-          stack.push_back(t);
         }
     }
-    std::sort(set.begin(), set.end());
+    sort_small(set.data(), set.data() + set.size());
     add_work(visited + set.size());
   }
 
@@ -1359,7 +1357,6 @@ class Lowering {
   std::vector<size_t> dfa_begin_;   // first DFA state of each determinized rule
   size_t next_rule_ = 0;            // the next rule to determinize
   uint64_t work_ = 0;
-  std::vector<uint32_t> closure_stack_;
   // The shared tails of a character class's UTF-8 sequences (see build()).
   struct Suffix {
     Utf8Sequence bytes;  // the ranges of positions [start, length)
