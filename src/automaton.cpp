@@ -1259,6 +1259,10 @@ class Lowering {
     // (compute_byte_classes), so a run of classes is one too.
     std::vector<uint32_t> first_byte(classes + 1, 256);
     for (int b = 255; b >= 0; --b) first_byte[out_->byte_class_[b]] = static_cast<uint32_t>(b);
+    // bytes_from[c]: the bytes of classes c and up, so that a run's bytes
+    // are two masks (no loop over the words a range touches).
+    std::vector<ByteSet> bytes_from(classes + 1);
+    for (uint32_t c = 0; c < classes; ++c) bytes_from[c].set_range(first_byte[c], 255);
     auto settle_states = [&](auto& table, auto no_state) {
       table.assign(n * classes, no_state);
       uint32_t kept = 0;
@@ -1267,18 +1271,28 @@ class Lowering {
         auto* row = table.data() + s * classes;
         const uint32_t first = run_begin[s], last = run_begin[s + 1];
         run_begin[s] = kept;
+        // (The next run is read before this one is written back, and the
+        // scan set and the last kept target stay in locals: the writes to
+        // runs would otherwise make the compiler reload them.)
+        ByteSet scan;
+        uint32_t kept_target = 0;
+        ClassRun run = runs[first];
         for (uint32_t r = first; r < last; ++r) {
-          ClassRun run = runs[r];
+          const ClassRun next = r + 1 < last ? runs[r + 1] : ClassRun{classes, kNoState};
           if (run.target != kNoState && !live[run.target]) run.target = kNoState;
           if (run.target != kNoState) {
-            const uint32_t end_class = r + 1 < last ? runs[r + 1].first_class : classes;
-            std::fill(row + run.first_class, row + end_class,
+            std::fill(row + run.first_class, row + next.first_class,
                       static_cast<decltype(no_state)>(run.target));
-            st.scan.set_range(static_cast<uint8_t>(first_byte[run.first_class]),
-                              static_cast<uint8_t>(first_byte[end_class] - 1));
+            const ByteSet &from = bytes_from[run.first_class], &past = bytes_from[next.first_class];
+            for (int w = 0; w < 4; ++w) scan.bits[w] |= from.bits[w] & ~past.bits[w];
           }
-          if (r == first || run.target != runs[kept - 1].target) runs[kept++] = run;
+          if (r == first || run.target != kept_target) {
+            runs[kept++] = run;
+            kept_target = run.target;
+          }
+          run = next;
         }
+        st.scan = scan;
         st.rule_edges_begin = static_cast<uint32_t>(out_->rule_edges_.size());
         for (uint32_t i = edge_begin[s]; i < edge_begin[s + 1]; ++i) {
           const RuleEdge& r = pending_edges_[i];
