@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -1019,7 +1020,10 @@ class Lowering {
       uint32_t begin, size;  // in `targets`
       uint32_t state;
     };
-    std::vector<ClassEdge> edges;
+    // A DFA state's class edges: at most one per byte edge of the NFA, so
+    // one buffer of that many, left uninitialized (a state only touches the
+    // few entries it uses).
+    const std::unique_ptr<ClassEdge[]> edges(new ClassEdge[std::max<size_t>(nfa.bytes.size(), 1)]);
     // Where runs of classes begin, ascending. Cut points are classes 0..256,
     // so fixed arrays hold them: a bitmap sorts them, and run_at gives the
     // run that begins at a cut (an edge's runs without a search).
@@ -1039,16 +1043,18 @@ class Lowering {
       // rule edges of state first_id + done come next.)
       pending_run_begin_.push_back(static_cast<uint32_t>(pending_runs_.size()));
       pending_edge_begin_.push_back(static_cast<uint32_t>(pending_edges_.size()));
+      bool state_has_run = false;
+      uint32_t last_run_target = 0;
       auto add_run = [&](uint32_t first_class, uint32_t target) {
-        if (pending_runs_.size() > pending_run_begin_.back() &&
-            pending_runs_.back().target == target)
-          return;  // (keeps runs maximal)
+        if (state_has_run && last_run_target == target) return;  // (keeps runs maximal)
+        state_has_run = true;
+        last_run_target = target;
         // (Field by field, as the class edges below.)
         ClassRun& added = pending_runs_.emplace_back();
         added.first_class = first_class;
         added.target = target;
       };
-      edges.clear();
+      uint32_t num_edges = 0;
       by_rule.clear();
       std::fill(std::begin(cut_bits), std::end(cut_bits), 0);
       const uint32_t* set = closed_sets.data(done);
@@ -1060,7 +1066,7 @@ class Lowering {
           const uint32_t first = byte_class[e.lo], end = byte_class[e.hi] + 1u;
           // (Field by field: a pushed temporary was spilled as two words
           // and reloaded as one, which stalls store forwarding.)
-          ClassEdge& added = edges.emplace_back();
+          ClassEdge& added = edges[num_edges++];
           added.first = first;
           added.end = end;
           added.target = e.target;
@@ -1072,7 +1078,7 @@ class Lowering {
           by_rule.insert(by_rule.end(), nfa.rules.begin() + nfa.rule_begin[s],
                          nfa.rules.begin() + nfa.rule_begin[s + 1]);
       }
-      add_work(set_size + edges.size() + by_rule.size());
+      add_work(set_size + num_edges + by_rule.size());
       uint32_t num_cuts = 0;
       for (uint32_t w = 0; w < 5; ++w)
         for (uint64_t bits = cut_bits[w]; bits != 0; bits &= bits - 1) {
@@ -1085,9 +1091,9 @@ class Lowering {
       // from where edges begin and end (not a count per run spanned), so
       // that all runs share one array.
       std::fill(span_delta, span_delta + num_cuts, 0);
-      for (const ClassEdge& e : edges) {
-        ++span_delta[run_at[e.first]];
-        --span_delta[run_at[e.end]];
+      for (uint32_t i = 0; i < num_edges; ++i) {
+        ++span_delta[run_at[edges[i].first]];
+        --span_delta[run_at[edges[i].end]];
       }
       target_begin[0] = 0;
       int32_t spanning = 0;
@@ -1097,9 +1103,11 @@ class Lowering {
         target_begin[k + 1] = target_begin[k] + static_cast<uint32_t>(spanning);
       }
       if (targets.size() < target_begin[runs]) targets.resize(target_begin[runs]);
-      for (const ClassEdge& e : edges)
+      for (uint32_t i = 0; i < num_edges; ++i) {
+        const ClassEdge& e = edges[i];
         for (uint32_t k = run_at[e.first], end = run_at[e.end]; k < end; ++k)
           targets[fill[k]++] = e.target;
+      }
       resolved.clear();
       if (num_cuts == 0 || cuts[0] > 0) add_run(0, kNoState);
       for (uint32_t k = 0; k < runs; ++k) {
@@ -1118,7 +1126,8 @@ class Lowering {
           // without hashing the set.
           uint32_t& known = single_target_state_[*first];
           if (known == kNoState) {
-            scratch.assign(first, last);
+            scratch.clear();
+            scratch.push_back(*first);
             closure(nfa, scratch);
             known = intern(scratch);
           }
