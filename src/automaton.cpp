@@ -776,13 +776,17 @@ class Lowering {
     return from;
   }
 
-  // The UTF-8 sequences of a character class, once per class (a counted
-  // repeat builds the same class many times).
+  // The UTF-8 sequences of a character class, once per distinct class: a
+  // counted repeat builds one class many times, and a schema spells the
+  // same string class for each of its properties.
   const std::vector<Utf8Sequence>& utf8_sequences_of(const Expr& e) {
-    auto [it, inserted] = class_sequences_.try_emplace(&e);
-    if (inserted)
-      for (const auto& r : normalized_ranges(e)) utf8_sequences(r.first, r.last, it->second);
-    return it->second;
+    const size_t hash = structural_hash(e);
+    auto [first, last] = class_sequences_.equal_range(hash);
+    for (auto it = first; it != last; ++it)
+      if (*it->second.first == e) return it->second.second;
+    auto it = class_sequences_.emplace(hash, std::make_pair(&e, std::vector<Utf8Sequence>{}));
+    for (const auto& r : normalized_ranges(e)) utf8_sequences(r.first, r.last, it->second.second);
+    return it->second.second;
   }
 
   // A part with tail positions, built where something follows it: a tail
@@ -1374,7 +1378,10 @@ class Lowering {
   std::unordered_map<const Expr*, uint32_t> lifted_at_;
   std::vector<Nfa> nfas_;
   Nfa::Staging nfa_staging_;  // (see Nfa::staging)
-  std::unordered_map<const Expr*, std::vector<Utf8Sequence>> class_sequences_;
+  // A class (one of those equal to it) and its UTF-8 sequences, by
+  // structural hash.
+  std::unordered_multimap<size_t, std::pair<const Expr*, std::vector<Utf8Sequence>>>
+      class_sequences_;
   std::vector<size_t> nfa_charge_;  // states each rule's NFA charged
   std::vector<bool> built_split_;   // whether each rule's NFA was built split
   std::vector<size_t> dfa_begin_;   // first DFA state of each determinized rule
