@@ -1036,7 +1036,7 @@ class Lowering {
     // The NFA targets of run k: targets[target_begin[k], target_begin[k + 1]).
     // span_delta[k]: edges whose runs begin at k less those that end there.
     int32_t span_delta[257];
-    uint32_t target_begin[257], fill[256];
+    uint32_t target_begin[257];
     std::vector<uint32_t> targets;
     std::vector<Run> resolved;
     std::vector<RuleEdge> by_rule;  // (rule, NFA target), sorted per DFA state
@@ -1099,18 +1099,22 @@ class Lowering {
         ++span_delta[run_at[edges[i].first]];
         --span_delta[run_at[edges[i].end]];
       }
+      // Run k is filled through target_begin[k + 1], which starts at the
+      // run's beginning and ends at its end, the next run's beginning: no
+      // second array of fill positions.
       target_begin[0] = 0;
+      uint32_t total_targets = 0;
       int32_t spanning = 0;
       for (uint32_t k = 0; k < runs; ++k) {
+        target_begin[k + 1] = total_targets;
         spanning += span_delta[k];
-        fill[k] = target_begin[k];
-        target_begin[k + 1] = target_begin[k] + static_cast<uint32_t>(spanning);
+        total_targets += static_cast<uint32_t>(spanning);
       }
-      if (targets.size() < target_begin[runs]) targets.resize(target_begin[runs]);
+      if (targets.size() < total_targets) targets.resize(total_targets);
       for (uint32_t i = 0; i < num_edges; ++i) {
         const ClassEdge& e = edges[i];
         for (uint32_t k = run_at[e.first], end = run_at[e.end]; k < end; ++k)
-          targets[fill[k]++] = e.target;
+          targets[target_begin[k + 1]++] = e.target;
       }
       resolved.clear();
       if (num_cuts == 0 || cuts[0] > 0) add_run(0, kNoState);
