@@ -957,29 +957,33 @@ class Lowering {
     return true;
   }
 
-  void closure(const Nfa& nfa, std::vector<uint32_t>& set) {
+  // Closes set[0, size) (distinct NFA states) under epsilon edges, in
+  // place, and sorts it; returns its new size. `set` has room for every
+  // NFA state (each is added once).
+  uint32_t closure(const Nfa& nfa, uint32_t* set, uint32_t size) {
     // Stamped marks: no per-call clearing of an NFA-sized array.
     if (seen_stamp_.size() < nfa.num_states) seen_stamp_.resize(nfa.num_states, 0);
     if (++stamp_ == 0) {
       std::fill(seen_stamp_.begin(), seen_stamp_.end(), 0);
       stamp_ = 1;
     }
-    for (uint32_t s : set) seen_stamp_[s] = stamp_;
+    for (uint32_t k = 0; k < size; ++k) seen_stamp_[set[k]] = stamp_;
     // The set is its own worklist (no stack to copy it to): each state is
     // appended once and visited when the scan reaches it.
     size_t visited = 0;
-    for (size_t k = 0; k < set.size(); ++k) {
+    for (uint32_t k = 0; k < size; ++k) {
       const uint32_t s = set[k];
       const uint32_t first = nfa.epsilon_begin[s], last = nfa.epsilon_begin[s + 1];
       visited += 1 + last - first;
       for (uint32_t i = first; i < last; ++i)
         if (const uint32_t t = nfa.epsilon[i]; seen_stamp_[t] != stamp_) {
           seen_stamp_[t] = stamp_;
-          set.push_back(t);
+          set[size++] = t;
         }
     }
-    sort_small(set.data(), set.data() + set.size());
-    add_work(visited + set.size());
+    sort_small(set, set + size);
+    add_work(visited + size);
+    return size;
   }
 
   // Subset construction for lowered rule `rule`; DFA states are appended to
@@ -1000,20 +1004,22 @@ class Lowering {
     single_target_state_.assign(nfa.num_states, kNoState);
     SequenceIndex target_sets;
     std::vector<uint32_t> target_state;
-    auto intern = [&](const std::vector<uint32_t>& set) -> uint32_t {
-      add_work(set.size());
-      auto [k, inserted] = closed_sets.intern(set.data(), set.size());
+    auto intern = [&](const uint32_t* set, uint32_t size) -> uint32_t {
+      add_work(size);
+      auto [k, inserted] = closed_sets.intern(set, size);
       if (inserted) {
         AutomatonState st;
         st.rule = rule;
-        st.is_final = std::binary_search(set.begin(), set.end(), nfa.accept);
+        st.is_final = std::binary_search(set, set + size, nfa.accept);
         out_->states_.push_back(st);
       }
       return first_id + k;
     };
-    std::vector<uint32_t> scratch{nfa.start};
-    closure(nfa, scratch);
-    out_->rules_[rule].start = intern(scratch);
+    // A set being closed: room for every NFA state, left uninitialized (a
+    // set only touches the few entries it uses).
+    const std::unique_ptr<uint32_t[]> scratch(new uint32_t[nfa.num_states]);
+    scratch[0] = nfa.start;
+    out_->rules_[rule].start = intern(scratch.get(), closure(nfa, scratch.get(), 1));
     const size_t budget = std::max<size_t>(kMinDfaBudget, 4 * static_cast<size_t>(nfa.num_states));
     struct ClassEdge {
       uint32_t first, end;  // byte classes [first, end)
@@ -1134,10 +1140,8 @@ class Lowering {
           // without hashing the set.
           uint32_t& known = single_target_state_[*first];
           if (known == kNoState) {
-            scratch.clear();
-            scratch.push_back(*first);
-            closure(nfa, scratch);
-            known = intern(scratch);
+            scratch[0] = *first;
+            known = intern(scratch.get(), closure(nfa, scratch.get(), 1));
           }
           add_run(cuts[k], known);
           continue;
@@ -1154,9 +1158,8 @@ class Lowering {
           // The same NFA targets from another DFA state: no closure again.
           auto [k_targets, inserted] = target_sets.intern(first, size, hash);
           if (inserted) {
-            scratch.assign(first, last);
-            closure(nfa, scratch);
-            target_state.push_back(intern(scratch));
+            std::copy(first, last, scratch.get());
+            target_state.push_back(intern(scratch.get(), closure(nfa, scratch.get(), size)));
           }
           t = target_state[k_targets];
           resolved.push_back({hash, target_begin[k], size, t});
@@ -1169,12 +1172,11 @@ class Lowering {
       });
       for (size_t i = 0; i < by_rule.size();) {
         const uint32_t r = by_rule[i].rule;
-        scratch.clear();
+        uint32_t targets_of_rule = 0;
         for (; i < by_rule.size() && by_rule[i].rule == r; ++i)
-          if (scratch.empty() || scratch.back() != by_rule[i].target)
-            scratch.push_back(by_rule[i].target);
-        closure(nfa, scratch);
-        const uint32_t t = intern(scratch);
+          if (targets_of_rule == 0 || scratch[targets_of_rule - 1] != by_rule[i].target)
+            scratch[targets_of_rule++] = by_rule[i].target;
+        const uint32_t t = intern(scratch.get(), closure(nfa, scratch.get(), targets_of_rule));
         pending_edges_.push_back({r, t});
       }
     }
