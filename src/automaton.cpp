@@ -153,16 +153,22 @@ struct Nfa {
 
  private:
   // Counting sort on the source state (stable: each state keeps its edges
-  // in the order they were added).
+  // in the order they were added). State s's edges are placed through
+  // begin[s + 1], which starts at their beginning and ends at their end,
+  // the next state's beginning: no copy of the offsets to fill through.
   template <typename Edge>
   void group_by_source(std::vector<std::pair<uint32_t, Edge>>& edges, std::vector<uint32_t>& begin,
                        std::vector<Edge>& out) const {
     begin.assign(num_states + 1, 0);
     for (const auto& e : edges) ++begin[e.first + 1];
-    for (uint32_t s = 0; s < num_states; ++s) begin[s + 1] += begin[s];
+    uint32_t total = 0;
+    for (uint32_t s = 0; s < num_states; ++s) {
+      const uint32_t count = begin[s + 1];
+      begin[s + 1] = total;
+      total += count;
+    }
     out.resize(edges.size());
-    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (const auto& e : edges) out[fill[e.first]++] = e.second;
+    for (const auto& e : edges) out[begin[e.first + 1]++] = e.second;
     edges.clear();
   }
 };
