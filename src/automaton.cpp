@@ -1222,8 +1222,15 @@ class Lowering {
     const auto [by_target_begin, by_target] = index_by(n, [](const Edge& e) { return e.target; });
     const auto [by_rule_begin, by_rule] =
         index_by(rules.size(), [](const Edge& e) { return e.rule; });
-    std::vector<std::vector<uint32_t>> rules_starting_at(n);
-    for (uint32_t r = 0; r < rules.size(); ++r) rules_starting_at[rules[r].start].push_back(r);
+    // The rules that start at each state, as chains (first_rule_at, then
+    // next_rule_at_same_start), in rule order: one word per state instead
+    // of a vector each.
+    constexpr uint32_t kNoRule = UINT32_MAX;
+    std::vector<uint32_t> first_rule_at(n, kNoRule), next_rule_at_same_start(rules.size());
+    for (uint32_t r = static_cast<uint32_t>(rules.size()); r-- > 0;) {
+      next_rule_at_same_start[r] = first_rule_at[rules[r].start];
+      first_rule_at[rules[r].start] = r;
+    }
 
     // Each state's transitions as runs of byte classes with one target (a
     // state has a few distinct targets among dozens of classes), as
@@ -1267,7 +1274,7 @@ class Lowering {
         const Edge& e = rule_edges[by_target[i]];
         if (productive[e.rule]) make_live(e.source);
       }
-      for (uint32_t r : rules_starting_at[t]) {
+      for (uint32_t r = first_rule_at[t]; r != kNoRule; r = next_rule_at_same_start[r]) {
         if (productive[r]) continue;
         productive[r] = 1;
         for (uint32_t i = by_rule_begin[r]; i < by_rule_begin[r + 1]; ++i) {
@@ -1356,7 +1363,7 @@ class Lowering {
         const Edge& e = rule_edges[by_target[i]];
         if (edge_present(e) && rules[e.rule].nullable) make_nullable(e.source);
       }
-      for (uint32_t r : rules_starting_at[t]) {
+      for (uint32_t r = first_rule_at[t]; r != kNoRule; r = next_rule_at_same_start[r]) {
         if (rules[r].nullable) continue;
         rules[r].nullable = true;
         for (uint32_t i = by_rule_begin[r]; i < by_rule_begin[r + 1]; ++i) {
