@@ -307,6 +307,7 @@ class Lowering {
     pending_edges_.clear();
     pending_run_begin_.clear();
     pending_runs_.clear();
+    pending_pred_count_.clear();
     total_nfa_states_ = 0;
     next_rule_ = 0;
     out_->root_rule_ = lowered_rule_for_source(root_index);
@@ -321,6 +322,7 @@ class Lowering {
     pending_run_begin_.reserve(total_nfa_states_ / 4 + 1);
     pending_edge_begin_.reserve(total_nfa_states_ / 4 + 1);
     pending_runs_.reserve(total_nfa_states_);
+    pending_pred_count_.reserve(total_nfa_states_ / 4);
   }
 
   // Builds the NFA of every pending rule that has none yet (building one may
@@ -390,6 +392,10 @@ class Lowering {
       pending_edges_.resize(pending_edge_begin_[n]);
       pending_edge_begin_.resize(n);
     }
+    // (A rule's runs only lead to its own states, so the counts of the
+    // states kept are exact, and the others zero again.)
+    if (pending_pred_count_.size() > n)
+      std::fill(pending_pred_count_.begin() + n, pending_pred_count_.end(), 0);
     if (pending_run_begin_.size() > n) {
       pending_runs_.resize(pending_run_begin_[n]);
       pending_run_begin_.resize(n);
@@ -1018,6 +1024,9 @@ class Lowering {
         st.rule = rule;
         st.is_final = std::binary_search(set, set + size, nfa.accept);
         out_->states_.push_back(st);
+        // (Grown in steps, not by a call per state; the slack stays zero.)
+        if (pending_pred_count_.size() <= first_id + k)
+          pending_pred_count_.resize(first_id + k + 1024);
       }
       return first_id + k;
     };
@@ -1069,6 +1078,7 @@ class Lowering {
         ClassRun& added = pending_runs_.emplace_back();
         added.first_class = first_class;
         added.target = target;
+        if (target != kNoState) ++pending_pred_count_[target];
       };
       uint32_t num_edges = 0;
       by_rule.clear();
@@ -1242,18 +1252,23 @@ class Lowering {
 
     // Live states reach a final state; productive rules have a live start.
     // Backward propagation over byte edges and productive rule edges.
-    std::vector<uint32_t> pred_begin(n + 1, 0), preds;
-    auto each_byte_edge = [&](auto&& visit) {
-      for (size_t s = 0; s < n; ++s)
-        for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
-          if (runs[r].target != kNoState) visit(static_cast<uint32_t>(s), runs[r].target);
-    };
-    each_byte_edge([&](uint32_t, uint32_t t) { ++pred_begin[t + 1]; });
-    for (size_t i = 0; i < n; ++i) pred_begin[i + 1] += pred_begin[i];
-    preds.resize(pred_begin[n]);
+    // (The runs into each state were counted as determinize() made them,
+    // which saves a pass over all runs here.)
+    std::vector<uint32_t>& pred_begin = pending_pred_count_;
+    pred_begin.resize(n);
+    uint32_t total_preds = 0;
+    for (size_t t = 0; t < n; ++t) {
+      const uint32_t count = pred_begin[t];
+      pred_begin[t] = total_preds;
+      total_preds += count;
+    }
+    pred_begin.push_back(total_preds);
+    std::vector<uint32_t> preds(total_preds);
     {
       std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
-      each_byte_edge([&](uint32_t s, uint32_t t) { preds[fill[t]++] = s; });
+      for (size_t s = 0; s < n; ++s)
+        for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
+          if (runs[r].target != kNoState) preds[fill[runs[r].target]++] = static_cast<uint32_t>(s);
     }
     std::vector<uint8_t> live(n, 0);  // (bytes, not bits: read per run below)
     std::vector<uint8_t> productive(rules.size(), 0);
@@ -1420,6 +1435,9 @@ class Lowering {
   // Transitions of the states stepped so far, as runs (see finish()).
   std::vector<uint32_t> pending_run_begin_;
   std::vector<ClassRun> pending_runs_;
+  // Runs into each state made so far (kNoState's not counted), with zeros
+  // past the last state.
+  std::vector<uint32_t> pending_pred_count_;
   std::vector<uint32_t> seen_stamp_;
   uint32_t stamp_ = 0;
   std::vector<uint32_t> single_target_state_;  // (see determinize())
