@@ -1020,10 +1020,10 @@ class Lowering {
       add_work(size);
       auto [k, inserted] = closed_sets.intern(set, size);
       if (inserted) {
-        AutomatonState st;
+        // (Built in place, not copied in.)
+        AutomatonState& st = out_->states_.emplace_back();
         st.rule = rule;
         st.is_final = std::binary_search(set, set + size, nfa.accept);
-        out_->states_.push_back(st);
         // (Grown in steps, not by a call per state; the slack stays zero.)
         if (pending_pred_count_.size() <= first_id + k)
           pending_pred_count_.resize(first_id + k + 1024);
@@ -1053,6 +1053,7 @@ class Lowering {
     // so fixed arrays hold them: a bitmap sorts them, and run_at gives the
     // run that begins at a cut (an edge's runs without a search).
     uint64_t cut_bits[5];
+    const uint32_t cut_words = classes / 64 + 1;  // (the words cuts 0..classes use)
     uint32_t cuts[257], run_at[257];
     // The NFA targets of run k: targets[target_begin[k], target_begin[k + 1]).
     // span_delta[k]: edges whose runs begin at k less those that end there.
@@ -1082,7 +1083,7 @@ class Lowering {
       };
       uint32_t num_edges = 0;
       by_rule.clear();
-      std::fill(std::begin(cut_bits), std::end(cut_bits), 0);
+      std::fill(cut_bits, cut_bits + cut_words, 0);
       const uint32_t* set = closed_sets.data(done);
       const uint32_t set_size = closed_sets.size(done);
       for (uint32_t i = 0; i < set_size; ++i) {
@@ -1106,7 +1107,7 @@ class Lowering {
       }
       add_work(set_size + num_edges + by_rule.size());
       uint32_t num_cuts = 0;
-      for (uint32_t w = 0; w < 5; ++w)
+      for (uint32_t w = 0; w < cut_words; ++w)
         for (uint64_t bits = cut_bits[w]; bits != 0; bits &= bits - 1) {
           const uint32_t c = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
           run_at[c] = num_cuts;
