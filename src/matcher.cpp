@@ -182,18 +182,18 @@ std::vector<uint8_t> split_classes(const std::vector<uint32_t>& walk_class, uint
 
 // The PureWalk from one pure state. Gives up (returning false) once it has
 // visited more than `budget` trie nodes; `visited` receives the count.
-// The transitions trie walks follow: the grammar's table, and a flag per
-// DFA state saying whether a walk stops there (an impure state, left to the
-// Earley engine). Built once per CompiledGrammar.
+// The transitions trie walks follow: the grammar's table, and whether each
+// DFA state is pure (a walk stops at an impure one, left to the Earley
+// engine). Built once per CompiledGrammar.
 struct PureTransitions {
   uint8_t byte_class[256] = {};
   // ByteGrammar::narrow_table() or, when that is null, wide_table().
   const uint16_t* narrow_table = nullptr;
   const uint32_t* wide_table = nullptr;
-  uint32_t width = 0;  // byte classes
-  std::vector<uint8_t> stops;
+  uint32_t width = 0;             // byte classes
+  const uint8_t* pure = nullptr;  // CompiledGrammarData::pure, which outlives this
 
-  PureTransitions(const ByteGrammar& grammar, const std::vector<uint8_t>& pure);
+  PureTransitions(const ByteGrammar& grammar, const std::vector<uint8_t>& pure_states);
 };
 
 // Nodes deeper than walk.depth_cap are skipped (a split walk's short part).
@@ -272,7 +272,8 @@ class WalkClasses {
   std::unique_ptr<std::atomic<uint32_t>[]> class_;  // per state
   mutable std::vector<uint32_t> short_class_;       // per state
   mutable std::vector<uint8_t> split_;              // per class
-  std::vector<uint32_t> large_index_;               // per rule: into large_, or kNotYet
+  static constexpr uint32_t kSmallRule = UINT32_MAX;
+  std::vector<uint32_t> large_index_;  // per rule: into large_, or kSmallRule
   std::vector<LargeRule> large_;
   std::unique_ptr<std::once_flag[]> classed_;  // per large rule
   uint32_t num_classes_ = 1;
@@ -1876,13 +1877,13 @@ uint32_t BreadthFirstStates::next() {
   return s;
 }
 
-PureTransitions::PureTransitions(const ByteGrammar& grammar, const std::vector<uint8_t>& pure) {
+PureTransitions::PureTransitions(const ByteGrammar& grammar,
+                                 const std::vector<uint8_t>& pure_states)
+    : pure(pure_states.data()) {
   for (int b = 0; b < 256; ++b) byte_class[b] = grammar.byte_class(static_cast<uint8_t>(b));
   narrow_table = grammar.narrow_table();
   wide_table = grammar.wide_table();
   width = grammar.num_classes();
-  stops.resize(pure.size());
-  for (size_t s = 0; s < pure.size(); ++s) stops[s] = !pure[s];
 }
 
 WalkClasses::WalkClasses(const ByteGrammar& grammar, const std::vector<uint8_t>& pure, size_t depth)
@@ -1904,7 +1905,7 @@ WalkClasses::WalkClasses(const ByteGrammar& grammar, const std::vector<uint8_t>&
   std::vector<uint32_t> classes =
       compute_walk_classes(grammar, depth, now, num_classes_, short_class_, num_short_classes_);
   split_ = split_classes(classes, num_classes_, short_class_, num_short_classes_);
-  large_index_.assign(pure_in_rule.size(), kNotYet);
+  large_index_.assign(pure_in_rule.size(), kSmallRule);
   for (uint32_t r = 0; r < pure_in_rule.size(); ++r) {
     if (!later(r)) continue;
     large_index_[r] = static_cast<uint32_t>(large_.size());
@@ -1957,7 +1958,7 @@ bool walk_from_state_in(const Entry* table, const PureTransitions& transitions,
   constexpr Entry kNone = std::numeric_limits<Entry>::max();
   const TokenTrie::Node* nodes = trie.nodes().data();
   const uint32_t* ids = trie.token_ids().data();
-  const uint8_t* stops = transitions.stops.data();
+  const uint8_t* pure = transitions.pure;
   const size_t width = transitions.width;
   const size_t depth_cap = walk.depth_cap;
   const uint8_t* byte_class = transitions.byte_class;
@@ -2008,7 +2009,7 @@ bool walk_from_state_in(const Entry* table, const PureTransitions& transitions,
       continue;
     }
     path[depth] = node.byte;
-    if (stops[next]) {
+    if (!pure[next]) {
       walk.add_frontier(i, path, depth);
       i = node.subtree_end;
       continue;
