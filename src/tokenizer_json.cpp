@@ -1,23 +1,520 @@
 // Vocabulary::from_tokenizer_json: Hugging Face tokenizer.json files.
 //
 // Only the pieces that decide token bytes are read: model.type / vocab /
-// byte_fallback / unk_token, added_tokens, and the decoder, pre_tokenizer and
-// normalizer (to tell byte-level BPE from SentencePiece spelling). The merges
-// list, the bulk of the file, is dropped while parsing.
-#include <fstream>
+// byte_fallback / unk_token / unk_id, added_tokens, and the decoder,
+// pre_tokenizer, normalizer and post_processor (to tell byte-level BPE from
+// SentencePiece spelling, and to find the BOS). One strict pass over the text
+// decodes model.vocab straight into a single buffer, hands the small sections
+// to nlohmann::json, and validates everything else without building values:
+// model.merges is most of the file. (A DOM parse of Llama 3's 9 MB file took
+// 0.28 s, mostly inserting 128k keys into std::map.)
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "grammask/vocabulary.h"
+#include "token_spelling.h"
+#include "utf8.h"
 
 namespace grammask {
 namespace {
 
 using nlohmann::json;
 
+// Malformed JSON text; what() holds the message with its line and column.
+class MalformedJson : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ASCII bytes that stand for themselves inside a JSON string: all but '"',
+// '\\' and the control bytes below 0x20.
+constexpr std::array<bool, 256> make_plain_ascii_table() {
+  std::array<bool, 256> table{};
+  for (int c = 0x20; c < 0x80; ++c) table[c] = c != '"' && c != '\\';
+  return table;
+}
+constexpr std::array<bool, 256> kPlainAscii = make_plain_ascii_table();
+
+// A strict JSON (RFC 8259) reader over one text: it decodes the strings and
+// numbers its caller asks for and skips every other value, checking its syntax
+// and UTF-8 as nlohmann::json would. Nesting depth costs one byte of heap per
+// level, never stack.
+class JsonScanner {
+ public:
+  explicit JsonScanner(std::string_view text)
+      : begin_(text.data()), next_(text.data()), end_(text.data() + text.size()) {
+    if (text.substr(0, 3) == "\xEF\xBB\xBF") next_ += 3;  // a UTF-8 byte order mark
+  }
+
+  // The next byte after whitespace, or '\0' at the end of the text.
+  char peek() {
+    while (next_ != end_ && is_whitespace(*next_)) ++next_;
+    return next_ == end_ ? '\0' : *next_;
+  }
+
+  void expect(char c, const char* what) {
+    if (peek() != c) fail(std::string("expected ") + what);
+    ++next_;
+  }
+
+  void expect_end() {
+    if (peek() != '\0' || next_ != end_)
+      fail("expected the end of the text after the top-level value");
+  }
+
+  // Object members: after expect('{'), `while (next_member(first))` stands
+  // before each member; read_member_name then appends its name to a string,
+  // and the caller reads or skips its value.
+  bool next_member(bool& first) {
+    if (peek() == '}') {
+      ++next_;
+      return false;
+    }
+    if (!first) expect(',', "',' or '}' after an object member");
+    first = false;
+    if (peek() != '"') fail("expected a member name (a string)");
+    return true;
+  }
+
+  void read_member_name(std::string& name) {
+    scan_string<true>(&name);
+    expect(':', "':' after a member name");
+  }
+
+  // List elements: after expect('['), `while (next_element(first))` stands
+  // before each element, which the caller reads or skips.
+  bool next_element(bool& first) {
+    if (peek() == ']') {
+      ++next_;
+      return false;
+    }
+    if (!first) expect(',', "',' or ']' after a list element");
+    first = false;
+    return true;
+  }
+
+  // Appends the decoded string at the cursor to `out`.
+  void read_string(std::string& out) {
+    if (peek() != '"') fail("expected a string");
+    scan_string<true>(&out);
+  }
+
+  // Reads the number at the cursor; true with its value when it is a
+  // non-negative integer that fits 64 bits (how a token id must be written).
+  bool read_unsigned(uint64_t& value) {
+    peek();
+    const bool negative = next_ != end_ && *next_ == '-';
+    next_ += negative;
+    if (next_ == end_ || !is_digit(*next_)) fail("expected a digit");
+    value = 0;
+    bool overflow = false;
+    if (*next_ == '0') {
+      ++next_;
+    } else {
+      for (; next_ != end_ && is_digit(*next_); ++next_) {
+        const uint64_t digit = static_cast<uint64_t>(*next_ - '0');
+        overflow |= value > (UINT64_MAX - digit) / 10;
+        value = value * 10 + digit;
+      }
+    }
+    bool integer = true;
+    if (next_ != end_ && *next_ == '.') {
+      integer = false;
+      ++next_;
+      skip_digits();
+    }
+    if (next_ != end_ && (*next_ == 'e' || *next_ == 'E')) {
+      integer = false;
+      ++next_;
+      if (next_ != end_ && (*next_ == '+' || *next_ == '-')) ++next_;
+      skip_digits();
+    }
+    return integer && !overflow && (!negative || value == 0);
+  }
+
+  // Skips one value of any kind; returns its text.
+  std::string_view skip_value() {
+    peek();
+    const char* start = next_;
+    std::vector<char> open;  // the closing bracket of each open container
+    for (;;) {
+      const char c = peek();
+      if (c == '{' || c == '[') {
+        ++next_;
+        const char close = c == '{' ? '}' : ']';
+        if (peek() == close) {
+          ++next_;
+        } else {
+          open.push_back(close);
+          if (close == '}') skip_member_name();
+          continue;  // the first element or member value
+        }
+      } else {
+        skip_scalar();
+      }
+      // After a value: close what ends here, then stop or take the next one.
+      for (;;) {
+        if (open.empty()) return std::string_view(start, static_cast<size_t>(next_ - start));
+        const char after = peek();
+        if (after == open.back()) {
+          ++next_;
+          open.pop_back();
+        } else if (after == ',') {
+          ++next_;
+          if (open.back() == '}') skip_member_name();
+          break;
+        } else {
+          fail(open.back() == '}' ? "expected ',' or '}' after an object member"
+                                  : "expected ',' or ']' after a list element");
+        }
+      }
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& message) const {
+    size_t line = 1;
+    const char* line_start = begin_;
+    for (const char* p = begin_; p < next_; ++p) {
+      if (*p == '\n') {
+        ++line;
+        line_start = p + 1;
+      }
+    }
+    throw MalformedJson(message + " at line " + std::to_string(line) + ", column " +
+                        std::to_string(next_ - line_start + 1));
+  }
+
+ private:
+  static bool is_whitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+  void skip_digits() {
+    if (next_ == end_ || !is_digit(*next_)) fail("expected a digit");
+    while (next_ != end_ && is_digit(*next_)) ++next_;
+  }
+
+  void skip_member_name() {
+    if (peek() != '"') fail("expected a member name (a string)");
+    scan_string<false>(nullptr);
+    expect(':', "':' after a member name");
+  }
+
+  void skip_literal(std::string_view literal) {
+    if (static_cast<size_t>(end_ - next_) < literal.size() ||
+        std::string_view(next_, literal.size()) != literal) {
+      fail("expected a value");
+    }
+    next_ += literal.size();
+  }
+
+  void skip_scalar() {
+    uint64_t ignored = 0;
+    switch (peek()) {
+      case '"':
+        return scan_string<false>(nullptr);
+      case 't':
+        return skip_literal("true");
+      case 'f':
+        return skip_literal("false");
+      case 'n':
+        return skip_literal("null");
+      case '-':
+      case '0':
+      case '1':
+      case '2':
+      case '3':
+      case '4':
+      case '5':
+      case '6':
+      case '7':
+      case '8':
+      case '9':
+        read_unsigned(ignored);
+        return;
+      default:
+        fail(next_ == end_ ? "unexpected end of the text, expected a value" : "expected a value");
+    }
+  }
+
+  uint32_t hex4() {
+    if (end_ - next_ < 4) fail("invalid string: '\\u' must be followed by 4 hex digits");
+    uint32_t value = 0;
+    for (int i = 0; i < 4; ++i, ++next_) {
+      const char c = *next_;
+      const int digit = c >= '0' && c <= '9'   ? c - '0'
+                        : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                        : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                               : -1;
+      if (digit < 0) fail("invalid string: '\\u' must be followed by 4 hex digits");
+      value = value << 4 | static_cast<uint32_t>(digit);
+    }
+    return value;
+  }
+
+  // After a backslash: appends the escaped character when kKeep.
+  template <bool kKeep>
+  void scan_escape(std::string* out) {
+    if (next_ == end_) fail("unexpected end of the text in a string");
+    const char c = *next_++;
+    char plain;
+    switch (c) {
+      case '"':
+        plain = '"';
+        break;
+      case '\\':
+        plain = '\\';
+        break;
+      case '/':
+        plain = '/';
+        break;
+      case 'b':
+        plain = '\b';
+        break;
+      case 'f':
+        plain = '\f';
+        break;
+      case 'n':
+        plain = '\n';
+        break;
+      case 'r':
+        plain = '\r';
+        break;
+      case 't':
+        plain = '\t';
+        break;
+      case 'u': {
+        uint32_t code_point = hex4();
+        if (code_point >= 0xDC00 && code_point <= 0xDFFF) {
+          fail("invalid string: a low surrogate '\\u" + hex_text(code_point) +
+               "' without a high one before it");
+        }
+        if (code_point >= 0xD800 && code_point <= 0xDBFF) {
+          if (end_ - next_ < 2 || next_[0] != '\\' || next_[1] != 'u') {
+            fail("invalid string: a high surrogate must be followed by '\\uDC00'..'\\uDFFF'");
+          }
+          next_ += 2;
+          const uint32_t low = hex4();
+          if (low < 0xDC00 || low > 0xDFFF) {
+            fail("invalid string: a high surrogate must be followed by '\\uDC00'..'\\uDFFF'");
+          }
+          code_point = 0x10000 + ((code_point - 0xD800) << 10) + (low - 0xDC00);
+        }
+        if constexpr (kKeep) utf8::append(*out, code_point);
+        return;
+      }
+      default:
+        --next_;
+        fail("invalid string: unknown escape '\\" + std::string(1, c) + "'");
+    }
+    if constexpr (kKeep) out->push_back(plain);
+  }
+
+  static std::string hex_text(uint32_t value) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04X", value);
+    return text;
+  }
+
+  // At an opening quote: scans to the closing one, appending the decoded
+  // text to `out` when kKeep. Runs of ASCII and well-formed UTF-8 are copied
+  // whole; only escapes and errors leave the inner loop.
+  template <bool kKeep>
+  void scan_string(std::string* out) {
+    ++next_;
+    for (;;) {
+      const char* run = next_;
+      while (next_ != end_) {
+        const auto byte = static_cast<uint8_t>(*next_);
+        if (kPlainAscii[byte]) {
+          ++next_;
+        } else if (byte >= 0xC2 && byte <= 0xDF && end_ - next_ >= 2 &&
+                   (static_cast<uint8_t>(next_[1]) & 0xC0) == 0x80) {
+          next_ += 2;  // two-byte characters, such as byte-level BPE's 'Ġ', inline
+        } else if (byte >= 0x80) {
+          uint32_t ignored = 0;
+          const size_t length =
+              utf8::decode(std::string_view(next_, static_cast<size_t>(end_ - next_)), 0, &ignored);
+          if (length == utf8::kInvalid) fail("invalid string: ill-formed UTF-8 byte");
+          next_ += length;
+        } else {
+          break;
+        }
+      }
+      if constexpr (kKeep) out->append(run, static_cast<size_t>(next_ - run));
+      if (next_ == end_) fail("unexpected end of the text in a string");
+      const auto byte = static_cast<uint8_t>(*next_);
+      if (byte == '"') {
+        ++next_;
+        return;
+      }
+      if (byte != '\\') {
+        fail("invalid string: control character U+00" + hex_text(byte).substr(2) +
+             " must be escaped");
+      }
+      ++next_;
+      scan_escape<kKeep>(out);
+    }
+  }
+
+  const char* begin_;
+  const char* next_;
+  const char* end_;
+};
+
+// A model.vocab entry: the piece's text is pieces_text[offset, offset + length).
+struct VocabPiece {
+  uint64_t id;
+  size_t offset;
+  size_t length;
+};
+
+enum class VocabShape : uint8_t { kAbsent, kObject, kList, kOther };
+
+// What a tokenizer.json holds that decides token bytes.
+struct TokenizerJsonParts {
+  bool top_level_is_object = false;
+  bool model_is_object = false;    // false also when there is no model
+  json sections = json::object();  // decoder, pre_tokenizer, normalizer, ... as present
+  json model = json::object();     // type, byte_fallback, unk_token, unk_id as present
+  VocabShape vocab_shape = VocabShape::kAbsent;
+  std::string pieces_text;
+  std::vector<VocabPiece> pieces;
+  std::string vocab_problem;  // the first malformed entry, reported once the type is known
+};
+
+constexpr std::string_view kSectionNames[] = {"added_tokens", "decoder", "normalizer",
+                                              "post_processor", "pre_tokenizer"};
+constexpr std::string_view kModelFieldNames[] = {"byte_fallback", "type", "unk_id", "unk_token"};
+
+template <size_t N>
+bool is_one_of(const std::string& key, const std::string_view (&names)[N]) {
+  for (const std::string_view name : names) {
+    if (key == name) return true;
+  }
+  return false;
+}
+
+// A BPE vocab, {"piece": id, ...}, or a Unigram one, [["piece", score], ...].
+void scan_vocab(JsonScanner& scanner, TokenizerJsonParts& parts) {
+  parts.pieces.clear();
+  parts.pieces_text.clear();
+  parts.vocab_problem.clear();
+  const auto problem = [&](std::string message) {
+    if (parts.vocab_problem.empty()) parts.vocab_problem = std::move(message);
+  };
+  const char first_byte = scanner.peek();
+  bool first = true;
+  if (first_byte == '{') {
+    parts.vocab_shape = VocabShape::kObject;
+    scanner.expect('{', "'{'");
+    while (scanner.next_member(first)) {
+      // The name goes straight to pieces_text; a bad entry takes it back out.
+      const size_t offset = parts.pieces_text.size();
+      scanner.read_member_name(parts.pieces_text);
+      const size_t length = parts.pieces_text.size() - offset;
+      const char value_start = scanner.peek();
+      const bool is_number = value_start == '-' || (value_start >= '0' && value_start <= '9');
+      uint64_t id = 0;
+      if (!is_number) scanner.skip_value();
+      if (is_number && scanner.read_unsigned(id)) {
+        parts.pieces.push_back({id, offset, length});
+      } else {
+        problem("vocab entry '" + parts.pieces_text.substr(offset) + "' has no id");
+        parts.pieces_text.resize(offset);
+      }
+    }
+  } else if (first_byte == '[') {
+    parts.vocab_shape = VocabShape::kList;
+    scanner.expect('[', "'['");
+    while (scanner.next_element(first)) {
+      // Ids are positions; the first malformed entry ends the load anyway.
+      const size_t id = parts.pieces.size();
+      bool has_piece = false;
+      if (scanner.peek() == '[') {
+        scanner.expect('[', "'['");
+        bool first_in_entry = true;
+        for (size_t position = 0; scanner.next_element(first_in_entry); ++position) {
+          if (position == 0 && scanner.peek() == '"') {
+            const size_t offset = parts.pieces_text.size();
+            scanner.read_string(parts.pieces_text);
+            parts.pieces.push_back({id, offset, parts.pieces_text.size() - offset});
+            has_piece = true;
+          } else {
+            scanner.skip_value();
+          }
+        }
+      } else {
+        scanner.skip_value();
+      }
+      if (!has_piece)
+        problem("Unigram vocab entry " + std::to_string(id) + " is not [piece, score]");
+    }
+  } else {
+    parts.vocab_shape = VocabShape::kOther;
+    scanner.skip_value();
+  }
+}
+
+void scan_model(JsonScanner& scanner, TokenizerJsonParts& parts) {
+  parts.model = json::object();
+  parts.vocab_shape = VocabShape::kAbsent;
+  parts.model_is_object = scanner.peek() == '{';
+  if (!parts.model_is_object) {
+    scanner.skip_value();
+    return;
+  }
+  scanner.expect('{', "'{'");
+  bool first = true;
+  std::string key;
+  while (scanner.next_member(first)) {
+    key.clear();
+    scanner.read_member_name(key);
+    if (key == "vocab") {
+      scan_vocab(scanner, parts);
+    } else if (is_one_of(key, kModelFieldNames)) {
+      parts.model[key] = json::parse(scanner.skip_value());
+    } else {
+      scanner.skip_value();  // merges, dropout, ...
+    }
+  }
+}
+
+// Later duplicates of a member replace earlier ones, as in nlohmann::json.
+TokenizerJsonParts scan_tokenizer_json(std::string_view text) {
+  TokenizerJsonParts parts;
+  JsonScanner scanner(text);
+  parts.top_level_is_object = scanner.peek() == '{';
+  if (!parts.top_level_is_object) {
+    scanner.skip_value();
+    scanner.expect_end();
+    return parts;
+  }
+  scanner.expect('{', "'{'");
+  bool first = true;
+  std::string key;
+  while (scanner.next_member(first)) {
+    key.clear();
+    scanner.read_member_name(key);
+    if (key == "model") {
+      scan_model(scanner, parts);
+    } else if (is_one_of(key, kSectionNames)) {
+      parts.sections[key] = json::parse(scanner.skip_value());
+    } else {
+      scanner.skip_value();
+    }
+  }
+  scanner.expect_end();
+  return parts;
+}
 const json* member(const json& object, const char* name) {
   if (!object.is_object()) return nullptr;
   const auto it = object.find(name);
@@ -99,25 +596,20 @@ bool read_id(const json& value, uint64_t& id) {
 }  // namespace
 
 Result<Vocabulary> Vocabulary::from_tokenizer_json(std::string_view text) try {
-  // Drop model.merges (hundreds of thousands of strings) as it is parsed.
-  const json::parser_callback_t drop_merges = [](int depth, json::parse_event_t event,
-                                                 json& parsed) {
-    return !(event == json::parse_event_t::key && depth == 2 && parsed == "merges");
-  };
-  const json root = json::parse(text.begin(), text.end(), drop_merges);
-  if (!root.is_object()) return syntax("the top level is not an object");
-  const json* model = member(root, "model");
-  if (!model || !model->is_object()) return syntax("no model object");
+  TokenizerJsonParts parts = scan_tokenizer_json(text);
+  if (!parts.top_level_is_object) return syntax("the top level is not an object");
+  if (!parts.model_is_object) return syntax("no model object");
+  const json& model = parts.model;
 
   const json null_json;
-  const json* decoder = member(root, "decoder");
-  const json* pre_tokenizer = member(root, "pre_tokenizer");
-  const json* normalizer = member(root, "normalizer");
+  const json* decoder = member(parts.sections, "decoder");
+  const json* pre_tokenizer = member(parts.sections, "pre_tokenizer");
+  const json* normalizer = member(parts.sections, "normalizer");
   if (!decoder) decoder = &null_json;
   if (!pre_tokenizer) pre_tokenizer = &null_json;
   if (!normalizer) normalizer = &null_json;
 
-  const std::string model_type = string_member(*model, "type");
+  const std::string model_type = string_member(model, "type");
   if (model_type != "BPE" && model_type != "Unigram") {
     return Status(ErrorCode::kUnsupported,
                   "tokenizer.json: model type '" + model_type +
@@ -138,53 +630,41 @@ Result<Vocabulary> Vocabulary::from_tokenizer_json(std::string_view text) try {
                   "tokenizer.json: cannot tell how tokens spell text (no ByteLevel or "
                   "SentencePiece '\xE2\x96\x81' handling in the decoder or pre_tokenizer)");
   }
-  const json* byte_fallback = member(*model, "byte_fallback");
+  const json* byte_fallback = member(model, "byte_fallback");
   const bool bytes_fall_back =
       (byte_fallback && byte_fallback->is_boolean() && byte_fallback->get<bool>()) ||
       has_type(*decoder, "ByteFallback");
 
-  // Gather (id, text) pairs first so the size is known before allocating.
-  const json* vocab = member(*model, "vocab");
-  const json* added = member(root, "added_tokens");
-  if (!vocab) return syntax("no model.vocab");
+  const json* added = member(parts.sections, "added_tokens");
+  if (parts.vocab_shape == VocabShape::kAbsent) return syntax("no model.vocab");
   if (added && !added->is_array() && !added->is_null()) return syntax("added_tokens is not a list");
+  const bool unigram = model_type == "Unigram";
+  if (!unigram && parts.vocab_shape != VocabShape::kObject) {
+    return syntax("model.vocab is not an object");
+  }
+  if (unigram && parts.vocab_shape != VocabShape::kList) return syntax("model.vocab is not a list");
+  if (!parts.vocab_problem.empty()) return syntax(parts.vocab_problem);
+
   const size_t added_count = added && added->is_array() ? added->size() : 0;
-  const size_t entry_count = vocab->size() + added_count;
+  const size_t entry_count = parts.pieces.size() + added_count;
   // Ids may leave gaps, but a hostile id must not force a huge allocation.
   const uint64_t id_limit = 2 * static_cast<uint64_t>(entry_count) + 1024;
-
-  std::vector<std::pair<uint32_t, const std::string*>> pieces;
-  pieces.reserve(vocab->size());
   uint64_t size = 0;
-  const auto check_id = [&](uint64_t id, const std::string& what) -> Status {
+  // `describe` names the entry, only when there is an error to report.
+  const auto check_id = [&](uint64_t id, const auto& describe) -> Status {
     if (id >= id_limit) {
-      return syntax(what + " has id " + std::to_string(id) + ", far beyond the " +
+      return syntax(describe() + " has id " + std::to_string(id) + ", far beyond the " +
                     std::to_string(entry_count) + " tokens listed");
     }
     size = std::max(size, id + 1);
     return Status();
   };
-  if (model_type == "BPE") {
-    if (!vocab->is_object()) return syntax("model.vocab is not an object");
-    for (const auto& item : vocab->items()) {
-      uint64_t id = 0;
-      if (!read_id(item.value(), id)) return syntax("vocab entry '" + item.key() + "' has no id");
-      if (Status status = check_id(id, "vocab entry '" + item.key() + "'"); !status.ok()) {
-        return status;
-      }
-      pieces.emplace_back(static_cast<uint32_t>(id), &item.key());
-    }
-  } else {  // Unigram: a list of [piece, score]; the id is the position.
-    if (!vocab->is_array()) return syntax("model.vocab is not a list");
-    for (const json& entry : *vocab) {
-      if (!entry.is_array() || entry.empty() || !entry[0].is_string()) {
-        return syntax("Unigram vocab entry " + std::to_string(pieces.size()) +
-                      " is not [piece, score]");
-      }
-      pieces.emplace_back(static_cast<uint32_t>(pieces.size()),
-                          &entry[0].get_ref<const std::string&>());
-    }
-    size = pieces.size();
+  const auto piece_text = [&](const VocabPiece& piece) {
+    return std::string_view(parts.pieces_text).substr(piece.offset, piece.length);
+  };
+  for (const VocabPiece& piece : parts.pieces) {
+    const auto describe = [&] { return "vocab entry '" + std::string(piece_text(piece)) + "'"; };
+    if (Status status = check_id(piece.id, describe); !status.ok()) return status;
   }
   struct AddedToken {
     uint32_t id;
@@ -202,54 +682,76 @@ Result<Vocabulary> Vocabulary::from_tokenizer_json(std::string_view text) try {
     if (!id_json || !read_id(*id_json, id) || !content || !content->is_string()) {
       return syntax("added_tokens[" + std::to_string(i) + "] needs an id and a content string");
     }
-    if (Status status = check_id(id, "added token"); !status.ok()) return status;
+    const auto describe = [] { return std::string("added token"); };
+    if (Status status = check_id(id, describe); !status.ok()) return status;
     added_tokens.push_back({static_cast<uint32_t>(id), &content->get_ref<const std::string&>(),
                             special && special->is_boolean() && special->get<bool>()});
   }
 
-  // Ids can come in any order: place every token, then add them in id order.
-  std::vector<TokenKind> kinds(size, TokenKind::kUnused);
-  std::vector<std::string> token_bytes(size);
-  const std::string unknown_piece = string_member(*model, "unk_token");
-  for (const auto& [id, text] : pieces) {
-    if (kinds[id] != TokenKind::kUnused) {
+  // Ids can come in any order: index both lists by id, then add tokens in id order.
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> piece_of_id(size, kNone);
+  for (size_t i = 0; i < parts.pieces.size(); ++i) {
+    const uint64_t id = parts.pieces[i].id;
+    if (piece_of_id[id] != kNone) {
       return syntax("id " + std::to_string(id) + " is given to two vocab entries");
     }
-    std::optional<uint8_t> byte;
-    if (bytes_fall_back && (byte = parse_byte_piece(*text))) {
-      kinds[id] = TokenKind::kByte;
-      token_bytes[id].assign(1, static_cast<char>(*byte));
-    } else if (!unknown_piece.empty() && *text == unknown_piece) {
-      kinds[id] = TokenKind::kUnknown;
-      token_bytes[id] = *text;
+    piece_of_id[id] = static_cast<uint32_t>(i);
+  }
+  std::vector<uint32_t> added_of_id(size, kNone);  // added tokens override vocab entries
+  for (size_t i = 0; i < added_tokens.size(); ++i) {
+    added_of_id[added_tokens[i].id] = static_cast<uint32_t>(i);
+  }
+  std::optional<uint64_t> unknown_id;
+  if (const json* unk_id = member(model, "unk_id"); unk_id && unigram) {
+    if (uint64_t id = 0; read_id(*unk_id, id)) unknown_id = id;
+  }
+  const std::string unknown_piece = string_member(model, "unk_token");
+  decoded.reserve(size, parts.pieces_text.size());
+  for (uint32_t id = 0; id < size; ++id) {
+    if (added_of_id[id] != kNone) {
+      const AddedToken& token = added_tokens[added_of_id[id]];
+      decoded.add_token(*token.content,
+                        token.special ? TokenKind::kControl : TokenKind::kUserDefined);
+      continue;
+    }
+    if (piece_of_id[id] == kNone) {
+      decoded.add_token({}, TokenKind::kUnused);
+      continue;
+    }
+    const VocabPiece& piece = parts.pieces[piece_of_id[id]];
+    std::string_view bytes = piece_text(piece);
+    TokenKind kind = TokenKind::kNormal;
+    char byte_of_piece = 0;
+    if (std::optional<uint8_t> byte; bytes_fall_back && (byte = parse_byte_piece(bytes))) {
+      kind = TokenKind::kByte;
+      byte_of_piece = static_cast<char>(*byte);
+      bytes = std::string_view(&byte_of_piece, 1);
+    } else if (!unknown_piece.empty() && bytes == unknown_piece) {
+      kind = TokenKind::kUnknown;
     } else {
-      kinds[id] = TokenKind::kNormal;
-      if (decoded.style == TokenizerStyle::kByteLevel) {
-        append_byte_level_bytes(*text, token_bytes[id]);
-      } else {
-        append_sentencepiece_bytes(*text, token_bytes[id]);
-      }
+      // Spelled in place: a spelling is never longer than its text, and
+      // every piece is read once.
+      char* start = &parts.pieces_text[piece.offset];
+      char* end = decoded.style == TokenizerStyle::kByteLevel
+                      ? internal::write_byte_level_bytes(bytes, start)
+                      : internal::write_sentencepiece_bytes(bytes, start);
+      bytes = std::string_view(start, static_cast<size_t>(end - start));
     }
+    if (unknown_id == id) kind = TokenKind::kUnknown;
+    decoded.add_token(bytes, kind);
   }
-  if (model_type == "Unigram") {
-    if (const json* unknown_id = member(*model, "unk_id")) {
-      uint64_t id = 0;
-      if (read_id(*unknown_id, id) && id < size) kinds[id] = TokenKind::kUnknown;
-    }
-  }
-  // Added tokens print their content verbatim and override the vocab entry.
   std::unordered_map<std::string, uint32_t> special_ids;
   for (const AddedToken& token : added_tokens) {
-    kinds[token.id] = token.special ? TokenKind::kControl : TokenKind::kUserDefined;
-    token_bytes[token.id] = *token.content;
     if (token.special) special_ids.emplace(*token.content, token.id);
   }
-  for (size_t id = 0; id < size; ++id) decoded.add_token(token_bytes[id], kinds[id]);
-  if (const json* post_processor = member(root, "post_processor")) {
+  if (const json* post_processor = member(parts.sections, "post_processor")) {
     decoded.bos_id = template_bos(*post_processor, special_ids);
   }
   decoded.add_end_marker_stops = true;
   return from_decoded(std::move(decoded));
+} catch (const MalformedJson& error) {
+  return syntax(error.what());
 } catch (const json::exception& error) {
   return syntax(error.what());
 } catch (const std::bad_alloc&) {
@@ -257,12 +759,22 @@ Result<Vocabulary> Vocabulary::from_tokenizer_json(std::string_view text) try {
 }
 
 Result<Vocabulary> Vocabulary::from_tokenizer_json_file(const std::string& path) try {
-  std::ifstream file(path, std::ios::binary);
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                             &std::fclose);
   if (!file) return Status(ErrorCode::kIo, "cannot open " + path);
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (!file.good() && !file.eof()) return Status(ErrorCode::kIo, "cannot read " + path);
-  Result<Vocabulary> vocabulary = from_tokenizer_json(contents.str());
+  std::string contents;
+  if (std::fseek(file.get(), 0, SEEK_END) == 0) {
+    // Only a hint: a directory, for one, reports a huge size and then fails to read.
+    if (const long size = std::ftell(file.get()); size > 0 && size < (1L << 32)) {
+      contents.reserve(static_cast<size_t>(size));
+    }
+    std::rewind(file.get());
+  }
+  char chunk[1 << 16];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, file.get())) > 0;)
+    contents.append(chunk, n);
+  if (std::ferror(file.get())) return Status(ErrorCode::kIo, "cannot read " + path);
+  Result<Vocabulary> vocabulary = from_tokenizer_json(contents);
   if (!vocabulary.ok()) {
     return Status(vocabulary.status().code(), path + ": " + vocabulary.status().message());
   }

@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -749,6 +752,94 @@ TEST(TokenizerJson, Unigram) {
   EXPECT_EQ(vocab->token_bytes(1), " x");
 }
 
+// Vocab keys written every way JSON allows (short escapes, \u escapes,
+// surrogate pairs, raw UTF-8) decode to what nlohmann::json reads from them.
+TEST(TokenizerJson, KeysDecodeAsJsonDefinesThem) {
+  std::mt19937 rng(20261125);
+  const auto random_code_point = [&]() -> uint32_t {
+    switch (rng() % 4) {
+      case 0:
+        return rng() % 0x80;  // ASCII, control bytes, '"' and '\' included
+      case 1:
+        return 0x80 + rng() % (0x800 - 0x80);
+      case 2: {
+        const uint32_t c = 0x800 + rng() % (0x10000 - 0x800);
+        return utf8::is_surrogate(c) ? 0x2581 : c;
+      }
+      default:
+        return 0x10000 + rng() % (0x110000 - 0x10000);
+    }
+  };
+  nlohmann::json vocab_json = nlohmann::json::object();
+  std::vector<std::string> keys;
+  while (keys.size() < 3000) {
+    std::u32string code_points(1 + rng() % 6, U'\0');
+    for (char32_t& c : code_points) c = random_code_point();
+    std::string key = utf8::encode(code_points);
+    if (vocab_json.contains(key)) continue;
+    vocab_json[key] = keys.size();
+    keys.push_back(std::move(key));
+  }
+  nlohmann::json document = {{"decoder", {{"type", "Metaspace"}}},
+                             {"model", {{"type", "BPE"}, {"vocab", vocab_json}}}};
+  for (const bool ensure_ascii : {false, true}) {
+    const std::string text = document.dump(ensure_ascii ? 2 : -1, ' ', ensure_ascii);
+    auto vocab = Vocabulary::from_tokenizer_json(text);
+    ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+    ASSERT_EQ(vocab->size(), keys.size());
+    for (size_t id = 0; id < keys.size(); ++id) {
+      std::string expected;
+      append_sentencepiece_bytes(keys[id], expected);
+      ASSERT_EQ(vocab->token_bytes(static_cast<uint32_t>(id)), expected)
+          << "id " << id << ", ensure_ascii " << ensure_ascii;
+    }
+  }
+  // Escapes nlohmann does not write: '\/', lower-case hex.
+  auto vocab = Vocabulary::from_tokenizer_json(
+      R"({"decoder": {"type": "Metaspace"}, "model": {"type": "BPE", "vocab": )"
+      R"({"\/\u00e9\u00C9\ud83d\ude00\b\f\r\t": 0}, "merges": [["a", "\/"]]}})");
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  EXPECT_EQ(vocab->token_bytes(0), "/\xC3\xA9\xC3\x89\xF0\x9F\x98\x80\b\f\r\t");
+}
+
+// Malformed text anywhere, in the parts that are only skipped (merges) too,
+// is a syntax error that says where it is.
+TEST(TokenizerJson, MalformedTextIsAnErrorWithItsPosition) {
+  const auto status_of = [](const std::string& vocab, const std::string& merges) {
+    return Vocabulary::from_tokenizer_json(
+               "{\"decoder\": {\"type\": \"Metaspace\"},\n\"model\": {\"type\": \"BPE\",\n"
+               "\"vocab\": {" +
+               vocab + "},\n\"merges\": [" + merges + "]}}")
+        .status();
+  };
+  ASSERT_TRUE(status_of(R"("a": 0)", R"("a b", ["a", "b"], 1e5, -0.5, true, null, {})").ok());
+  const std::pair<std::string, std::string> bad_texts[] = {
+      {R"("\uDC00": 0)", ""},             // a low surrogate alone
+      {R"("\uD800x": 0)", ""},            // a high surrogate alone
+      {R"("\uD800\u0041": 0)", ""},       // a high surrogate, then not a low one
+      {R"("\x": 0)", ""},                 // no such escape
+      {R"("\u12G4": 0)", ""},             // not hex
+      {"\"a\x01\": 0", ""},               // a raw control byte
+      {R"("a": 0,)", ""},                 // a trailing comma
+      {R"("a" 0)", ""},                   // no colon
+      {R"("a": 0)", R"("a b",)"},         // a trailing comma in merges
+      {R"("a": 0)", R"("a b" "c d")"},    // no comma in merges
+      {R"("a": 0)", R"(01)"},             // a leading zero
+      {R"("a": 0)", R"(1.)"},             // no digits after the point
+      {R"("a": 0)", R"(tru)"},            // a broken literal
+      {R"("a": 0)", "\"\xC0\xAF\""},      // an overlong UTF-8 form
+      {R"("a": 0)", "\"\xED\xA0\x80\""},  // an encoded surrogate
+      {R"("a": 0)", R"({"a" 1})"},        // no colon in a skipped object
+  };
+  for (const auto& [vocab, merges] : bad_texts) {
+    const Status status = status_of(vocab, merges);
+    EXPECT_EQ(status.code(), ErrorCode::kSyntax) << vocab << " / " << merges;
+    // Line 3 holds the vocab, line 4 the merges.
+    const std::string line = merges.empty() ? "line 3, column " : "line 4, column ";
+    EXPECT_NE(status.message().find(line), std::string::npos) << status.to_string();
+  }
+}
+
 TEST(TokenizerJson, BadInputIsAnError) {
   const auto code_of = [](const std::string& json) {
     return Vocabulary::from_tokenizer_json(json).status().code();
@@ -845,6 +936,43 @@ TEST(SharedVocabularies, Phi3StopOverride) {
   ASSERT_TRUE(only_end.ok());
   EXPECT_EQ(only_end->stop_tokens(), std::vector<uint32_t>{32007});
   EXPECT_EQ(&only_end->trie(), &vocab->trie());  // control tokens: trie unchanged
+}
+
+// The loader against a plain DOM parse of the same file: every vocab entry
+// and added token of both shared tokenizer.json files.
+TEST(SharedVocabularies, TokenizerJsonMatchesADomParse) {
+  REQUIRE_SHARED_DIR(shared);
+  for (const std::string name : {"llama-3", "phi-3-mini"}) {
+    const std::string text = read_file(shared + "/tokenizers/" + name + "/tokenizer.json");
+    const nlohmann::json document = nlohmann::json::parse(text);
+    auto vocab = Vocabulary::from_tokenizer_json(text);
+    ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+    const nlohmann::json& model = document["model"];
+    const bool byte_fallback = model.value("byte_fallback", false);
+    std::set<uint32_t> added_ids;
+    for (const nlohmann::json& token : document["added_tokens"]) {
+      const uint32_t id = token["id"].get<uint32_t>();
+      added_ids.insert(id);
+      EXPECT_EQ(vocab->token_bytes(id), token["content"].get<std::string>()) << name << " " << id;
+      EXPECT_EQ(vocab->is_special(id), token["special"].get<bool>()) << name << " " << id;
+    }
+    size_t checked = 0;
+    for (const auto& entry : model["vocab"].items()) {
+      const uint32_t id = entry.value().get<uint32_t>();
+      if (added_ids.count(id)) continue;
+      std::string expected;
+      if (const auto byte = parse_byte_piece(entry.key()); byte_fallback && byte) {
+        expected.assign(1, static_cast<char>(*byte));
+      } else if (vocab->style() == TokenizerStyle::kByteLevel) {
+        append_byte_level_bytes(entry.key(), expected);
+      } else {
+        append_sentencepiece_bytes(entry.key(), expected);
+      }
+      ASSERT_EQ(vocab->token_bytes(id), expected) << name << " " << id;
+      ++checked;
+    }
+    EXPECT_GT(checked, 30000u) << name;
+  }
 }
 
 TEST(SharedVocabularies, TokenizerJsonFilesLoad) {

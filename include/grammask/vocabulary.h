@@ -112,8 +112,10 @@ class Vocabulary {
   // tokens spelled like a conventional end marker (`<|end_of_text|>`,
   // `<|eot_id|>`, `<|endoftext|>`, `<|end|>`, `</s>`, ...). The file has no
   // eos field (that lives in tokenizer_config.json): use with_stop_tokens to
-  // change the set. Cost: one JSON parse, merges dropped as they are read
-  // (~0.2 s for Llama 3's 9 MB file).
+  // change the set. The whole text is checked as strict JSON (RFC 8259,
+  // well-formed UTF-8); syntax errors give their line and column. Cost: one
+  // pass that builds no values for the parts it skips, merges above all
+  // (~50 ms for Llama 3's 9 MB file and 128k tokens, trie included).
   static Result<Vocabulary> from_tokenizer_json_file(const std::string& path);
   static Result<Vocabulary> from_tokenizer_json(std::string_view json);
 
