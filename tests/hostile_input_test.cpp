@@ -10,10 +10,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -104,7 +106,10 @@ CompiledGrammar compile(std::string_view gbnf, const Vocabulary& vocab) {
 std::string temp_path(const std::string& name) {
   const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string owner = test ? std::string(test->test_suite_name()) + "." + test->name() : "none";
-  return ::testing::TempDir() + "/grammask_hostile_input_test_" + owner + "_" + name;
+  // A token per process keeps concurrent runs of other checkouts apart too.
+  static const std::string process = std::to_string(std::random_device{}());
+  return ::testing::TempDir() + "/grammask_hostile_input_test_" + process + "_" + owner + "_" +
+         name;
 }
 
 std::string write_temp(const std::string& name, const std::string& bytes) {
@@ -328,18 +333,22 @@ class Gguf {
 };
 
 Result<Vocabulary> load_gguf(const std::string& bytes) {
-  return Vocabulary::from_gguf_file(write_temp("scratch.gguf", bytes));
+  const std::string path = write_temp("scratch.gguf", bytes);
+  Result<Vocabulary> vocab = Vocabulary::from_gguf_file(path);
+  std::remove(path.c_str());
+  return vocab;
 }
 
 TEST(HostileGguf, NotAFile) {
   // A directory, an empty device, and an empty file: kIo or kSyntax, never a crash.
-  for (const std::string& path :
-       {::testing::TempDir(), std::string("/dev/null"), write_temp("empty.gguf", "")}) {
+  const std::string empty_file = write_temp("empty.gguf", "");
+  for (const std::string& path : {::testing::TempDir(), std::string("/dev/null"), empty_file}) {
     const Status status = Vocabulary::from_gguf_file(path).status();
     EXPECT_TRUE(status.code() == ErrorCode::kIo || status.code() == ErrorCode::kSyntax)
         << path << ": " << status.to_string();
     EXPECT_NE(status.message().find(path), std::string::npos) << status.to_string();
   }
+  std::remove(empty_file.c_str());
 }
 
 TEST(HostileGguf, KeysThatLieAboutTheirLength) {

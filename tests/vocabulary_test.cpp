@@ -126,7 +126,9 @@ class GgufWriter {
 std::string temp_path(const std::string& name) {
   const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string owner = test ? std::string(test->test_suite_name()) + "." + test->name() : "none";
-  return ::testing::TempDir() + "/grammask_vocabulary_test_" + owner + "_" + name;
+  // A token per process keeps concurrent runs of other checkouts apart too.
+  static const std::string process = std::to_string(std::random_device{}());
+  return ::testing::TempDir() + "/grammask_vocabulary_test_" + process + "_" + owner + "_" + name;
 }
 
 std::string write_temp(const std::string& name, const std::string& bytes) {
@@ -137,7 +139,10 @@ std::string write_temp(const std::string& name, const std::string& bytes) {
 }
 
 Result<Vocabulary> load_gguf_bytes(const std::string& bytes) {
-  return Vocabulary::from_gguf_file(write_temp("scratch.gguf", bytes));
+  const std::string path = write_temp("scratch.gguf", bytes);
+  Result<Vocabulary> vocab = Vocabulary::from_gguf_file(path);
+  std::remove(path.c_str());
+  return vocab;
 }
 
 // A small SentencePiece-style GGUF with every token type, plus metadata the
