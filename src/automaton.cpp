@@ -917,16 +917,89 @@ class Lowering {
     });
   }
 
+  // The first copy of a repeated part as one() built it: the states it
+  // made and its edges in the staging lists. The next copies are stamped out
+  // from it, renumbered, instead of built again from the expression (a
+  // string of at most 100 characters builds its character 100 times). A
+  // copy's edges only join its entry and the states it made, so the stamp
+  // is the very NFA that building again would give.
+  struct CopyTemplate {
+    bool recorded = false;
+    bool stampable = false;
+    uint32_t entry = 0;                         // the state the copy was built from
+    uint32_t first_state = 0, end_state = 0;    // the states it made: [first, end)
+    uint32_t exit = 0;                          // where it ended
+    size_t first_epsilon = 0, end_epsilon = 0;  // its edges in the staging lists
+    size_t first_byte = 0, end_byte = 0;
+    size_t first_rule = 0, end_rule = 0;
+    size_t charged = 0;  // the states it charged
+  };
+
+  // Builds one copy at `at` with one(), or stamps it from `copy` once that
+  // holds the first one.
+  template <typename OneCopy>
+  uint32_t next_copy(uint32_t at, Nfa& nfa, OneCopy& one, CopyTemplate& copy) {
+    const Nfa::Staging& staged = nfa.staging;
+    if (!copy.recorded) {
+      copy.recorded = true;
+      copy.entry = at;
+      copy.first_state = nfa.num_states;
+      copy.first_epsilon = staged.epsilon_edges.size();
+      copy.first_byte = staged.byte_edges.size();
+      copy.first_rule = staged.rule_edges.size();
+      const size_t charged_before = total_nfa_states_;
+      copy.exit = one(at);
+      copy.end_state = nfa.num_states;
+      copy.end_epsilon = staged.epsilon_edges.size();
+      copy.end_byte = staged.byte_edges.size();
+      copy.end_rule = staged.rule_edges.size();
+      copy.charged = total_nfa_states_ - charged_before;
+      auto inside = [&](uint32_t s) {
+        return s == copy.entry || (s >= copy.first_state && s < copy.end_state);
+      };
+      bool joined = inside(copy.exit);
+      for (size_t i = copy.first_epsilon; joined && i < copy.end_epsilon; ++i)
+        joined = inside(staged.epsilon_edges[i].first) && inside(staged.epsilon_edges[i].second);
+      for (size_t i = copy.first_byte; joined && i < copy.end_byte; ++i)
+        joined = inside(staged.byte_edges[i].first) && inside(staged.byte_edges[i].second.target);
+      for (size_t i = copy.first_rule; joined && i < copy.end_rule; ++i)
+        joined = inside(staged.rule_edges[i].first) && inside(staged.rule_edges[i].second.target);
+      copy.stampable = joined && status_.ok();
+      return copy.exit;
+    }
+    if (!copy.stampable) return one(at);
+    const uint32_t base = nfa.num_states;
+    auto renumber = [&](uint32_t s) { return s == copy.entry ? at : s - copy.first_state + base; };
+    nfa.num_states += copy.end_state - copy.first_state;
+    // (Each edge is read into a local before the push, which may move the list.)
+    for (size_t i = copy.first_epsilon; i < copy.end_epsilon; ++i) {
+      const auto edge = nfa.staging.epsilon_edges[i];
+      nfa.add_epsilon(renumber(edge.first), renumber(edge.second));
+    }
+    for (size_t i = copy.first_byte; i < copy.end_byte; ++i) {
+      const auto edge = nfa.staging.byte_edges[i];
+      nfa.add_bytes(renumber(edge.first), edge.second.lo, edge.second.hi,
+                    renumber(edge.second.target));
+    }
+    for (size_t i = copy.first_rule; i < copy.end_rule; ++i) {
+      const auto edge = nfa.staging.rule_edges[i];
+      nfa.add_rule(renumber(edge.first), edge.second.rule, renumber(edge.second.target));
+    }
+    charge(copy.charged);
+    return renumber(copy.exit);
+  }
+
   // The min..max copies of a repeat; `one(at)` adds one copy starting at `at`
   // and returns where it ends.
   template <typename OneCopy>
   uint32_t build_copies(const Expr& e, uint32_t from, Nfa& nfa, OneCopy one) {
+    CopyTemplate copy;
     uint32_t cur = from;
-    for (uint32_t i = 0; i < e.min && status_.ok(); ++i) cur = one(cur);
+    for (uint32_t i = 0; i < e.min && status_.ok(); ++i) cur = next_copy(cur, nfa, one, copy);
     if (e.max == kUnbounded) {
       uint32_t loop = nfa.add();
       nfa.add_epsilon(cur, loop);
-      uint32_t end = one(loop);
+      uint32_t end = next_copy(loop, nfa, one, copy);
       nfa.add_epsilon(end, loop);
       return loop;
     }
@@ -935,7 +1008,7 @@ class Lowering {
     uint32_t end = nfa.add();
     for (uint32_t i = e.min; i < e.max && status_.ok(); ++i) {
       nfa.add_epsilon(cur, end);
-      cur = one(cur);
+      cur = next_copy(cur, nfa, one, copy);
     }
     nfa.add_epsilon(cur, end);
     charge(2);
