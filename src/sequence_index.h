@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -19,7 +20,7 @@ class SequenceIndex {
  public:
   // Forgets every sequence, with room for `expected` of them.
   void reset(size_t expected) {
-    arena_.clear();
+    arena_size_ = 0;
     begin_.assign(1, 0);
     hashes_.clear();
     size_t table = 64;
@@ -40,17 +41,17 @@ class SequenceIndex {
       if (k == kEmpty) {
         slots_[i] = count();
         hashes_.push_back(h);
-        arena_.insert(arena_.end(), data, data + size);
-        begin_.push_back(static_cast<uint32_t>(arena_.size()));
+        append(data, size);
+        begin_.push_back(static_cast<uint32_t>(arena_size_));
         return {slots_[i], true};
       }
-      if (hashes_[k] == h && this->size(k) == size && std::equal(data, data + size, this->data(k)))
+      if (hashes_[k] == h && this->size(k) == size && same_words(data, this->data(k), size))
         return {k, false};
     }
   }
   uint32_t count() const noexcept { return static_cast<uint32_t>(begin_.size() - 1); }
   // Valid until the next intern().
-  const uint32_t* data(uint32_t k) const noexcept { return arena_.data() + begin_[k]; }
+  const uint32_t* data(uint32_t k) const noexcept { return arena_.get() + begin_[k]; }
   uint32_t size(uint32_t k) const noexcept { return begin_[k + 1] - begin_[k]; }
 
   // Two words per multiply; the last shift mixes high bits into the low
@@ -79,6 +80,26 @@ class SequenceIndex {
 #endif
   }
 
+  // The sequences are a few words each: a plain loop copies and compares
+  // them, where vector::insert and memcmp cost a call as long as the work.
+  void append(const uint32_t* data, size_t size) {
+    if (arena_size_ + size > arena_capacity_) {
+      const size_t capacity = std::max<size_t>({64, 2 * arena_capacity_, arena_size_ + size});
+      std::unique_ptr<uint32_t[]> larger(new uint32_t[capacity]);
+      std::copy(arena_.get(), arena_.get() + arena_size_, larger.get());
+      arena_ = std::move(larger);
+      arena_capacity_ = capacity;
+    }
+    uint32_t* out = arena_.get() + arena_size_;
+    for (size_t i = 0; i < size; ++i) out[i] = data[i];
+    arena_size_ += size;
+  }
+  static bool same_words(const uint32_t* a, const uint32_t* b, size_t size) noexcept {
+    for (size_t i = 0; i < size; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+
   void grow() {
     slots_.assign(std::max<size_t>(64, 2 * slots_.size()), kEmpty);
     const size_t mask = slots_.size() - 1;
@@ -89,7 +110,8 @@ class SequenceIndex {
     }
   }
 
-  std::vector<uint32_t> arena_;
+  std::unique_ptr<uint32_t[]> arena_;  // (left uninitialized past arena_size_)
+  size_t arena_size_ = 0, arena_capacity_ = 0;
   std::vector<uint32_t> begin_{0};
   std::vector<uint64_t> hashes_;
   std::vector<uint32_t> slots_;
