@@ -1154,7 +1154,27 @@ class Lowering {
         added.target = target;
         if (target != kNoState) ++pending_pred_count_[target];
       };
+      // The state's rule edges, after its runs: one per rule, to the state
+      // of the rule's NFA targets.
+      auto add_rule_edges = [&] {
+        std::sort(by_rule.begin(), by_rule.end(), [](const RuleEdge& a, const RuleEdge& b) {
+          return a.rule != b.rule ? a.rule < b.rule : a.target < b.target;
+        });
+        for (size_t i = 0; i < by_rule.size();) {
+          const uint32_t r = by_rule[i].rule;
+          uint32_t targets_of_rule = 0;
+          for (; i < by_rule.size() && by_rule[i].rule == r; ++i)
+            if (targets_of_rule == 0 || scratch[targets_of_rule - 1] != by_rule[i].target)
+              scratch[targets_of_rule++] = by_rule[i].target;
+          const uint32_t t = intern(scratch.get(), closure(nfa, scratch.get(), targets_of_rule));
+          pending_edges_.push_back({r, t});
+        }
+      };
       uint32_t num_edges = 0;
+      // Whether the edges, as gathered, are in class order and overlap
+      // nowhere (half the states): then each is a run of its own.
+      bool in_order_disjoint = true;
+      uint32_t last_end = 0;
       by_rule.clear();
       std::fill(cut_bits, cut_bits + cut_words, 0);
       const uint32_t* set = closed_sets.data(done);
@@ -1170,6 +1190,8 @@ class Lowering {
           added.first = first;
           added.end = end;
           added.target = e.target;
+          in_order_disjoint &= first >= last_end;
+          last_end = end;
           cut_bits[first >> 6] |= uint64_t{1} << (first & 63);
           cut_bits[end >> 6] |= uint64_t{1} << (end & 63);
         }
@@ -1179,6 +1201,32 @@ class Lowering {
                          nfa.rules.begin() + nfa.rule_begin[s + 1]);
       }
       add_work(set_size + num_edges + by_rule.size());
+      // The DFA state of one NFA target (most runs): by direct lookup,
+      // without hashing the set.
+      auto single_target = [&](uint32_t target) {
+        uint32_t& known = single_target_state_[target];
+        if (known == kNoState) {
+          scratch[0] = target;
+          known = intern(scratch.get(), closure(nfa, scratch.get(), 1));
+        }
+        return known;
+      };
+      if (in_order_disjoint) {
+        // The runs the cuts below would give: each edge, and the gaps
+        // between edges without a target (in the same order, so the same
+        // states are made in the same order).
+        uint32_t covered = 0;  // classes [0, covered) have their runs
+        for (uint32_t i = 0; i < num_edges; ++i) {
+          const ClassEdge& e = edges[i];
+          if (e.first > covered) add_run(covered, kNoState);
+          add_work(1);
+          add_run(e.first, single_target(e.target));
+          covered = e.end;
+        }
+        if (covered < classes) add_run(covered, kNoState);
+        add_rule_edges();
+        continue;
+      }
       uint32_t num_cuts = 0;
       for (uint32_t w = 0; w < cut_words; ++w)
         for (uint64_t bits = cut_bits[w]; bits != 0; bits &= bits - 1) {
@@ -1226,14 +1274,7 @@ class Lowering {
         const uint32_t size = static_cast<uint32_t>(last - first);
         add_work(size);
         if (size == 1) {
-          // One NFA target (most runs): its DFA state by direct lookup,
-          // without hashing the set.
-          uint32_t& known = single_target_state_[*first];
-          if (known == kNoState) {
-            scratch[0] = *first;
-            known = intern(scratch.get(), closure(nfa, scratch.get(), 1));
-          }
-          add_run(cuts[k], known);
+          add_run(cuts[k], single_target(*first));
           continue;
         }
         const uint64_t hash = SequenceIndex::hash(first, size);
@@ -1257,18 +1298,7 @@ class Lowering {
         add_run(cuts[k], t);
       }
       if (num_cuts != 0 && cuts[num_cuts - 1] < classes) add_run(cuts[num_cuts - 1], kNoState);
-      std::sort(by_rule.begin(), by_rule.end(), [](const RuleEdge& a, const RuleEdge& b) {
-        return a.rule != b.rule ? a.rule < b.rule : a.target < b.target;
-      });
-      for (size_t i = 0; i < by_rule.size();) {
-        const uint32_t r = by_rule[i].rule;
-        uint32_t targets_of_rule = 0;
-        for (; i < by_rule.size() && by_rule[i].rule == r; ++i)
-          if (targets_of_rule == 0 || scratch[targets_of_rule - 1] != by_rule[i].target)
-            scratch[targets_of_rule++] = by_rule[i].target;
-        const uint32_t t = intern(scratch.get(), closure(nfa, scratch.get(), targets_of_rule));
-        pending_edges_.push_back({r, t});
-      }
+      add_rule_edges();
     }
     charge(closed_sets.count());
     return true;
