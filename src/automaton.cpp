@@ -1176,7 +1176,9 @@ class Lowering {
       bool in_order_disjoint = true;
       uint32_t last_end = 0;
       by_rule.clear();
-      std::fill(cut_bits, cut_bits + cut_words, 0);
+      // (All five words, a fixed size the compiler clears in place: a
+      // variable count is a call to memset per state.)
+      std::fill(cut_bits, cut_bits + 5, 0);
       const uint32_t* set = closed_sets.data(done);
       const uint32_t set_size = closed_sets.size(done);
       for (uint32_t i = 0; i < set_size; ++i) {
@@ -1232,13 +1234,13 @@ class Lowering {
         for (uint64_t bits = cut_bits[w]; bits != 0; bits &= bits - 1) {
           const uint32_t c = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
           run_at[c] = num_cuts;
+          span_delta[num_cuts] = 0;  // (cleared here rather than by a memset call)
           cuts[num_cuts++] = c;
         }
       const uint32_t runs = num_cuts == 0 ? 0 : num_cuts - 1;
       // Each edge's target goes to every run it spans. The runs' sizes come
       // from where edges begin and end (not a count per run spanned), so
       // that all runs share one array.
-      std::fill(span_delta, span_delta + num_cuts, 0);
       for (uint32_t i = 0; i < num_edges; ++i) {
         ++span_delta[run_at[edges[i].first]];
         --span_delta[run_at[edges[i].end]];
