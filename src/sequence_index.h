@@ -80,8 +80,10 @@ class SequenceIndex {
 #endif
   }
 
-  // The sequences are a few words each: a plain loop copies and compares
+  // Lowering's sets are a few words each: a plain loop copies and compares
   // them, where vector::insert and memcmp cost a call as long as the work.
+  // Longer ones (the refinement's signatures) go to memcpy and memcmp.
+  static constexpr size_t kShort = 8;
   void append(const uint32_t* data, size_t size) {
     if (arena_size_ + size > arena_capacity_) {
       const size_t capacity = std::max<size_t>({64, 2 * arena_capacity_, arena_size_ + size});
@@ -91,10 +93,15 @@ class SequenceIndex {
       arena_capacity_ = capacity;
     }
     uint32_t* out = arena_.get() + arena_size_;
-    for (size_t i = 0; i < size; ++i) out[i] = data[i];
+    if (size <= kShort) {
+      for (size_t i = 0; i < size; ++i) out[i] = data[i];
+    } else {
+      std::memcpy(out, data, size * sizeof(uint32_t));
+    }
     arena_size_ += size;
   }
   static bool same_words(const uint32_t* a, const uint32_t* b, size_t size) noexcept {
+    if (size > kShort) return std::memcmp(a, b, size * sizeof(uint32_t)) == 0;
     for (size_t i = 0; i < size; ++i)
       if (a[i] != b[i]) return false;
     return true;
