@@ -1176,9 +1176,9 @@ class Lowering {
       bool in_order_disjoint = true;
       uint32_t last_end = 0;
       by_rule.clear();
-      // (All five words, a fixed size the compiler clears in place: a
+      // (All the words, a fixed size the compiler clears in place: a
       // variable count is a call to memset per state.)
-      std::fill(cut_bits, cut_bits + 5, 0);
+      std::fill(std::begin(cut_bits), std::end(cut_bits), 0);
       const uint32_t* set = closed_sets.data(done);
       const uint32_t set_size = closed_sets.size(done);
       for (uint32_t i = 0; i < set_size; ++i) {
