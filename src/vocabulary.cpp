@@ -290,7 +290,7 @@ namespace {
 // others are shifted to U+0100 onward in byte order. This is the inverse:
 // code point (< 0x144) -> byte, or -1.
 struct ByteLevelTable {
-  int16_t byte_of[0x144] = {};
+  int16_t byte_of[0x180] = {};  // (to U+017F: every code point with a lead up to 0xC5)
 };
 
 constexpr ByteLevelTable make_byte_level_table() {
@@ -307,6 +307,31 @@ constexpr ByteLevelTable make_byte_level_table() {
 
 // Built at compile time: the decoder checks no initialization guard per token.
 constexpr ByteLevelTable kByteLevel = make_byte_level_table();
+
+// The byte of each two-byte character with a lead from 0xC2 to 0xC5 (where
+// all of the byte alphabet's non-ASCII characters lie), indexed by its two
+// bytes less 0xC280; -1 where the pair is not such a character or the
+// character is outside the alphabet. One lookup decodes and checks a pair.
+struct BytePairTable {
+  static constexpr uint32_t kFirst = 0xC280;
+  static constexpr uint32_t kSize = 0xC5C0 - kFirst;
+  int16_t byte_of[kSize] = {};
+};
+
+constexpr BytePairTable make_byte_pair_table() {
+  BytePairTable table;
+  for (uint32_t pair = BytePairTable::kFirst; pair < BytePairTable::kFirst + BytePairTable::kSize;
+       ++pair) {
+    const uint32_t second = pair & 0xFF;
+    int16_t byte = -1;
+    if ((second & 0xC0) == 0x80)
+      byte = kByteLevel.byte_of[((pair >> 8 & 0x1F) << 6) | (second & 0x3F)];
+    table.byte_of[pair - BytePairTable::kFirst] = byte;
+  }
+  return table;
+}
+
+constexpr BytePairTable kBytePairs = make_byte_pair_table();
 constexpr uint32_t kByteLevelCodePoints = 0x144;
 
 // Decodes one UTF-8 sequence at text[i]; returns its length, or 0 if invalid.
@@ -352,37 +377,37 @@ char* write_byte_level_bytes(std::string_view token_text, char* out) noexcept {
   const ByteLevelTable& table = kByteLevel;
   // Each character is read before its byte is written, and no character
   // spells more bytes than it takes: `out` may trail the text in place.
-  const char* const text = token_text.data();
-  const size_t size = token_text.size();
-  for (size_t i = 0; i < size;) {
-    const uint8_t first = static_cast<uint8_t>(text[i]);
+  // (This runs over every byte of a vocabulary: the two common paths below
+  // take a few instructions per character.)
+  const auto* in = reinterpret_cast<const uint8_t*>(token_text.data());
+  const auto* const end = in + token_text.size();
+  while (in != end) {
+    const uint8_t first = *in;
     if (static_cast<uint8_t>(first - 0x21) <= 0x7E - 0x21) {  // printable ASCII is itself
       *out++ = static_cast<char>(first);
-      ++i;
+      ++in;
       continue;
     }
     // The byte alphabet's other characters are all two bytes long (U+00A1
-    // to U+0143): decoded here without the general decoder.
-    if (static_cast<uint8_t>(first - 0xC2) <= 0xC5 - 0xC2 && i + 1 < size) {
-      const uint8_t second = static_cast<uint8_t>(text[i + 1]);
-      const uint32_t code_point = ((first & 0x1Fu) << 6) | (second & 0x3Fu);
-      if ((second & 0xC0) == 0x80 && code_point < kByteLevelCodePoints &&
-          table.byte_of[code_point] >= 0) {
-        *out++ = static_cast<char>(table.byte_of[code_point]);
-        i += 2;
+    // to U+0143): one table lookup decodes and checks them.
+    if (end - in >= 2) {
+      const uint32_t index = (uint32_t{first} << 8 | in[1]) - BytePairTable::kFirst;
+      if (index < BytePairTable::kSize && kBytePairs.byte_of[index] >= 0) {
+        *out++ = static_cast<char>(kBytePairs.byte_of[index]);
+        in += 2;
         continue;
       }
     }
+    const size_t i = static_cast<size_t>(in - reinterpret_cast<const uint8_t*>(token_text.data()));
     uint32_t code_point = 0;
     const size_t length = decode_utf8(token_text, i, code_point);
     if (length == 0) {  // not UTF-8: keep the byte
-      *out++ = text[i++];
+      *out++ = static_cast<char>(*in++);
     } else if (code_point < kByteLevelCodePoints && table.byte_of[code_point] >= 0) {
       *out++ = static_cast<char>(table.byte_of[code_point]);
-      i += length;
+      in += length;
     } else {  // outside the byte alphabet: keep the character as written
-      for (size_t k = 0; k < length; ++k) *out++ = text[i + k];
-      i += length;
+      for (size_t k = 0; k < length; ++k) *out++ = static_cast<char>(*in++);
     }
   }
   return out;
