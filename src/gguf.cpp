@@ -8,6 +8,7 @@
 // before them.
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -115,8 +116,8 @@ class GgufReader {
     const int64_t end = tell();
     if (end < 0 || !seek(0, SEEK_SET)) return Status(ErrorCode::kIo, "cannot seek in " + path);
     file_size_ = static_cast<uint64_t>(end);
-    buffer_.resize(kBufferSize);
-    data_ = buffer_.data();
+    buffer_.reset(new char[kBufferSize]);  // (not zeroed: fread fills what is read)
+    data_ = buffer_.get();
     return Status();
   }
 
@@ -219,7 +220,7 @@ class GgufReader {
   bool refill() {
     if (!file_) return false;  // in memory: everything was buffered from the start
     buffer_begin_ = 0;
-    buffer_end_ = std::fread(buffer_.data(), 1, buffer_.size(), file_.get());
+    buffer_end_ = std::fread(buffer_.get(), 1, kBufferSize, file_.get());
     return buffer_end_ > 0;
   }
   bool seek(int64_t offset, int whence) {
@@ -239,8 +240,8 @@ class GgufReader {
   }
 
   std::unique_ptr<std::FILE, FileCloser> file_;
-  std::vector<char> buffer_;
-  const char* data_ = nullptr;  // buffer_.data(), or the caller's bytes in memory mode
+  std::unique_ptr<char[]> buffer_;
+  const char* data_ = nullptr;  // buffer_, or the caller's bytes in memory mode
   size_t buffer_begin_ = 0;
   size_t buffer_end_ = 0;
   uint64_t position_ = 0;
@@ -403,18 +404,21 @@ class GgufParser {
       return reader_.skip(count * size) ? Status() : truncated(key);
     }
     if (element_type == kString) {  // (BPE merges: 100k strings, skipped inline)
-      for (uint64_t i = 0; i < count; ++i) {
-        // Within the buffer: step over length and text without a call each.
+      for (uint64_t i = 0; i < count;) {
+        // Within the buffer: step over lengths and texts without a call each.
         const std::string_view window = reader_.buffered();
-        if (window.size() >= 8) {
-          const uint64_t length = load_u64(window.data());
-          if (length <= window.size() - 8) {
-            reader_.consume(8 + static_cast<size_t>(length));
-            continue;
-          }
+        const char* at = window.data();
+        const char* const window_end = at + window.size();
+        for (; i < count && window_end - at >= 8; ++i) {
+          const uint64_t length = load_u64(at);
+          if (length > static_cast<uint64_t>(window_end - at - 8)) break;
+          at += 8 + static_cast<size_t>(length);
         }
-        uint64_t length = 0;
+        reader_.consume(static_cast<size_t>(at - window.data()));
+        if (i == count) break;
+        uint64_t length = 0;  // across the end of the buffer
         if (!reader_.read_scalar(length) || !reader_.skip(length)) return truncated(key);
+        ++i;
       }
       return Status();
     }
@@ -472,38 +476,60 @@ class GgufParser {
     text.reserve(
         static_cast<size_t>(std::min<uint64_t>(reader_.remaining() - 8 * count, count * 12)));
     constexpr size_t kTextChunk = size_t{1} << 16;
+    // Tokens up to this long are copied as two whole words: no call to
+    // memcpy per token. The text keeps that much room past its end.
+    constexpr size_t kShortToken = 16;
     size_t used = 0;
-    for (uint64_t i = 0; i < count; ++i) {
-      // The common case: the length and the text are both buffered.
-      std::string_view window = reader_.buffered();
-      uint64_t length = window.size() >= 8 ? load_u64(window.data()) : UINT64_MAX;
-      const bool from_window = length <= kMaxTokenLength && length <= window.size() - 8;
-      if (from_window) {
-        window.remove_prefix(8);
-      } else {
-        length = 0;
-        if (!reader_.read_scalar(length) || length > reader_.remaining()) {
-          return truncated("token " + std::to_string(i));
+    for (uint64_t i = 0; i < count;) {
+      // The common case: a run of tokens whose lengths and text are all
+      // buffered, read straight from the buffer.
+      const std::string_view window = reader_.buffered();
+      const char* at = window.data();
+      const char* const window_end = at + window.size();
+      for (; i < count && window_end - at >= 8; ++i) {
+        const uint64_t length = load_u64(at);
+        if (length > kMaxTokenLength || length > static_cast<uint64_t>(window_end - at - 8)) break;
+        const size_t size = static_cast<size_t>(length);
+        if (used + std::max(size, kShortToken) > text.size()) {
+          text.resize(std::max(used + std::max(size, kShortToken), text.size() + kTextChunk));
         }
-        if (length > kMaxTokenLength) {
-          return Status(ErrorCode::kLimitExceeded, "token " + std::to_string(i) + " is " +
-                                                       std::to_string(length) +
-                                                       " bytes long (at most 65535)");
+        const char* const source = at + 8;
+        char* const destination = &text[used];
+        if (size <= kShortToken &&
+            window_end - source >= static_cast<std::ptrdiff_t>(kShortToken)) {
+          std::memcpy(destination, source, kShortToken);  // (a fixed size: two moves)
+        } else {
+          std::memcpy(destination, source, size);
         }
+        at = source + size;
+        used += size;
+        if (used >= UINT32_MAX) {
+          return Status(ErrorCode::kLimitExceeded, "GGUF token text exceeds 4 GiB");
+        }
+        offsets.push_back(static_cast<uint32_t>(used));
+      }
+      reader_.consume(static_cast<size_t>(at - window.data()));
+      if (i == count) break;
+      // A token across the end of the buffer (or a bad length): read it
+      // through the reader.
+      uint64_t length = 0;
+      if (!reader_.read_scalar(length) || length > reader_.remaining()) {
+        return truncated("token " + std::to_string(i));
+      }
+      if (length > kMaxTokenLength) {
+        return Status(ErrorCode::kLimitExceeded, "token " + std::to_string(i) + " is " +
+                                                     std::to_string(length) +
+                                                     " bytes long (at most 65535)");
       }
       const size_t size = static_cast<size_t>(length);
       if (used + size > text.size()) text.resize(std::max(used + size, text.size() + kTextChunk));
-      if (from_window) {
-        std::memcpy(&text[used], window.data(), size);
-        reader_.consume(8 + size);
-      } else if (!reader_.read(&text[used], size)) {
-        return truncated("token " + std::to_string(i));
-      }
+      if (!reader_.read(&text[used], size)) return truncated("token " + std::to_string(i));
       used += size;
       if (used >= UINT32_MAX) {
         return Status(ErrorCode::kLimitExceeded, "GGUF token text exceeds 4 GiB");
       }
       offsets.push_back(static_cast<uint32_t>(used));
+      ++i;
     }
     text.resize(used);
     return Status();
