@@ -308,17 +308,8 @@ constexpr ByteLevelTable make_byte_level_table() {
 // Built at compile time: the decoder checks no initialization guard per token.
 constexpr ByteLevelTable kByteLevel = make_byte_level_table();
 
-// The byte of each two-byte character with a lead from 0xC2 to 0xC5 (where
-// all of the byte alphabet's non-ASCII characters lie), indexed by its two
-// bytes less 0xC280; -1 where the pair is not such a character or the
-// character is outside the alphabet. One lookup decodes and checks a pair.
-struct BytePairTable {
-  static constexpr uint32_t kFirst = 0xC280;
-  static constexpr uint32_t kSize = 0xC5C0 - kFirst;
-  int16_t byte_of[kSize] = {};
-};
-
-constexpr BytePairTable make_byte_pair_table() {
+constexpr internal::BytePairTable make_byte_pair_table() {
+  using internal::BytePairTable;
   BytePairTable table;
   for (uint32_t pair = BytePairTable::kFirst; pair < BytePairTable::kFirst + BytePairTable::kSize;
        ++pair) {
@@ -330,8 +321,6 @@ constexpr BytePairTable make_byte_pair_table() {
   }
   return table;
 }
-
-constexpr BytePairTable kBytePairs = make_byte_pair_table();
 constexpr uint32_t kByteLevelCodePoints = 0x144;
 
 // Decodes one UTF-8 sequence at text[i]; returns its length, or 0 if invalid.
@@ -373,44 +362,23 @@ int hex_digit(char c) {
 
 namespace internal {
 
-char* write_byte_level_bytes(std::string_view token_text, char* out) noexcept {
+constexpr BytePairTable kBytePairs = make_byte_pair_table();
+
+const char* write_byte_level_char(const char* in, const char* end, char*& out) noexcept {
   const ByteLevelTable& table = kByteLevel;
-  // Each character is read before its byte is written, and no character
-  // spells more bytes than it takes: `out` may trail the text in place.
-  // (This runs over every byte of a vocabulary: the two common paths below
-  // take a few instructions per character.)
-  const auto* in = reinterpret_cast<const uint8_t*>(token_text.data());
-  const auto* const end = in + token_text.size();
-  while (in != end) {
-    const uint8_t first = *in;
-    if (static_cast<uint8_t>(first - 0x21) <= 0x7E - 0x21) {  // printable ASCII is itself
-      *out++ = static_cast<char>(first);
-      ++in;
-      continue;
-    }
-    // The byte alphabet's other characters are all two bytes long (U+00A1
-    // to U+0143): one table lookup decodes and checks them.
-    if (end - in >= 2) {
-      const uint32_t index = (uint32_t{first} << 8 | in[1]) - BytePairTable::kFirst;
-      if (index < BytePairTable::kSize && kBytePairs.byte_of[index] >= 0) {
-        *out++ = static_cast<char>(kBytePairs.byte_of[index]);
-        in += 2;
-        continue;
-      }
-    }
-    const size_t i = static_cast<size_t>(in - reinterpret_cast<const uint8_t*>(token_text.data()));
-    uint32_t code_point = 0;
-    const size_t length = decode_utf8(token_text, i, code_point);
-    if (length == 0) {  // not UTF-8: keep the byte
-      *out++ = static_cast<char>(*in++);
-    } else if (code_point < kByteLevelCodePoints && table.byte_of[code_point] >= 0) {
-      *out++ = static_cast<char>(table.byte_of[code_point]);
-      in += length;
-    } else {  // outside the byte alphabet: keep the character as written
-      for (size_t k = 0; k < length; ++k) *out++ = static_cast<char>(*in++);
-    }
+  const std::string_view text(in, static_cast<size_t>(end - in));
+  uint32_t code_point = 0;
+  const size_t length = decode_utf8(text, 0, code_point);
+  if (length == 0) {  // not UTF-8: keep the byte
+    *out++ = *in;
+    return in + 1;
   }
-  return out;
+  if (code_point < kByteLevelCodePoints && table.byte_of[code_point] >= 0) {
+    *out++ = static_cast<char>(table.byte_of[code_point]);
+  } else {  // outside the byte alphabet: keep the character as written
+    for (size_t k = 0; k < length; ++k) *out++ = in[k];
+  }
+  return in + length;
 }
 
 char* write_sentencepiece_bytes(std::string_view token_text, char* out) noexcept {
