@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <optional>
@@ -80,25 +81,16 @@ uint64_t load_u64(const char* p) {
 }
 
 // TokenKind from a GGUF token_type: 1 normal, 2 unknown, 3 control, 4
-// user-defined, 5 unused, 6 byte; 0 (undefined) is read as normal.
+// user-defined, 5 unused, 6 byte; 0 (undefined) is read as normal. A table:
+// this runs once per token.
+constexpr TokenKind kKindOfTokenType[] = {
+    TokenKind::kNormal,      TokenKind::kNormal, TokenKind::kUnknown, TokenKind::kControl,
+    TokenKind::kUserDefined, TokenKind::kUnused, TokenKind::kByte,
+};
+
 std::optional<TokenKind> kind_of_token_type(int64_t type) {
-  switch (type) {
-    case 0:
-    case 1:
-      return TokenKind::kNormal;
-    case 2:
-      return TokenKind::kUnknown;
-    case 3:
-      return TokenKind::kControl;
-    case 4:
-      return TokenKind::kUserDefined;
-    case 5:
-      return TokenKind::kUnused;
-    case 6:
-      return TokenKind::kByte;
-    default:
-      return std::nullopt;
-  }
+  if (type < 0 || type >= static_cast<int64_t>(std::size(kKindOfTokenType))) return std::nullopt;
+  return kKindOfTokenType[type];
 }
 
 constexpr uint64_t kMaxKeyLength = 65535;  // the GGUF spec's bound on key length
