@@ -85,7 +85,7 @@ size_t common_prefix(const SortKey& a, const SortKey& b) {
 // visit(bin_begin, bin_end) for each non-empty bin, in bin order.
 template <size_t kBins, typename T, typename BinOf, typename Visit>
 void partition_by_bin(T* begin, T* end, const BinOf& bin_of, const Visit& visit) {
-  size_t count[kBins] = {};
+  uint32_t count[kBins] = {};  // (32-bit: half the memory to clear per call)
   size_t low = kBins, high = 0;
   for (const T* element = begin; element != end; ++element) {
     const size_t bin = bin_of(*element);
@@ -175,22 +175,25 @@ class TrieAssembler {
         while (common < limit && before[common] == token[common]) ++common;
       }
     }
+    // The arrays through local pointers: the node bytes are stored as
+    // uint8_t, which may alias anything, so members would be reloaded
+    // after every node.
     const uint32_t node_count = static_cast<uint32_t>(node_count_);
+    uint32_t* const path = path_.data();
     for (size_t depth = open_depth_; depth > common; --depth) {
-      nodes_[path_[depth]].subtree_end = node_count;
+      nodes_[path[depth]].subtree_end = node_count;
     }
     const uint32_t token_count = static_cast<uint32_t>(token_count_);
     // Room for the new nodes, grown a chunk at a time (within the reserve)
     // so that the loop below writes through an index, not push_back.
     const size_t needed = node_count + (key.length - common);
     if (needed > nodes_.size()) nodes_.resize(std::max(needed, nodes_.size() + kNodeChunk));
-    TokenTrie::Node* node = nodes_.data() + node_count;
-    for (size_t depth = common; depth < key.length; ++depth, ++node) {
-      path_[depth + 1] = static_cast<uint32_t>(node - nodes_.data());
-      node->subtree_end = 0;
-      node->tokens_begin = token_count;
-      node->depth = static_cast<uint16_t>(depth + 1);
-      node->byte = static_cast<uint8_t>(token[depth]);
+    TokenTrie::Node* const nodes = nodes_.data();
+    uint32_t index = node_count;
+    for (size_t depth = common; depth < key.length; ++depth, ++index) {
+      path[depth + 1] = index;
+      nodes[index] = TokenTrie::Node{0, token_count, static_cast<uint16_t>(depth + 1),
+                                     static_cast<uint8_t>(token[depth])};
     }
     node_count_ = needed;
     // (Tokens arrive in byte order, so the ones ending at a node come
