@@ -44,8 +44,20 @@ uint64_t pack_big_endian(const char* p, size_t length, const char* readable_end)
   if (readable_end - p >= 8) {
     uint64_t word;
     std::memcpy(&word, p, 8);
-    word = __builtin_bswap64(word);
-    return length == 0 ? 0 : word & (~uint64_t{0} << (8 * (8 - length)));
+    // The first `length` bytes, by a mask from a table: no branch for
+    // length 0, whose shift by 64 would be undefined.
+    static constexpr uint64_t kKeep[9] = {
+        0,
+        0xFF00000000000000u,
+        0xFFFF000000000000u,
+        0xFFFFFF0000000000u,
+        0xFFFFFFFF00000000u,
+        0xFFFFFFFFFF000000u,
+        0xFFFFFFFFFFFF0000u,
+        0xFFFFFFFFFFFFFF00u,
+        0xFFFFFFFFFFFFFFFFu,
+    };
+    return __builtin_bswap64(word) & kKeep[length];
   }
 #else
   (void)readable_end;
