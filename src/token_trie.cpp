@@ -4,6 +4,7 @@
 #include <bitset>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "bitmask_internal.h"
@@ -344,14 +345,16 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, const uin
                             trie.token_ids_);
     uint32_t* const staged = trie.token_ids_.data();
     for_each_id([&](uint32_t id) { staged[group_start[group_of(id)]++] = id; });
-    keys.reserve(largest_group);  // (no regrowing)
+    // One buffer for the largest group, written before it is read: a
+    // vector resized per group would clear the keys it grows by first.
+    const std::unique_ptr<SortKey[]> group_keys(new SortKey[largest_group]);
     uint32_t begin = 0;
     for (const uint32_t end : group_start) {
       if (begin == end) continue;
-      keys.resize(end - begin);
-      for (size_t i = 0; i < keys.size(); ++i) keys[i] = key_of(staged[begin + i]);
-      if (keys.size() > 1) refine(keys.data(), keys.data() + keys.size(), 2, less);
-      for (const SortKey& key : keys) assembler.add(key);
+      const size_t size = end - begin;
+      for (size_t i = 0; i < size; ++i) group_keys[i] = key_of(staged[begin + i]);
+      if (size > 1) refine(group_keys.get(), group_keys.get() + size, 2, less);
+      for (size_t i = 0; i < size; ++i) assembler.add(group_keys[i]);
       begin = end;
     }
     assembler.finish();
