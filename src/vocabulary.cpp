@@ -171,10 +171,18 @@ Result<Vocabulary> Vocabulary::from_decoded(DecodedVocabulary decoded) try {
 
   std::vector<uint32_t> stop_ids = std::move(decoded.stop_ids);
   if (decoded.add_end_marker_stops) {
-    for (uint32_t id = 0; id < count; ++id) {
-      if (data->kinds[id] == TokenKind::kControl && is_end_marker(data->token(id))) {
-        stop_ids.push_back(id);
-      }
+    // Control tokens are few: memchr finds them (the kinds are bytes)
+    // without a test per id.
+    static_assert(sizeof(TokenKind) == 1, "kinds are scanned as bytes");
+    const auto* const kinds = reinterpret_cast<const unsigned char*>(data->kinds.data());
+    const auto control = static_cast<unsigned char>(TokenKind::kControl);
+    const unsigned char* const end = kinds + count;
+    for (const unsigned char* at = kinds; at < end; ++at) {
+      at = static_cast<const unsigned char*>(
+          std::memchr(at, control, static_cast<size_t>(end - at)));
+      if (at == nullptr) break;
+      const auto id = static_cast<uint32_t>(at - kinds);
+      if (is_end_marker(data->token(id))) stop_ids.push_back(id);
     }
   }
   auto stops = make_stop_set(data, std::move(stop_ids), nullptr, nullptr);
