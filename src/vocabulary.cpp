@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "bitmask_internal.h"
 #include "grammask/bitmask.h"
 #include "text_slice.h"
 #include "token_spelling.h"
@@ -99,15 +100,38 @@ std::shared_ptr<const StopSet> make_stop_set(
   // The trie's members as mask words: no id list as large as the vocabulary.
   std::vector<uint32_t> trie_words;
   if (!reusable_trie) trie_words.assign(mask_words(data.size()), 0);
-  // The stop ids are ascending: walk them alongside the ids.
+  // A mask word at a time: which of its 32 ids spell text and which have
+  // other bytes, in a loop with no branches, then the stop ids' bits (they
+  // are ascending) taken out. The ids outside the trie are few.
+  static_assert(TokenKind::kNormal < TokenKind::kUserDefined &&
+                    TokenKind::kByte < TokenKind::kUserDefined &&
+                    TokenKind::kUserDefined < TokenKind::kControl &&
+                    TokenKind::kUserDefined < TokenKind::kUnknown &&
+                    TokenKind::kUserDefined < TokenKind::kUnused,
+                "the kinds that spell text come first");
+  const uint32_t* const offsets = data.offsets.data();
+  const TokenKind* const kinds = data.kinds.data();
+  const size_t size = data.size();
   auto next_stop = stops->ids.begin();
-  for (uint32_t id = 0; id < data.size(); ++id) {
-    const bool is_stop = next_stop != stops->ids.end() && *next_stop == id;
-    next_stop += is_stop;
-    if (data.spells_text(id) && !is_stop) {
-      if (!reusable_trie) set_bit(trie_words.data(), id);
-    } else if (data.offsets[id + 1] != data.offsets[id] && data.kinds[id] != TokenKind::kUnused) {
-      stops->outside_trie.push_back(id);
+  for (size_t word = 0; word * 32 < size; ++word) {
+    const size_t first = word * 32;
+    const size_t here = std::min<size_t>(32, size - first);
+    uint32_t text = 0, with_bytes = 0;
+    for (size_t k = 0; k < here; ++k) {
+      const bool has_bytes = offsets[first + k + 1] != offsets[first + k];
+      const TokenKind kind = kinds[first + k];
+      text |= uint32_t{has_bytes && kind <= TokenKind::kUserDefined} << k;
+      with_bytes |= uint32_t{has_bytes && kind != TokenKind::kUnused} << k;
+    }
+    uint32_t stop = 0;
+    for (; next_stop != stops->ids.end() && *next_stop < first + here; ++next_stop) {
+      stop |= uint32_t{1} << (*next_stop - first);
+    }
+    const uint32_t members = text & ~stop;
+    if (!reusable_trie) trie_words[word] = members;
+    for (uint32_t outside = with_bytes & ~members; outside != 0; outside &= outside - 1) {
+      stops->outside_trie.push_back(
+          static_cast<uint32_t>(first + internal::lowest_set_bit(outside)));
     }
   }
   if (reusable_trie) {
