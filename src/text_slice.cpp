@@ -78,19 +78,31 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
   slice.short_words.assign(words, 0);
   slice.tier_words.assign(kMaxTierChars, std::vector<uint32_t>(words, 0));
   std::vector<uint32_t> long_words(words, 0);
+  // A word's bits are gathered in locals and stored once (stores through
+  // the vectors per token would have the compiler reload their data).
+  uint32_t* tiers[kMaxTierChars + 1] = {};  // tiers[n]: tier_words[n - 1]
+  for (size_t n = 1; n <= kMaxTierChars; ++n) tiers[n] = slice.tier_words[n - 1].data();
+  size_t max_length = 0;
   for (size_t word = 0; word < words; ++word) {
+    uint32_t in_slice = 0, short_in_slice = 0, long_tokens = 0;
     for (uint32_t bits = member_words[word]; bits != 0; bits &= bits - 1) {
-      const uint32_t id = static_cast<uint32_t>(32 * word + lowest_set_bit(bits));
+      const unsigned lane = lowest_set_bit(bits);
+      const uint32_t id = static_cast<uint32_t>(32 * word + lane);
+      const uint32_t bit = uint32_t{1} << lane;
       const std::string_view token(bytes + offsets[id], offsets[id + 1] - offsets[id]);
-      if (token.size() > kShortLength) set_bit(long_words.data(), id);
+      if (token.size() > kShortLength) long_tokens |= bit;
       if (const size_t chars = plain_text_chars(token); chars != 0) {
-        set_bit(slice.words.data(), id);
-        slice.max_length = std::max(slice.max_length, token.size());
-        if (chars <= kMaxTierChars) set_bit(slice.tier_words[chars - 1].data(), id);
-        if (token.size() <= kShortLength) set_bit(slice.short_words.data(), id);
+        in_slice |= bit;
+        max_length = std::max(max_length, token.size());
+        if (chars <= kMaxTierChars) tiers[chars][word] |= bit;
+        if (token.size() <= kShortLength) short_in_slice |= bit;
       }
     }
+    slice.words[word] = in_slice;
+    slice.short_words[word] = short_in_slice;
+    long_words[word] = long_tokens;
   }
+  slice.max_length = max_length;
   for (size_t n = 1; n < kMaxTierChars; ++n)
     for (size_t i = 0; i < slice.tier_words[n].size(); ++i)
       slice.tier_words[n][i] |= slice.tier_words[n - 1][i];
