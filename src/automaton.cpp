@@ -1100,6 +1100,13 @@ class Lowering {
         // (Grown in steps, not by a call per state; the slack stays zero.)
         if (pending_pred_count_.size() <= first_id + k)
           pending_pred_count_.resize(first_id + k + 1024);
+        // (Room for the state's run and edge beginnings likewise: written
+        // by index below, not pushed, a call per state; cut to size at the
+        // end.)
+        if (pending_run_begin_.size() <= first_id + k) {
+          pending_run_begin_.resize(first_id + k + 1024);
+          pending_edge_begin_.resize(first_id + k + 1024);
+        }
       }
       return first_id + k;
     };
@@ -1140,8 +1147,8 @@ class Lowering {
       if (!status_.ok()) return true;
       // (States are stepped in the order they were made, so the runs and
       // rule edges of state first_id + done come next.)
-      pending_run_begin_.push_back(static_cast<uint32_t>(pending_runs_.size()));
-      pending_edge_begin_.push_back(static_cast<uint32_t>(pending_edges_.size()));
+      pending_run_begin_[first_id + done] = static_cast<uint32_t>(pending_runs_.size());
+      pending_edge_begin_[first_id + done] = static_cast<uint32_t>(pending_edges_.size());
       bool state_has_run = false;
       uint32_t last_run_target = 0;
       auto add_run = [&](uint32_t first_class, uint32_t target) {
@@ -1302,6 +1309,8 @@ class Lowering {
       if (num_cuts != 0 && cuts[num_cuts - 1] < classes) add_run(cuts[num_cuts - 1], kNoState);
       add_rule_edges();
     }
+    pending_run_begin_.resize(first_id + closed_sets.count());
+    pending_edge_begin_.resize(first_id + closed_sets.count());
     charge(closed_sets.count());
     return true;
   }
