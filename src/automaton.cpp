@@ -971,20 +971,28 @@ class Lowering {
     const uint32_t base = nfa.num_states;
     auto renumber = [&](uint32_t s) { return s == copy.entry ? at : s - copy.first_state + base; };
     nfa.num_states += copy.end_state - copy.first_state;
-    // (Each edge is read into a local before the push, which may move the list.)
-    for (size_t i = copy.first_epsilon; i < copy.end_epsilon; ++i) {
-      const auto edge = nfa.staging.epsilon_edges[i];
-      nfa.add_epsilon(renumber(edge.first), renumber(edge.second));
-    }
-    for (size_t i = copy.first_byte; i < copy.end_byte; ++i) {
-      const auto edge = nfa.staging.byte_edges[i];
-      nfa.add_bytes(renumber(edge.first), edge.second.lo, edge.second.hi,
-                    renumber(edge.second.target));
-    }
-    for (size_t i = copy.first_rule; i < copy.end_rule; ++i) {
-      const auto edge = nfa.staging.rule_edges[i];
-      nfa.add_rule(renumber(edge.first), edge.second.rule, renumber(edge.second.target));
-    }
+    // The edges, appended as the add_* calls would, but with the lists
+    // grown once per copy and written by index (a push is a call each).
+    Nfa::Staging& staging = nfa.staging;
+    auto stamp = [&](auto& list, size_t first, size_t end, auto renumbered) {
+      const size_t at_end = list.size();
+      list.resize(at_end + (end - first));
+      for (size_t i = first; i < end; ++i) list[at_end + (i - first)] = renumbered(list[i]);
+    };
+    stamp(staging.epsilon_edges, copy.first_epsilon, copy.end_epsilon,
+          [&](const std::pair<uint32_t, uint32_t>& e) {
+            return std::make_pair(renumber(e.first), renumber(e.second));
+          });
+    stamp(staging.byte_edges, copy.first_byte, copy.end_byte,
+          [&](const std::pair<uint32_t, ByteEdge>& e) {
+            return std::make_pair(renumber(e.first),
+                                  ByteEdge{e.second.lo, e.second.hi, renumber(e.second.target)});
+          });
+    stamp(staging.rule_edges, copy.first_rule, copy.end_rule,
+          [&](const std::pair<uint32_t, RuleEdge>& e) {
+            return std::make_pair(renumber(e.first),
+                                  RuleEdge{e.second.rule, renumber(e.second.target)});
+          });
     charge(copy.charged);
     return renumber(copy.exit);
   }
