@@ -21,11 +21,11 @@ class SequenceIndex {
   // Forgets every sequence, with room for `expected` of them.
   void reset(size_t expected) {
     arena_size_ = 0;
-    begin_.assign(1, 0);
-    hashes_.clear();
+    count_ = 0;
     size_t table = 64;
     while (table < 2 * expected) table *= 2;
     slots_.assign(table, kEmpty);
+    reserve_entries();
   }
 
   // The number of the sequence data[0, size), and whether it is new.
@@ -39,17 +39,21 @@ class SequenceIndex {
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       const uint32_t k = slots_[i];
       if (k == kEmpty) {
-        slots_[i] = count();
-        hashes_.push_back(h);
+        // (hashes_ and begin_ have room: grow() keeps it ahead of the
+        // table's load limit, so no push_back call per sequence.)
+        const uint32_t k_new = count_;
+        slots_[i] = k_new;
+        hashes_[k_new] = h;
         append(data, size);
-        begin_.push_back(static_cast<uint32_t>(arena_size_));
-        return {slots_[i], true};
+        begin_[k_new + 1] = static_cast<uint32_t>(arena_size_);
+        count_ = k_new + 1;
+        return {k_new, true};
       }
       if (hashes_[k] == h && this->size(k) == size && same_words(data, this->data(k), size))
         return {k, false};
     }
   }
-  uint32_t count() const noexcept { return static_cast<uint32_t>(begin_.size() - 1); }
+  uint32_t count() const noexcept { return count_; }
   // Valid until the next intern().
   const uint32_t* data(uint32_t k) const noexcept { return arena_.get() + begin_[k]; }
   uint32_t size(uint32_t k) const noexcept { return begin_[k + 1] - begin_[k]; }
@@ -107,8 +111,23 @@ class SequenceIndex {
     return true;
   }
 
+  // Room in hashes_ and begin_ for as many sequences as the table holds
+  // (half its slots).
+  void reserve_entries() {
+    const size_t needed = slots_.size() / 2;
+    if (needed <= entry_capacity_) return;
+    std::unique_ptr<uint64_t[]> hashes(new uint64_t[needed]);
+    std::unique_ptr<uint32_t[]> begin(new uint32_t[needed + 1]);
+    std::copy(hashes_.get(), hashes_.get() + count_, hashes.get());
+    if (begin_ != nullptr) std::copy(begin_.get(), begin_.get() + count_ + 1, begin.get());
+    hashes_ = std::move(hashes);
+    begin_ = std::move(begin);
+    entry_capacity_ = needed;
+  }
+
   void grow() {
     slots_.assign(std::max<size_t>(64, 2 * slots_.size()), kEmpty);
+    reserve_entries();
     const size_t mask = slots_.size() - 1;
     for (uint32_t k = 0; k < count(); ++k) {
       size_t i = hashes_[k] & mask;
@@ -119,8 +138,12 @@ class SequenceIndex {
 
   std::unique_ptr<uint32_t[]> arena_;  // (left uninitialized past arena_size_)
   size_t arena_size_ = 0, arena_capacity_ = 0;
-  std::vector<uint32_t> begin_{0};
-  std::vector<uint64_t> hashes_;
+  // Sequence k is arena_[begin_[k], begin_[k + 1]), hashed hashes_[k];
+  // both have room for entry_capacity_ sequences.
+  uint32_t count_ = 0;
+  std::unique_ptr<uint32_t[]> begin_{new uint32_t[1]{0}};
+  std::unique_ptr<uint64_t[]> hashes_;
+  size_t entry_capacity_ = 0;
   std::vector<uint32_t> slots_;
 };
 
