@@ -1451,8 +1451,10 @@ class Lowering {
           const ClassRun next = r + 1 < last ? runs[r + 1] : ClassRun{classes, kNoState};
           if (run.target != kNoState && !live[run.target]) run.target = kNoState;
           if (run.target != kNoState) {
-            std::fill(row + run.first_class, row + next.first_class,
-                      static_cast<decltype(no_state)>(run.target));
+            // (A plain loop: runs span a few classes, where std::fill's
+            // setup costs more than the stores.)
+            const auto target = static_cast<decltype(no_state)>(run.target);
+            for (uint32_t c = run.first_class; c < next.first_class; ++c) row[c] = target;
             const ByteSet &from = bytes_from[run.first_class], &past = bytes_from[next.first_class];
             for (int w = 0; w < 4; ++w) scan.bits[w] |= from.bits[w] & ~past.bits[w];
           }
