@@ -588,6 +588,7 @@ bool GbnfParser::parse_char_class(Expr* out) {
     ++pos_;
   }
   std::vector<CodePointRange> ranges;
+  ranges.reserve(8);  // (most classes: one allocation, not one per doubling)
   while (true) {
     if (!at_end() && peek() == ']') {
       ++pos_;
