@@ -1092,6 +1092,9 @@ class Lowering {
     // DFA state first_id + k is the closed NFA state set number k.
     const uint32_t first_id = static_cast<uint32_t>(out_->states_.size());
     SequenceIndex closed_sets;
+    // (Room for sets of a few NFA states per state up front: growing the
+    // arena by doubling copies it each time.)
+    closed_sets.reserve_words(4 * static_cast<size_t>(nfa.num_states));
     // The DFA state reached from each set of NFA targets of a byte, before
     // closure: sets of one target by the target, larger ones interned.
     single_target_state_.assign(nfa.num_states, kNoState);

@@ -28,6 +28,11 @@ class SequenceIndex {
     reserve_entries();
   }
 
+  // Room for `words` words of sequences in all (left uninitialized).
+  void reserve_words(size_t words) {
+    if (words > arena_capacity_) grow_arena(words);
+  }
+
   // The number of the sequence data[0, size), and whether it is new.
   std::pair<uint32_t, bool> intern(const uint32_t* data, size_t size) {
     return intern(data, size, hash(data, size));
@@ -89,13 +94,8 @@ class SequenceIndex {
   // Longer ones (the refinement's signatures) go to memcpy and memcmp.
   static constexpr size_t kShort = 8;
   void append(const uint32_t* data, size_t size) {
-    if (arena_size_ + size > arena_capacity_) {
-      const size_t capacity = std::max<size_t>({64, 2 * arena_capacity_, arena_size_ + size});
-      std::unique_ptr<uint32_t[]> larger(new uint32_t[capacity]);
-      std::copy(arena_.get(), arena_.get() + arena_size_, larger.get());
-      arena_ = std::move(larger);
-      arena_capacity_ = capacity;
-    }
+    if (arena_size_ + size > arena_capacity_)
+      grow_arena(std::max<size_t>({64, 2 * arena_capacity_, arena_size_ + size}));
     uint32_t* out = arena_.get() + arena_size_;
     if (size <= kShort) {
       for (size_t i = 0; i < size; ++i) out[i] = data[i];
@@ -103,6 +103,12 @@ class SequenceIndex {
       std::memcpy(out, data, size * sizeof(uint32_t));
     }
     arena_size_ += size;
+  }
+  void grow_arena(size_t capacity) {
+    std::unique_ptr<uint32_t[]> larger(new uint32_t[capacity]);
+    std::copy(arena_.get(), arena_.get() + arena_size_, larger.get());
+    arena_ = std::move(larger);
+    arena_capacity_ = capacity;
   }
   static bool same_words(const uint32_t* a, const uint32_t* b, size_t size) noexcept {
     if (size > kShort) return std::memcmp(a, b, size * sizeof(uint32_t)) == 0;
