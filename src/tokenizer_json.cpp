@@ -403,6 +403,20 @@ bool is_one_of(const std::string& key, const std::string_view (&names)[N]) {
   return false;
 }
 
+// At an object: calls on_member(name) at each member, which must read or
+// skip the member's value.
+template <typename OnMember>
+void scan_members(JsonScanner& scanner, const OnMember& on_member) {
+  scanner.expect('{', "'{'");
+  bool first = true;
+  std::string name;
+  while (scanner.next_member(first)) {
+    name.clear();
+    scanner.read_member_name(name);
+    on_member(name);
+  }
+}
+
 // A BPE vocab, {"piece": id, ...}, or a Unigram one, [["piece", score], ...].
 void scan_vocab(JsonScanner& scanner, TokenizerJsonParts& parts) {
   parts.pieces.clear();
@@ -472,20 +486,15 @@ void scan_model(JsonScanner& scanner, TokenizerJsonParts& parts) {
     scanner.skip_value();
     return;
   }
-  scanner.expect('{', "'{'");
-  bool first = true;
-  std::string key;
-  while (scanner.next_member(first)) {
-    key.clear();
-    scanner.read_member_name(key);
-    if (key == "vocab") {
+  scan_members(scanner, [&](const std::string& name) {
+    if (name == "vocab") {
       scan_vocab(scanner, parts);
-    } else if (is_one_of(key, kModelFieldNames)) {
-      parts.model[key] = json::parse(scanner.skip_value());
+    } else if (is_one_of(name, kModelFieldNames)) {
+      parts.model[name] = json::parse(scanner.skip_value());
     } else {
       scanner.skip_value();  // merges, dropout, ...
     }
-  }
+  });
 }
 
 // Later duplicates of a member replace earlier ones, as in nlohmann::json.
@@ -498,20 +507,15 @@ TokenizerJsonParts scan_tokenizer_json(std::string_view text) {
     scanner.expect_end();
     return parts;
   }
-  scanner.expect('{', "'{'");
-  bool first = true;
-  std::string key;
-  while (scanner.next_member(first)) {
-    key.clear();
-    scanner.read_member_name(key);
-    if (key == "model") {
+  scan_members(scanner, [&](const std::string& name) {
+    if (name == "model") {
       scan_model(scanner, parts);
-    } else if (is_one_of(key, kSectionNames)) {
-      parts.sections[key] = json::parse(scanner.skip_value());
+    } else if (is_one_of(name, kSectionNames)) {
+      parts.sections[name] = json::parse(scanner.skip_value());
     } else {
       scanner.skip_value();
     }
-  }
+  });
   scanner.expect_end();
   return parts;
 }
