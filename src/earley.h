@@ -8,6 +8,7 @@
 #ifndef GRAMMASK_SRC_EARLEY_H_
 #define GRAMMASK_SRC_EARLEY_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -145,6 +146,22 @@ class EarleyEngine {
   void set_floor(size_t floor) noexcept { floor_ = floor; }
   bool reached_below_floor() const noexcept { return below_floor_; }
   void clear_below_floor() noexcept { below_floor_ = false; }
+  // Read log, for caches keyed by how much of the stack a computation
+  // depends on: while on, each set under `below` that a push reads (the
+  // waiters of a rule started there, a Leo chain link there, or the origin
+  // of a memoized Leo item, which stands for the chain below it) is listed
+  // once in read_log(), up to kMaxLoggedReads sets; past that,
+  // read_log_overflowed() (a computation that reads that much of the stack
+  // is not worth keying by it).
+  static constexpr size_t kMaxLoggedReads = 16;
+  void start_read_log(size_t below) {
+    log_below_ = below;
+    read_log_.clear();
+    read_log_overflowed_ = false;
+  }
+  void stop_read_log() noexcept { log_below_ = 0; }
+  const std::vector<uint32_t>& read_log() const noexcept { return read_log_; }
+  bool read_log_overflowed() const noexcept { return read_log_overflowed_; }
   // Pops the newest set. Precondition: size() > 0.
   void pop() noexcept;
   void truncate(size_t length) noexcept;
@@ -187,6 +204,19 @@ class EarleyEngine {
   bool work_limit_hit_ = false;
   size_t floor_ = 0;
   bool below_floor_ = false;
+  size_t log_below_ = 0;
+  std::vector<uint32_t> read_log_;
+  bool read_log_overflowed_ = false;
+
+  void note_read(uint32_t set) {
+    if (set >= log_below_ || read_log_overflowed_) return;
+    if (std::find(read_log_.begin(), read_log_.end(), set) != read_log_.end()) return;
+    if (read_log_.size() == kMaxLoggedReads) {
+      read_log_overflowed_ = true;
+      return;
+    }
+    read_log_.push_back(set);
+  }
 };
 
 }  // namespace grammask::internal

@@ -1,15 +1,18 @@
 #include "grammask/matcher.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <mutex>
 #include <shared_mutex>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "automaton.h"
 #include "earley.h"
@@ -174,6 +177,9 @@ std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t d
 // and no two share a class.
 bool has_call_chains(const ByteGrammar& grammar, size_t depth);
 std::vector<uint32_t> identity_classes(const ByteGrammar& grammar);
+// See CompiledGrammarData::waiter_class.
+constexpr uint32_t kNotWaiting = 0;
+std::vector<uint32_t> waiter_classes(const ByteGrammar& grammar);
 // Per walk class: whether its short class (compute_walk_classes) holds
 // another walk class too, so that a split walk shares its short part.
 std::vector<uint8_t> split_classes(const std::vector<uint32_t>& walk_class, uint32_t num_classes,
@@ -393,6 +399,10 @@ struct CompiledGrammarData {
   // Per DFA state: a rule start or the target of a rule edge, the states
   // an Earley item can enter by prediction or completion.
   std::vector<uint8_t> entered_by_rule;
+  // Per DFA state: its waiter class, equal for states with the same rule
+  // edges (rule, target), or kNotWaiting without any. Completing a rule
+  // into a set reads no more of its items than that.
+  std::vector<uint32_t> waiter_class;
   std::unique_ptr<const PureTransitions> pure_transitions;
   std::unique_ptr<const TextClosure> text_closure;
   std::unique_ptr<ClassWalks> class_walks;
@@ -495,6 +505,11 @@ namespace {
 constexpr uint32_t kUnknownId = UINT32_MAX;
 // Marks an item predicted in the set itself in a structure key.
 constexpr uint64_t kSelfOrigin = UINT32_MAX;
+// A context id key's first word (its depth in the low bits), and the origin
+// that stands for any set at depth 0.
+constexpr uint64_t kContextTag = uint64_t{1} << 63;
+constexpr uint64_t kWaiterTag = uint64_t{1} << 62;
+constexpr uint64_t kContextStandIn = uint64_t{UINT32_MAX} - 1;
 // Mask cache budget per matcher.
 constexpr size_t kMaskCacheBytes = size_t{32} << 20;
 
@@ -602,30 +617,52 @@ class MatcherState {
         return Status();
       }
     }
-    const uint32_t id = structure_id(engine_.size());
-    auto cached = mask_cache_.find(id);
-    if (cached != mask_cache_.end()) {
+    const size_t top = engine_.size();
+    // (Sets that agree at some depth agree at depth 1: a top set whose id
+    // there is new has no entry at any depth.)
+    const bool seen_top = context_depths_ != 0 && context_tops_.count(context_id(top, 1)) != 0;
+    for (size_t depth = 1; seen_top && depth <= kMaxContextDepth; ++depth) {
+      if ((context_depths_ & (1u << depth)) == 0) continue;
+      auto bounded = context_cache_.find(context_id(top, depth));
+      if (bounded == context_cache_.end()) continue;
       ++hits_;
-      cached->second.write_over(words, n_words);
+      bounded->second.write_over(words, n_words);
+      if (engine_.is_accepting())
+        for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
       return Status();
+    }
+    if (!mask_cache_.empty()) {
+      auto cached = mask_cache_.find(structure_id(top));
+      if (cached != mask_cache_.end()) {
+        ++hits_;
+        cached->second.write_over(words, n_words);
+        return Status();
+      }
     }
     ++misses_;
     std::fill(words, words + n_words, 0);
-    if (!walk_trie(words)) {
+    engine_.start_read_log(top);
+    const bool within_limit = walk_trie(words);
+    engine_.stop_read_log();
+    if (!within_limit) {
       std::memset(words, 0, n_words * sizeof(uint32_t));
       return Status(ErrorCode::kLimitExceeded,
                     "mask computation exceeded the work limit (CompileOptions::max_mask_work = " +
                         std::to_string(data_->max_mask_work) + ")");
     }
+    // A mask that read only the few sets nearest the top is kept by its
+    // context id, without the stop tokens (whether the root may end here
+    // is not in that id), else by the whole stack's structure.
+    const size_t depth = engine_.read_log_overflowed() ? kMaxContextDepth + 1
+                                                       : context_depth(engine_.read_log(), top);
+    if (depth <= kMaxContextDepth) {
+      remember_mask(context_cache_, context_id(top, depth), words, needed);
+      context_depths_ |= 1u << depth;
+      context_tops_.insert(context_id(top, 1));
+    }
     if (engine_.is_accepting())
       for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
-    CachedMask entry(words, needed, cache_scratch_);
-    if (mask_cache_bytes_ + entry.bytes() > kMaskCacheBytes) {
-      mask_cache_.clear();
-      mask_cache_bytes_ = 0;
-    }
-    mask_cache_bytes_ += entry.bytes();
-    mask_cache_.emplace(id, std::move(entry));
+    if (depth > kMaxContextDepth) remember_mask(mask_cache_, structure_id(top), words, needed);
     return Status();
   }
 
@@ -768,6 +805,7 @@ class MatcherState {
   void truncate(size_t length) {
     engine_.truncate(length);
     if (structure_ids_.size() > length + 1) structure_ids_.resize(length + 1);
+    if (context_ids_.size() > length + 1) context_ids_.resize(length + 1);
   }
 
   // Depth-first walk of the token trie over the Earley stack: a child whose
@@ -808,6 +846,7 @@ class MatcherState {
     following_.assign(max_depth + 1, 0);
     follow_.assign(max_depth + 1, ByteSet());
     fast_scan_.assign(max_depth + 1, ByteSet());
+    scan_ready_.assign(max_depth + 1, 0);
     path_.assign(max_depth + 1, 0);
     pool_.clear();
     const uint64_t work = engine_.work();
@@ -881,8 +920,7 @@ class MatcherState {
           // decides this child, from the parent's set.
           for (size_t d = engine_.size() - base + 1; d < depth; ++d)
             if (!engine_.push_byte(path_[d])) return false;
-        } else if (following_[depth - 1] == kFollowingCallers &&
-                   !fast_scan_[depth - 1].test(node.byte)) {
+        } else if (scan_ready_[depth - 1] && !fast_scan_[depth - 1].test(node.byte)) {
           i = node.subtree_end;  // no state on the fast path reads it
           continue;
         } else {
@@ -899,6 +937,8 @@ class MatcherState {
                            : kNeedsEngine;
           }
           if (pool_.size() == out) {
+            // A dead child: its siblings are tested by byte from now on.
+            if (!scan_ready_[depth - 1]) set_fast_scan(depth - 1);
             i = node.subtree_end;
             continue;
           }
@@ -912,6 +952,7 @@ class MatcherState {
               fast_end_[depth] = static_cast<uint32_t>(pool_.size());
               following_[depth] = following;
               follow_[depth] = follow_[depth - 1];
+              scan_ready_[depth] = 0;
               if (advanced == kStaysFastWithCallers) {
                 follow_[depth] |= callee_bytes_;
                 following_[depth] = kFollowingCallers;
@@ -955,6 +996,7 @@ class MatcherState {
           all_pure &= advance(&it->state, &it->state + 1, node.byte, out);
         if (all_pure && pool_.size() > out) {
           fast_end_[depth] = static_cast<uint32_t>(pool_.size());
+          scan_ready_[depth] = 0;
         } else {
           pool_.resize(out);
           // The scan bit proved the byte: only a work bound refuses it.
@@ -1023,13 +1065,17 @@ class MatcherState {
     return true;
   }
 
-  // fast_scan_[depth]: the bytes the fast path's states at `depth` read.
+  // fast_scan_[depth]: the bytes the fast path's states at `depth` read
+  // (a child on no other byte, and not one the engine follows, is dead).
+  // Set for callers at once, for the others after their first dead child:
+  // a node whose children all go on never pays for it.
   void set_fast_scan(size_t depth) {
     const auto& states = data_->grammar->states();
     ByteSet scan;
     for (uint32_t i = fast_begin_[depth]; i < fast_end_[depth]; ++i)
       if (pool_[i] != kNoState) scan |= states[pool_[i]].scan;
     fast_scan_[depth] = scan;
+    scan_ready_[depth] = 1;
   }
 
   // True if an item in `state`, reached by a byte, may stay on the fast
@@ -1102,6 +1148,7 @@ class MatcherState {
     fast_begin_[depth] = static_cast<uint32_t>(out);
     fast_end_[depth] = static_cast<uint32_t>(pool_.size());
     following_[depth] = callers ? kFollowingCallers : kFollowing;
+    scan_ready_[depth] = 0;
     if (callers) set_fast_scan(depth);
     follow_[depth] = follow;
   }
@@ -1372,6 +1419,7 @@ class MatcherState {
     depth_cap_ = walk.depth_cap;
     walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
     local_walk_ = &walk;
+    fast_begin_[0] = fast_end_[0] = 0;  // (the engine holds the top set)
     engine_.set_floor(base);
     engine_.clear_below_floor();
     const bool within_limit =
@@ -1429,6 +1477,136 @@ class MatcherState {
     return true;
   }
 
+  void remember_mask(std::unordered_map<uint32_t, CachedMask>& cache, uint32_t id,
+                     const uint32_t* words, size_t n_words) {
+    CachedMask entry(words, n_words, cache_scratch_);
+    if (mask_cache_bytes_ + entry.bytes() > kMaskCacheBytes) {
+      mask_cache_.clear();
+      context_cache_.clear();
+      context_tops_.clear();
+      context_depths_ = 0;
+      mask_cache_bytes_ = 0;
+    }
+    mask_cache_bytes_ += entry.bytes();
+    cache.emplace(id, std::move(entry));
+  }
+
+  // How deep into the stack below set `top` a walk looked, as a context id
+  // depth (see context_id): one more than the longest chain from `top` to a
+  // set it read (`reads`, from the engine's read log). A chain steps from
+  // the top set to any item's origin, and from a set below it to a
+  // waiter's origin (the only items of such a set that a walk copies).
+  // The longest, not the shortest: the walk may have come along any chain,
+  // and a stack that agrees to depth d agrees along every chain shorter
+  // than d. kMaxContextDepth + 1 when deeper.
+  size_t context_depth(const std::vector<uint32_t>& reads, size_t top) {
+    if (reads.empty()) return 1;
+    const uint32_t lowest = *std::min_element(reads.begin(), reads.end());
+    constexpr size_t kTooDeep = kMaxContextDepth + 1;
+    if (++chain_stamp_ == 0) {  // (wrapped: forget every stamp)
+      std::fill(chain_seen_.begin(), chain_seen_.end(), 0);
+      chain_stamp_ = 1;
+    }
+    if (chain_seen_.size() < top + 1) chain_seen_.resize(top + 1, 0);
+    if (chain_length_.size() < top + 1) chain_length_.resize(top + 1, 0);
+    // Sets in descending order (a max-heap): origins lie below, so a set
+    // is final once every set above it is done.
+    chain_heap_.clear();
+    auto reach = [&](uint32_t set, uint8_t length) {
+      if (chain_seen_[set] != chain_stamp_) {
+        chain_seen_[set] = chain_stamp_;
+        chain_length_[set] = length;
+        chain_heap_.push_back(set);
+        std::push_heap(chain_heap_.begin(), chain_heap_.end());
+      } else if (chain_length_[set] < length) {
+        chain_length_[set] = length;
+      }
+    };
+    const auto& waiter_class = data_->waiter_class;
+    for (const EarleyItem* it = engine_.set_begin(top); it != engine_.set_end(top); ++it)
+      if (it->origin != top && it->origin >= lowest) reach(it->origin, 1);
+    while (!chain_heap_.empty()) {
+      std::pop_heap(chain_heap_.begin(), chain_heap_.end());
+      const uint32_t set = chain_heap_.back();
+      chain_heap_.pop_back();
+      const size_t length = chain_length_[set];
+      if (length >= kTooDeep) continue;  // (what lies below is too deep too)
+      const uint8_t next = static_cast<uint8_t>(length + 1);
+      for (const EarleyItem* it = engine_.set_begin(set); it != engine_.set_end(set); ++it)
+        if (waiter_class[it->state] != kNotWaiting && it->origin != set && it->origin >= lowest)
+          reach(it->origin, next);
+    }
+    size_t depth = 1;
+    for (uint32_t set : reads) {
+      if (set == top) continue;
+      if (chain_seen_[set] != chain_stamp_ || chain_length_[set] >= kTooDeep) return kTooDeep;
+      depth = std::max<size_t>(depth, size_t{chain_length_[set]} + 1);
+    }
+    return depth;
+  }
+
+  // Context id of the top set k at depth d >= 1: its items, each origin
+  // replaced by the origin set's waiter id at depth d - 1. The waiter id of
+  // set s at depth j: the waiters among its items, by waiter class (the
+  // rules they wait on and where each leads: all that completing into s
+  // reads), each origin replaced by its set's waiter id at depth j - 1; at
+  // depth 0, nothing. So two stacks whose top sets share the id at depth d
+  // agree on every set within d - 1 chain links of the top (see
+  // context_depth), as far as a walk can tell, and a walk that read no
+  // deeper gives both the same mask, stop tokens apart: whether the root
+  // ends is a question about origin 0. Waiter ids are computed once per
+  // (set, depth) and kept until the set is popped.
+  uint32_t context_id(size_t k, size_t d) {
+    if (context_ids_.size() < k + 1) {
+      ContextIds unknown;
+      unknown.fill(kUnknownId);
+      context_ids_.resize(k + 1, unknown);
+    }
+    for (const EarleyItem* it = engine_.set_begin(k); it != engine_.set_end(k); ++it)
+      if (it->origin != k) waiter_id(it->origin, d - 1);  // (first: see waiter_id)
+    context_key_.clear();
+    context_key_.push_back(kContextTag | d);
+    for (const EarleyItem* it = engine_.set_begin(k); it != engine_.set_end(k); ++it) {
+      const uint64_t origin = it->origin == k ? kSelfOrigin : waiter_id(it->origin, d - 1);
+      context_key_.push_back((uint64_t{it->state} << 32) | origin);
+    }
+    return intern_context_key();
+  }
+
+  uint64_t waiter_id(size_t s, size_t j) {
+    if (j == 0) return kContextStandIn;
+    uint32_t& memo = context_ids_[s][j - 1];
+    if (memo != kUnknownId) return memo;
+    // (Children first: the key below is built in context_key_, which the
+    // recursion reuses.)
+    const auto& waiter_class = data_->waiter_class;
+    for (const EarleyItem* it = engine_.set_begin(s); it != engine_.set_end(s); ++it)
+      if (waiter_class[it->state] != kNotWaiting && it->origin != s) waiter_id(it->origin, j - 1);
+    context_key_.clear();
+    context_key_.push_back(kWaiterTag | j);
+    for (const EarleyItem* it = engine_.set_begin(s); it != engine_.set_end(s); ++it) {
+      const uint32_t cls = waiter_class[it->state];
+      if (cls == kNotWaiting) continue;
+      const uint64_t origin = it->origin == s ? kSelfOrigin : waiter_id(it->origin, j - 1);
+      context_key_.push_back((uint64_t{cls} << 32) | origin);
+    }
+    const uint32_t id = intern_context_key();
+    context_ids_[s][j - 1] = id;
+    return id;
+  }
+
+  // Sorts and dedups context_key_ past its tag word, and interns it.
+  uint32_t intern_context_key() {
+    std::sort(context_key_.begin() + 1, context_key_.end());
+    context_key_.erase(std::unique(context_key_.begin() + 1, context_key_.end()),
+                       context_key_.end());
+    auto pos = interned_.find(context_key_);
+    if (pos != interned_.end()) return pos->second;
+    const uint32_t id = static_cast<uint32_t>(interned_.size());
+    interned_.emplace(context_key_, id);
+    return id;
+  }
+
   // Structural id of Earley set k: its items with each origin replaced by the
   // origin set's id. Computed once per set and kept until it is popped.
   uint32_t structure_id(size_t k) {
@@ -1475,11 +1653,29 @@ class MatcherState {
   std::vector<uint8_t> following_;
   std::vector<ByteSet> follow_;
   std::vector<ByteSet> fast_scan_;
-  ByteSet callee_bytes_;  // see advance_followed
+  std::vector<uint8_t> scan_ready_;  // whether fast_scan_[depth] is set
+  ByteSet callee_bytes_;             // see advance_followed
   std::vector<uint8_t> path_;
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
-  std::unordered_map<uint32_t, CachedMask> mask_cache_;
-  size_t mask_cache_bytes_ = 0;          // of the entries' words
+  std::unordered_map<uint32_t, CachedMask> mask_cache_;  // by structure_id
+  // Masks that read at most kMaxContextDepth sets deep, by context_id (no
+  // stop tokens); bit d of context_depths_: some entry has depth d.
+  static constexpr size_t kMaxContextDepth = 8;
+  using ContextIds = std::array<uint32_t, kMaxContextDepth>;
+  // Per set, by depth - 1; a deque, whose growth copies nothing (a vector
+  // doubling would copy them all in one step).
+  std::deque<ContextIds> context_ids_;
+  std::unordered_map<uint32_t, CachedMask> context_cache_;
+  std::unordered_set<uint32_t> context_tops_;  // the entries' context ids at depth 1
+  uint32_t context_depths_ = 0;
+  std::vector<uint64_t> context_key_;  // context_id's scratch
+  // context_depth's scratch: per set, its longest chain from the top and
+  // whether chain_stamp_ reached it; the sets to do.
+  std::vector<uint8_t> chain_length_;
+  std::vector<uint32_t> chain_seen_;
+  uint32_t chain_stamp_ = 0;
+  std::vector<uint32_t> chain_heap_;
+  size_t mask_cache_bytes_ = 0;          // of both caches' words
   std::vector<uint32_t> cache_scratch_;  // for making entries
   std::vector<uint32_t> sources_;        // advance()'s copy of its input states
   std::vector<uint64_t> pure_key_;       // sorted walk classes of the top set
@@ -1498,6 +1694,24 @@ class MatcherState {
   size_t hits_ = 0;
   size_t misses_ = 0;
 };
+
+std::vector<uint32_t> waiter_classes(const ByteGrammar& grammar) {
+  const auto& states = grammar.states();
+  const auto& edges = grammar.rule_edges();
+  std::vector<uint32_t> classes(states.size(), kNotWaiting);
+  std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> ids;
+  std::vector<uint64_t> key;
+  for (size_t s = 0; s < states.size(); ++s) {
+    const AutomatonState& state = states[s];
+    if (state.rule_edges_begin == state.rule_edges_end) continue;
+    key.clear();
+    for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
+      key.push_back((uint64_t{edges[e].rule} << 32) | edges[e].target);
+    std::sort(key.begin(), key.end());
+    classes[s] = ids.emplace(key, static_cast<uint32_t>(ids.size() + 1)).first->second;
+  }
+  return classes;
+}
 
 std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
   const auto& states = grammar.states();
@@ -2069,6 +2283,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   data->text_closure =
       std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length,
                                               local_classes ? &data->local_class : nullptr);
+  data->waiter_class = internal::waiter_classes(byte_grammar);
   data->entered_by_rule.assign(byte_grammar.states().size(), 0);
   for (const internal::LoweredRule& rule : byte_grammar.rules())
     if (rule.start != internal::kNoState) data->entered_by_rule[rule.start] = 1;

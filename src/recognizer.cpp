@@ -93,6 +93,7 @@ bool EarleyEngine::close_top_set(uint64_t work_bound) {
 void EarleyEngine::complete(uint32_t rule, uint32_t origin) {
   if (!seen_.insert(kCompletionTag | (uint64_t{rule} << 32) | origin)) return;
   if (origin < floor_) below_floor_ = true;
+  note_read(origin);
   const EarleyItem topmost = leo_item(origin, rule);
   if (topmost.state != kNoState) {
     if (topmost.origin < floor_) below_floor_ = true;
@@ -151,9 +152,11 @@ EarleyItem EarleyEngine::leo_item(uint32_t set, uint32_t rule) {
   uint32_t s = set, r = rule;
   for (;;) {
     if (s < floor_) below_floor_ = true;
+    note_read(s);
     const uint64_t key = key_of(s, r);
     if (const EarleyItem* memo = leo_memo_.find(key)) {
       deeper = *memo;
+      if (deeper.state != kNoState) note_read(deeper.origin);
       break;
     }
     bool found = false;

@@ -235,6 +235,98 @@ t ::= ( [^{}\\] | "\\" [{}x] ){0,400} ( "ab" | "c" ))gm",
 INSTANTIATE_TEST_SUITE_P(PrecomputeBudgets, MasksMatchOracle,
                          ::testing::Values(CompileOptions{}.precompute_budget, 0.0, 0.1, 1.0));
 
+// The mask cache keys a mask by as much of the stack as its walk read (a
+// context id), so one Matcher serves a mask computed at one nesting depth
+// at another. These walks go on in one Matcher (reset and rollback between
+// them, so its caches outlive each walk) through grammars whose masks
+// depend on how deep the stack is read: the closing tokens (")A", "}]}")
+// reach one, two or three levels up, and what lies there differs between
+// walks. Every mask is compared with the oracle.
+TEST(Matcher, MasksKeyedByTheirContextMatchOracleAcrossDepths) {
+  const std::vector<std::string> tokens = {
+      "a",      "b",        "(",  ")",  "[",   "]",  "A",   "B",  ")A",  ")B", "))",
+      "))A",    "))B",      ")]", "])", "]]B", "{",  "}",   ",",  " ",   "\n", "\n ",
+      "\"c\":", "\"c\": [", "[]", "}]", "}]}", "},", "}\n", " }", "\n}", "]}", "}],",
+      "\"k\"",  ":",        "1",  "1}", "1]",  "x",  "x,",  "xA", "xB",  ",x", "<eos>"};
+  const Vocabulary vocab =
+      *Vocabulary::from_token_bytes(tokens, {static_cast<uint32_t>(tokens.size() - 1)});
+  const char* grammars[] = {
+      // What closes the nest depends on its first byte, any depth down.
+      R"gm(root ::= "a" x "A" | "b" x "B"
+x ::= "(" x ")" | "[" x "]" | "")gm",
+      // A recursive node with a list of children, whitespace inlined (the
+      // schema-tree shape): the same positions recur at every depth.
+      R"gm(root ::= node
+node ::= "{" ws "\"c\":" ws "[" ws ( node ws ( "," ws node ws )* )? "]" ws "}"
+ws ::= [ \n]{0,2})gm",
+      // Right recursion (Leo's memoized chains): what ends the list is
+      // decided at its start, read through the chain of tail calls.
+      R"gm(root ::= "a" l "A" | "b" l "B" | "(" root ")"
+l ::= "x" | "x," l | "(" l ")")gm",
+      // Two node shapes whose lists close differently, nested in each other.
+      R"gm(root ::= v
+v ::= "{" ws "\"k\"" ws ":" ws (v | "1") ws "}" | "[" ws ( v ws ( "," ws v ws )* )? "]"
+ws ::= " "?)gm",
+  };
+  int compared = 0;
+  for (const char* g : grammars) {
+    auto grammar = parse_gbnf(g);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    for (double budget : {CompileOptions{}.precompute_budget, 0.0}) {
+      CompileOptions options;
+      options.precompute_budget = budget;
+      auto compiled = CompiledGrammar::compile(*grammar, vocab, options);
+      ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+      Matcher m(*compiled);
+      std::mt19937 rng(7);
+      std::vector<uint32_t> words(compiled->mask_words() + 1, 0xFFFFFFFF);
+      for (int walk = 0; walk < 40; ++walk) {
+        m.reset();
+        std::vector<std::string> accepted;
+        for (int step = 0; step < 40 && !m.is_terminated(); ++step) {
+          ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+          std::string text;
+          for (const std::string& t : accepted) text += t;
+          ASSERT_EQ(words, oracle_mask(*grammar, vocab, text, words.size()))
+              << g << "\nafter '" << text << "'";
+          ++compared;
+          auto ids = allowed_ids(words, vocab.size());
+          if (ids.empty()) break;
+          // Prefer opening tokens early and closing ones late, so that
+          // walks go deep and then close several levels at once.
+          uint32_t pick = ids[rng() % ids.size()];
+          for (int tries = 0; tries < 3 && step < 25 && vocab.is_stop(pick); ++tries)
+            pick = ids[rng() % ids.size()];
+          ASSERT_TRUE(m.accept_token(pick).ok());
+          accepted.push_back(vocab.is_stop(pick) ? "" : std::string(vocab.token_bytes(pick)));
+          if (step % 9 == 8 && accepted.size() > 3) {  // back off and take another way
+            ASSERT_TRUE(m.rollback(2).ok());
+            accepted.resize(accepted.size() - 2);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 2000);
+
+  // The same positions reached in a fixed order, each after the other in
+  // one Matcher: a mask cached at one must not be served at another whose
+  // stack differs only where the first mask's walk read.
+  auto grammar = parse_gbnf(grammars[2]);  // (the right recursion)
+  ASSERT_TRUE(grammar.ok());
+  auto compiled = CompiledGrammar::compile(*grammar, vocab);
+  ASSERT_TRUE(compiled.ok());
+  Matcher m(*compiled);
+  std::vector<uint32_t> words(compiled->mask_words());
+  for (const char* text : {"ax,x,", "bx,x,", "(ax,x,", "((bx,x,", "ax,(x,x", "bx,(x,x", "ax,(x,x)",
+                           "bx,(x,x)", "((ax,x,x,x,", "(bx,x,x,x,"}) {
+    m.reset();
+    ASSERT_TRUE(m.accept_bytes(text).ok()) << text;
+    ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+    EXPECT_EQ(words, oracle_mask(*grammar, vocab, text, words.size())) << text;
+  }
+}
+
 // Two rules with the same string body, followed by the same text, are
 // different DFA states with the same future: the second body's mask is
 // served from the first one's walk.
