@@ -512,6 +512,8 @@ constexpr uint64_t kWaiterTag = uint64_t{1} << 62;
 constexpr uint64_t kContextStandIn = uint64_t{UINT32_MAX} - 1;
 // Mask cache budget per matcher.
 constexpr size_t kMaskCacheBytes = size_t{32} << 20;
+// The least trie size that CompileOptions::precompute_budget counts in.
+constexpr size_t kBudgetTrieNodes = size_t{1} << 17;
 
 }  // namespace
 
@@ -2293,7 +2295,11 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   // states first (breadth-first from the start of every rule: the states a
   // decode reaches early and often), skipping the rules classed on first
   // use; the rest are walked on first use.
-  const double nodes = static_cast<double>(trie.nodes().size());
+  // (A small vocabulary's trie counts as kBudgetTrieNodes: a grammar of many
+  // short walks, chess moves say, needs as many node visits whatever the
+  // vocabulary, and a walk of a small trie costs little.)
+  const double nodes =
+      static_cast<double>(std::max<size_t>(trie.nodes().size(), internal::kBudgetTrieNodes));
   const double wanted = options.precompute_budget > 0 ? options.precompute_budget * nodes : 0;
   // (The comparison keeps NaN and huge values in range.)
   uint64_t budget = wanted < 1e18 ? static_cast<uint64_t>(wanted) : uint64_t{1} << 60;

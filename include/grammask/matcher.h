@@ -50,18 +50,17 @@ struct CompileOptions {
   uint64_t max_mask_work = uint64_t{1} << 25;
   // Budget of the compile-time mask precomputation, in walks of the whole
   // token trie (each trie node visited costs 5-7 ns: about 1.5 ms per walk
-  // for a 128k-token vocabulary). Compiling walks the trie from the DFA
-  // states inside rules (a string body, a number, a keyword), nearest
-  // states first and states with equal futures once, until the budget runs
-  // out; masks at those states are then a copy from the first step on, and
-  // the other states are walked on first use. Walks from string bodies read
-  // only the tokens outside the text slice (a few percent of the trie), so
-  // the default covers them and the many short walks of a small grammar
-  // (a quarter walk: about 0.4 ms, a fifth of a typical schema's compile);
-  // 0 turns it off. In a grammar of more than 4096 such states, the rules of
-  // more than 1024 (a string of at most N characters, an email format) are
-  // not precomputed: the first mask that enters one sorts its states into
-  // classes (about 0.2 ms per thousand states) and walks them then.
+  // for a 128k-token vocabulary), a trie of fewer than 131,072 nodes
+  // (a vocabulary of about 60k tokens or less) counting as that many. Compiling walks the trie from
+  // the DFA states inside rules (a string body, a number, a keyword), nearest states first and
+  // states with equal futures once, until the budget runs out; masks at those states are then a
+  // copy from the first step on, and the other states are walked on first use. Walks from string
+  // bodies read only the tokens outside the text slice (a few percent of the trie), so the default
+  // covers them and the many short walks of a small grammar (a quarter walk: about 0.4 ms, a fifth
+  // of a typical schema's compile); 0 turns it off. In a grammar of more than 4096 such states, the
+  // rules of more than 1024 (a string of at most N characters, an email format) are not
+  // precomputed: the first mask that enters one sorts its states into classes (about 0.2 ms per
+  // thousand states) and walks them then.
   double precompute_budget = 0.25;
 };
 
