@@ -118,8 +118,9 @@ class Matcher {
   // fill_mask(nullptr, 0) succeeds and writes nothing), and with
   // kLimitExceeded (all words zero) if the computation would pass
   // CompileOptions::max_mask_work. Cost: a copy of the cached mask (or, for
-  // a mask that allows few tokens, of its nonzero words) when this parser
-  // state was seen before by this Matcher, else a walk of the token trie.
+  // a mask that allows few tokens, of its nonzero words) when this Matcher
+  // saw a parser state before that agrees with this one as deep into the
+  // stack as that mask's walk read, else a walk of the token trie.
   Status fill_mask(uint32_t* words, size_t n_words);
 
   // Appends a token. Refuses (kInvalidArgument, state unchanged) a token
