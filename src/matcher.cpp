@@ -1597,16 +1597,18 @@ class MatcherState {
     return id;
   }
 
-  // Sorts and dedups context_key_ past its tag word, and interns it.
+  // Sorts and dedups context_key_ past its tag word, and interns it (as
+  // 32-bit words, in an index that allocates nothing per key).
   uint32_t intern_context_key() {
     std::sort(context_key_.begin() + 1, context_key_.end());
     context_key_.erase(std::unique(context_key_.begin() + 1, context_key_.end()),
                        context_key_.end());
-    auto pos = interned_.find(context_key_);
-    if (pos != interned_.end()) return pos->second;
-    const uint32_t id = static_cast<uint32_t>(interned_.size());
-    interned_.emplace(context_key_, id);
-    return id;
+    context_words_.clear();
+    for (uint64_t word : context_key_) {
+      context_words_.push_back(static_cast<uint32_t>(word));
+      context_words_.push_back(static_cast<uint32_t>(word >> 32));
+    }
+    return context_index_.intern(context_words_.data(), context_words_.size()).first;
   }
 
   // Structural id of Earley set k: its items with each origin replaced by the
@@ -1670,7 +1672,9 @@ class MatcherState {
   std::unordered_map<uint32_t, CachedMask> context_cache_;
   std::unordered_set<uint32_t> context_tops_;  // the entries' context ids at depth 1
   uint32_t context_depths_ = 0;
-  std::vector<uint64_t> context_key_;  // context_id's scratch
+  std::vector<uint64_t> context_key_;    // context_id's scratch
+  std::vector<uint32_t> context_words_;  // ... as 32-bit words
+  SequenceIndex context_index_;          // context ids by key
   // context_depth's scratch: per set, its longest chain from the top and
   // whether chain_stamp_ reached it; the sets to do.
   std::vector<uint8_t> chain_length_;

@@ -18,6 +18,26 @@ namespace grammask::internal {
 // the signatures of one round.
 class SequenceIndex {
  public:
+  SequenceIndex() = default;
+  SequenceIndex(SequenceIndex&&) noexcept = default;
+  SequenceIndex& operator=(SequenceIndex&&) noexcept = default;
+  // (A Matcher's copy, its fork, copies its index of context keys.)
+  SequenceIndex(const SequenceIndex& other) { *this = other; }
+  SequenceIndex& operator=(const SequenceIndex& other) {
+    if (this == &other) return *this;
+    arena_.reset(new uint32_t[std::max<size_t>(1, other.arena_size_)]);
+    std::copy(other.arena_.get(), other.arena_.get() + other.arena_size_, arena_.get());
+    arena_size_ = arena_capacity_ = other.arena_size_;
+    count_ = other.count_;
+    slots_ = other.slots_;
+    entry_capacity_ = std::max<size_t>(other.count_, slots_.size() / 2);
+    begin_.reset(new uint32_t[entry_capacity_ + 1]);
+    hashes_.reset(new uint64_t[std::max<size_t>(1, entry_capacity_)]);
+    std::copy(other.begin_.get(), other.begin_.get() + count_ + 1, begin_.get());
+    std::copy(other.hashes_.get(), other.hashes_.get() + count_, hashes_.get());
+    return *this;
+  }
+
   // Forgets every sequence, with room for `expected` of them.
   void reset(size_t expected) {
     arena_size_ = 0;

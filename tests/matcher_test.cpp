@@ -303,6 +303,10 @@ ws ::= " "?)gm",
             ASSERT_TRUE(m.rollback(2).ok());
             accepted.resize(accepted.size() - 2);
           }
+          if (step % 10 == 5) {  // go on in a fork, whose caches are copies
+            Matcher fork(m);
+            m = fork;
+          }
         }
       }
     }
