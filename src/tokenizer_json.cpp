@@ -75,12 +75,7 @@ class JsonScanner {
   // before each member; read_member_name then appends its name to a string,
   // and the caller reads or skips its value.
   bool next_member(bool& first) {
-    if (peek() == '}') {
-      ++next_;
-      return false;
-    }
-    if (!first) expect(',', "',' or '}' after an object member");
-    first = false;
+    if (!next_item(first, '}', "',' or '}' after an object member")) return false;
     if (peek() != '"') fail("expected a member name (a string)");
     return true;
   }
@@ -93,11 +88,17 @@ class JsonScanner {
   // List elements: after expect('['), `while (next_element(first))` stands
   // before each element, which the caller reads or skips.
   bool next_element(bool& first) {
-    if (peek() == ']') {
+    return next_item(first, ']', "',' or ']' after a list element");
+  }
+
+  // Either consumes `close` (false) or, past the first item, the comma
+  // before the next one (true).
+  bool next_item(bool& first, char close, const char* after_item) {
+    if (peek() == close) {
       ++next_;
       return false;
     }
-    if (!first) expect(',', "',' or ']' after a list element");
+    if (!first) expect(',', after_item);
     first = false;
     return true;
   }
