@@ -510,6 +510,8 @@ constexpr uint64_t kSelfOrigin = UINT32_MAX;
 constexpr uint64_t kContextTag = uint64_t{1} << 63;
 constexpr uint64_t kWaiterTag = uint64_t{1} << 62;
 constexpr uint64_t kContextStandIn = uint64_t{UINT32_MAX} - 1;
+// A set_id label that leaves its item out of the key.
+constexpr uint64_t kSkipItem = UINT64_MAX;
 // Mask cache budget per matcher.
 constexpr size_t kMaskCacheBytes = size_t{32} << 20;
 // The least trie size that CompileOptions::precompute_budget counts in.
@@ -1564,37 +1566,37 @@ class MatcherState {
       unknown.fill(kUnknownId);
       context_ids_.resize(k + 1, unknown);
     }
-    for (const EarleyItem* it = engine_.set_begin(k); it != engine_.set_end(k); ++it)
-      if (it->origin != k) waiter_id(it->origin, d - 1);  // (first: see waiter_id)
-    context_key_.clear();
-    context_key_.push_back(kContextTag | d);
-    for (const EarleyItem* it = engine_.set_begin(k); it != engine_.set_end(k); ++it) {
-      const uint64_t origin = it->origin == k ? kSelfOrigin : waiter_id(it->origin, d - 1);
-      context_key_.push_back((uint64_t{it->state} << 32) | origin);
-    }
-    return intern_context_key();
+    return set_id(k, d - 1, kContextTag | d, [](uint32_t state) { return uint64_t{state}; });
   }
 
   uint64_t waiter_id(size_t s, size_t j) {
     if (j == 0) return kContextStandIn;
     uint32_t& memo = context_ids_[s][j - 1];
-    if (memo != kUnknownId) return memo;
-    // (Children first: the key below is built in context_key_, which the
-    // recursion reuses.)
-    const auto& waiter_class = data_->waiter_class;
-    for (const EarleyItem* it = engine_.set_begin(s); it != engine_.set_end(s); ++it)
-      if (waiter_class[it->state] != kNotWaiting && it->origin != s) waiter_id(it->origin, j - 1);
-    context_key_.clear();
-    context_key_.push_back(kWaiterTag | j);
-    for (const EarleyItem* it = engine_.set_begin(s); it != engine_.set_end(s); ++it) {
-      const uint32_t cls = waiter_class[it->state];
-      if (cls == kNotWaiting) continue;
-      const uint64_t origin = it->origin == s ? kSelfOrigin : waiter_id(it->origin, j - 1);
-      context_key_.push_back((uint64_t{cls} << 32) | origin);
+    if (memo == kUnknownId) {
+      const auto& waiter_class = data_->waiter_class;
+      memo = set_id(s, j - 1, kWaiterTag | j, [&](uint32_t state) {
+        return waiter_class[state] == kNotWaiting ? kSkipItem : uint64_t{waiter_class[state]};
+      });
     }
-    const uint32_t id = intern_context_key();
-    context_ids_[s][j - 1] = id;
-    return id;
+    return memo;
+  }
+
+  // The interned key of set s: `tag`, then for each item whose label is
+  // not kSkipItem, (label, its origin's waiter id at origin_depth).
+  template <typename Label>
+  uint32_t set_id(size_t s, size_t origin_depth, uint64_t tag, const Label& label) {
+    // (The origins first: their keys are built in context_key_ too.)
+    for (const EarleyItem* it = engine_.set_begin(s); it != engine_.set_end(s); ++it)
+      if (label(it->state) != kSkipItem && it->origin != s) waiter_id(it->origin, origin_depth);
+    context_key_.clear();
+    context_key_.push_back(tag);
+    for (const EarleyItem* it = engine_.set_begin(s); it != engine_.set_end(s); ++it) {
+      const uint64_t item_label = label(it->state);
+      if (item_label == kSkipItem) continue;
+      const uint64_t origin = it->origin == s ? kSelfOrigin : waiter_id(it->origin, origin_depth);
+      context_key_.push_back((item_label << 32) | origin);
+    }
+    return intern_context_key();
   }
 
   // Sorts and dedups context_key_ past its tag word, and interns it (as
