@@ -844,14 +844,19 @@ class MatcherState {
   // (trie nodes visited plus Earley work); the mask is then incomplete.
   bool walk_trie(uint32_t* words) {
     const TokenTrie& trie = data_->vocabulary.trie();
+    // Per-depth scratch. No need to clear it: a walk writes a depth's
+    // entries at the node of that depth before it visits the node's
+    // children, the only readers (walk_frontier, for a frontier node).
     const size_t max_depth = trie.max_depth() + 1;
-    fast_begin_.assign(max_depth + 1, 0);
-    fast_end_.assign(max_depth + 1, 0);
-    following_.assign(max_depth + 1, 0);
-    follow_.assign(max_depth + 1, ByteSet());
-    fast_scan_.assign(max_depth + 1, ByteSet());
-    scan_ready_.assign(max_depth + 1, 0);
-    path_.assign(max_depth + 1, 0);
+    if (path_.size() != max_depth + 1) {
+      fast_begin_.assign(max_depth + 1, 0);
+      fast_end_.assign(max_depth + 1, 0);
+      following_.assign(max_depth + 1, 0);
+      follow_.assign(max_depth + 1, ByteSet());
+      fast_scan_.assign(max_depth + 1, ByteSet());
+      scan_ready_.assign(max_depth + 1, 0);
+      path_.assign(max_depth + 1, 0);
+    }
     pool_.clear();
     const uint64_t work = engine_.work();
     const uint64_t deadline =
