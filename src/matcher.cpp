@@ -1009,8 +1009,14 @@ class MatcherState {
           continue;
         }
       }
-      if (!engine_.scan().test(node.byte)) {
-        i = node.subtree_end;
+      const ByteSet& scan = engine_.scan();
+      if (!scan.test(node.byte)) {
+        // Its dead siblings too, in a tight loop: the children of a
+        // set's first byte are mostly dead (the children of ' ' after a
+        // rule ends in whitespace).
+        for (i = node.subtree_end; i < last && nodes[i].depth == depth && !scan.test(nodes[i].byte);
+             i = nodes[i].subtree_end)
+          engine_.charge(1);
         continue;
       }
       for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t)
