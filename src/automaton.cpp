@@ -244,8 +244,13 @@ class Lowering {
  public:
   // `inline_limit`: the largest estimated NFA size of a rule copied into
   // the places that name it.
-  Lowering(const Grammar& grammar, const RecognizerOptions& options, size_t inline_limit)
-      : grammar_(grammar), options_(options), inline_limit_(inline_limit) {}
+  // Rules on a cycle of references get `cycle_inline_factor` times that.
+  Lowering(const Grammar& grammar, const RecognizerOptions& options, size_t inline_limit,
+           size_t cycle_inline_factor)
+      : grammar_(grammar),
+        options_(options),
+        inline_limit_(inline_limit),
+        cycle_inline_factor_(cycle_inline_factor) {}
 
   Result<std::shared_ptr<const ByteGrammar>> run(std::string_view root) {
     const int root_index = grammar_.find_rule(root);
@@ -501,6 +506,62 @@ class Lowering {
     };
     search_from(root);
     for (uint32_t r = 0; r < n; ++r) search_from(r);
+    find_cycle_rules(refs);
+  }
+
+  // on_cycle_[r]: rule r lies on a cycle of references (its strongly
+  // connected component has more than one rule, or it names itself).
+  // Tarjan's algorithm, iterative.
+  void find_cycle_rules(const std::vector<std::vector<uint32_t>>& refs) {
+    const size_t n = refs.size();
+    constexpr uint32_t kUnvisited = UINT32_MAX;
+    std::vector<uint32_t> index(n, kUnvisited), low(n, 0);
+    std::vector<uint8_t> on_stack(n, 0);
+    std::vector<uint32_t> stack;
+    struct Frame {
+      uint32_t rule;
+      size_t next;
+    };
+    std::vector<Frame> frames;
+    uint32_t counter = 0;
+    on_cycle_.assign(n, false);
+    for (uint32_t start = 0; start < n; ++start) {
+      if (index[start] != kUnvisited) continue;
+      frames.push_back({start, 0});
+      index[start] = low[start] = counter++;
+      stack.push_back(start);
+      on_stack[start] = 1;
+      while (!frames.empty()) {
+        Frame& f = frames.back();
+        const uint32_t v = f.rule;
+        if (f.next < refs[v].size()) {
+          const uint32_t w = refs[v][f.next++];
+          if (w == v) {
+            on_cycle_[v] = true;
+          } else if (index[w] == kUnvisited) {
+            index[w] = low[w] = counter++;
+            stack.push_back(w);
+            on_stack[w] = 1;
+            frames.push_back({w, 0});
+          } else if (on_stack[w]) {
+            low[v] = std::min(low[v], index[w]);
+          }
+          continue;
+        }
+        frames.pop_back();
+        if (!frames.empty()) low[frames.back().rule] = std::min(low[frames.back().rule], low[v]);
+        if (low[v] != index[v]) continue;
+        // v roots a component: the rules above it on the stack.
+        const bool cycle = stack.back() != v;
+        for (;;) {
+          const uint32_t w = stack.back();
+          stack.pop_back();
+          on_stack[w] = 0;
+          if (cycle) on_cycle_[w] = true;
+          if (w == v) break;
+        }
+      }
+    }
   }
 
   static void collect_refs(const Expr& e, std::vector<uint32_t>& out) {
@@ -541,7 +602,15 @@ class Lowering {
   // Whether a reference to `rule` is inlined (else it is a rule edge, one
   // state). should_inline() with the estimate's depth guard.
   bool inlined_here(uint32_t rule, int depth) {
-    return !recursive_[rule] && inline_size(rule, depth + 1) <= inline_limit_;
+    return !recursive_[rule] && inline_size(rule, depth + 1) <= limit_for(rule);
+  }
+
+  // The inline limit of `rule`. A rule on a cycle that stays a rule adds
+  // an Earley set link per pass round the cycle: one link per nesting
+  // level (an object's member chain inlined into the object) keeps the
+  // engine's completions and the mask cache's context keys short.
+  size_t limit_for(uint32_t rule) const {
+    return on_cycle_[rule] ? cycle_inline_factor_ * inline_limit_ : inline_limit_;
   }
 
   // Estimated size of `e` built in a tail context, without the bodies of
@@ -629,7 +698,7 @@ class Lowering {
   }
 
   bool should_inline(uint32_t rule) {
-    return !recursive_[rule] && inline_size(rule, 0) <= inline_limit_;
+    return !recursive_[rule] && inline_size(rule, 0) <= limit_for(rule);
   }
 
   uint32_t lowered_rule_for_source(uint32_t source) {
@@ -1527,9 +1596,11 @@ class Lowering {
   const Grammar& grammar_;
   const RecognizerOptions& options_;
   const size_t inline_limit_;
+  const size_t cycle_inline_factor_;
   Status status_;
   std::shared_ptr<ByteGrammar> out_;
   std::vector<bool> recursive_;
+  std::vector<bool> on_cycle_;
   std::vector<long long> inline_size_;
   std::vector<TailSummary> tail_summaries_;
   std::vector<uint32_t> lowered_of_source_;
@@ -1581,10 +1652,15 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
   // RecognizerOptions::max_states (or max_lowering_work) is lowered again
   // with the frugal one, so the limit never refuses a grammar that lowered
   // before. The retry at most doubles the work.
+  // First, rules on cycles get a larger limit still (see limit_for); a
+  // grammar that this takes past the limits is lowered as before it.
   constexpr size_t kGenerousInlineLimit = 4096, kFrugalInlineLimit = 2048;
-  auto lowered = Lowering(grammar, options, kGenerousInlineLimit).run(root);
+  constexpr size_t kCycleInlineFactor = 8;
+  auto lowered = Lowering(grammar, options, kGenerousInlineLimit, kCycleInlineFactor).run(root);
   if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
-  return Lowering(grammar, options, kFrugalInlineLimit).run(root);
+  lowered = Lowering(grammar, options, kGenerousInlineLimit, 1).run(root);
+  if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
+  return Lowering(grammar, options, kFrugalInlineLimit, 1).run(root);
 }
 
 }  // namespace grammask::internal

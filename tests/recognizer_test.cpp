@@ -621,6 +621,34 @@ TEST(Lowering, SharedTailChainsBecomePlainStates) {
   EXPECT_LT((*lowered)->states().size(), 1000u);
 }
 
+// The rules on a cycle of references other than the one that stays a rule
+// (an object's member chain, bulky with bounded whitespace, that leads back
+// to the object) inline into it, past the limit other rules get: one
+// Earley link per nesting level instead of one per rule of the chain.
+TEST(Lowering, RulesOnACycleInlineIntoTheRuleThatStays) {
+  const char* text = R"gm(
+root ::= node
+node ::= "{" ws "\"id\"" ws ":" ws num ws rest "}"
+rest ::= "," ws "\"name\"" ws ":" ws str ws more
+more ::= "," ws "\"kids\"" ws ":" ws "[" ws (node ws ("," ws node ws)*)? "]" ws
+num ::= [0-9]+
+str ::= "\"" [a-z]* "\""
+ws ::= [ \t\n]{0,40}
+)gm";
+  auto grammar = parse_gbnf(text);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+  ASSERT_TRUE(lowered.ok()) << lowered.status().to_string();
+  ASSERT_EQ((*lowered)->rules().size(), 2u);  // root and node
+  EXPECT_EQ((*lowered)->rules()[1].name, "node");
+  Recognizer r = make(text);
+  EXPECT_EQ(judge(r, R"({"id":1,"name":"a","kids":[]})"), A);
+  EXPECT_EQ(judge(r, R"({ "id" : 1 , "name" : "a" , "kids" : [ {"id":2,"name":"b","kids":[]} ] })"),
+            A);
+  EXPECT_EQ(judge(r, R"({"id":1,"name":"a","kids":[{"id":2,"name":"b","kids":[]},]})"), R);
+  EXPECT_EQ(judge(r, R"({"id":1,"name":"a","kids":[)"), P);
+}
+
 // A repeat too large to copy calls its part as a rule of its own; equal
 // parts in different places call one rule (so that their states read alike
 // and share walks), and each place keeps its own bounds.
