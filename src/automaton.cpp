@@ -1158,20 +1158,32 @@ class Lowering {
     const Nfa& nfa = nfas_[rule];
     const uint32_t classes = out_->num_classes_;
     const uint8_t* byte_class = out_->byte_class_;
-    // DFA state first_id + k is the closed NFA state set number k.
+    // DFA state first_id + k is kernel number k: the states of a closed NFA
+    // state set that read a byte, call a rule or accept. The others only
+    // lead by epsilon edges to states already in the set, so closed sets
+    // with one kernel behave alike and are one DFA state (fewer states, and
+    // shorter sets to hash and compare).
     const uint32_t first_id = static_cast<uint32_t>(out_->states_.size());
-    SequenceIndex closed_sets;
+    in_kernel_.resize(nfa.num_states);
+    for (uint32_t s = 0; s < nfa.num_states; ++s)
+      in_kernel_[s] = s == nfa.accept || nfa.byte_begin[s] != nfa.byte_begin[s + 1] ||
+                      nfa.rule_begin[s] != nfa.rule_begin[s + 1];
+    SequenceIndex kernels;
     // (Room for sets of a few NFA states per state up front: growing the
     // arena by doubling copies it each time.)
-    closed_sets.reserve_words(4 * static_cast<size_t>(nfa.num_states));
+    kernels.reserve_words(4 * static_cast<size_t>(nfa.num_states));
     // The DFA state reached from each set of NFA targets of a byte, before
     // closure: sets of one target by the target, larger ones interned.
     single_target_state_.assign(nfa.num_states, kNoState);
     SequenceIndex target_sets;
     std::vector<uint32_t> target_state;
-    auto intern = [&](const uint32_t* set, uint32_t size) -> uint32_t {
-      add_work(size);
-      auto [k, inserted] = closed_sets.intern(set, size);
+    // Interns the kernel of the closed set[0, closed_size), written over it.
+    auto intern = [&](uint32_t* set, uint32_t closed_size) -> uint32_t {
+      add_work(closed_size);
+      uint32_t size = 0;
+      for (uint32_t i = 0; i < closed_size; ++i)
+        if (in_kernel_[set[i]]) set[size++] = set[i];
+      auto [k, inserted] = kernels.intern(set, size);
       if (inserted) {
         // (Built in place, not copied in.)
         AutomatonState& st = out_->states_.emplace_back();
@@ -1222,8 +1234,8 @@ class Lowering {
     std::vector<uint32_t> targets;
     std::vector<Run> resolved;
     std::vector<RuleEdge> by_rule;  // (rule, NFA target), sorted per DFA state
-    for (uint32_t done = 0; done < closed_sets.count(); ++done) {
-      if (closed_sets.count() > budget) return false;
+    for (uint32_t done = 0; done < kernels.count(); ++done) {
+      if (kernels.count() > budget) return false;
       if (!status_.ok()) return true;
       // (States are stepped in the order they were made, so the runs and
       // rule edges of state first_id + done come next.)
@@ -1266,8 +1278,8 @@ class Lowering {
       // (All the words, a fixed size the compiler clears in place: a
       // variable count is a call to memset per state.)
       std::fill(std::begin(cut_bits), std::end(cut_bits), 0);
-      const uint32_t* set = closed_sets.data(done);
-      const uint32_t set_size = closed_sets.size(done);
+      const uint32_t* set = kernels.data(done);
+      const uint32_t set_size = kernels.size(done);
       for (uint32_t i = 0; i < set_size; ++i) {
         const uint32_t s = set[i];
         for (uint32_t b = nfa.byte_begin[s]; b < nfa.byte_begin[s + 1]; ++b) {
@@ -1389,9 +1401,9 @@ class Lowering {
       if (num_cuts != 0 && cuts[num_cuts - 1] < classes) add_run(cuts[num_cuts - 1], kNoState);
       add_rule_edges();
     }
-    pending_run_begin_.resize(first_id + closed_sets.count());
-    pending_edge_begin_.resize(first_id + closed_sets.count());
-    charge(closed_sets.count());
+    pending_run_begin_.resize(first_id + kernels.count());
+    pending_edge_begin_.resize(first_id + kernels.count());
+    charge(kernels.count());
     return true;
   }
 
@@ -1640,6 +1652,7 @@ class Lowering {
   std::vector<uint32_t> seen_stamp_;
   uint32_t stamp_ = 0;
   std::vector<uint32_t> single_target_state_;  // (see determinize())
+  std::vector<uint8_t> in_kernel_;             // (likewise)
   uint32_t building_rule_ = 0;
   size_t total_nfa_states_ = 0;
 };
