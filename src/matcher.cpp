@@ -955,7 +955,16 @@ class MatcherState {
           for (size_t d = engine_.size() - base + 1; d < depth; ++d)
             if (!engine_.push_byte(path_[d])) return false;
         } else if (scan_ready_[depth - 1] && !fast_scan_[depth - 1].test(node.byte)) {
-          i = node.subtree_end;  // no state on the fast path reads it
+          // No state on the fast path reads it, nor its dead siblings
+          // (skipped in a tight loop: after a space, most of ' ''s
+          // hundreds of children).
+          const ByteSet& scan = fast_scan_[depth - 1];
+          const ByteSet& follow = follow_[depth - 1];
+          for (i = node.subtree_end;
+               i < last && nodes[i].depth == depth && !scan.test(nodes[i].byte) &&
+               !(following && follow.test(nodes[i].byte));
+               i = nodes[i].subtree_end)
+            engine_.charge(1);
           continue;
         } else {
           // The parent is on the fast path.
