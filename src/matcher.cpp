@@ -407,6 +407,13 @@ struct CompiledGrammarData {
   // edges (rule, target), or kNotWaiting without any. Completing a rule
   // into a set reads no more of its items than that.
   std::vector<uint32_t> waiter_class;
+  // Per DFA state: kNotPlainCaller, or where in plain_callee_bytes the
+  // first bytes of the rules it calls are, for a plain caller (see
+  // MatcherState::plain_caller). Computed once: the fast path asks at
+  // every step through whitespace before a nested value.
+  static constexpr uint32_t kNotPlainCaller = UINT32_MAX;
+  std::vector<uint32_t> plain_caller;
+  std::vector<ByteSet> plain_callee_bytes;
   std::unique_ptr<const PureTransitions> pure_transitions;
   std::unique_ptr<const TextClosure> text_closure;
   std::unique_ptr<ClassWalks> class_walks;
@@ -1134,16 +1141,9 @@ class MatcherState {
   // `follow`, the bytes that need the engine. (Whitespace before a nested
   // value: each space is a DFA step of the caller, not an Earley set.)
   bool plain_caller(uint32_t state, ByteSet& follow) const {
-    const ByteGrammar& grammar = *data_->grammar;
-    const AutomatonState& at = grammar.states()[state];
-    if (at.is_final) return false;
-    ByteSet callee_bytes;
-    for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e) {
-      const uint32_t rule = grammar.rule_edges()[e].rule;
-      if (grammar.rules()[rule].nullable) return false;
-      callee_bytes |= data_->text_closure->rule_first_bytes(rule);
-    }
-    follow |= callee_bytes;
+    const uint32_t at = data_->plain_caller[state];
+    if (at == CompiledGrammarData::kNotPlainCaller) return false;
+    follow |= data_->plain_callee_bytes[at];
     return true;
   }
 
@@ -2337,6 +2337,27 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
       std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length,
                                               local_classes ? &data->local_class : nullptr);
   data->waiter_class = internal::waiter_classes(byte_grammar);
+  data->plain_caller.assign(byte_grammar.states().size(),
+                            internal::CompiledGrammarData::kNotPlainCaller);
+  data->plain_callee_bytes.emplace_back();  // (shared by the states that call nothing)
+  for (size_t state = 0; state < byte_grammar.states().size(); ++state) {
+    const internal::AutomatonState& at = byte_grammar.states()[state];
+    if (at.is_final) continue;
+    if (at.calls_no_rule()) {
+      data->plain_caller[state] = 0;
+      continue;
+    }
+    internal::ByteSet callee_bytes;
+    bool plain = true;
+    for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end && plain; ++e) {
+      const uint32_t rule = byte_grammar.rule_edges()[e].rule;
+      plain = !byte_grammar.rules()[rule].nullable;
+      callee_bytes |= data->text_closure->rule_first_bytes(rule);
+    }
+    if (!plain) continue;
+    data->plain_caller[state] = static_cast<uint32_t>(data->plain_callee_bytes.size());
+    data->plain_callee_bytes.push_back(callee_bytes);
+  }
   data->entered_by_rule.assign(byte_grammar.states().size(), 0);
   for (const internal::LoweredRule& rule : byte_grammar.rules())
     if (rule.start != internal::kNoState) data->entered_by_rule[rule.start] = 1;
