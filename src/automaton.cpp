@@ -252,6 +252,9 @@ class Lowering {
         inline_limit_(inline_limit),
         cycle_inline_factor_(cycle_inline_factor) {}
 
+  // Whether some rule was inlined only thanks to the cycle factor.
+  bool cycle_limit_used() const { return cycle_limit_used_; }
+
   Result<std::shared_ptr<const ByteGrammar>> run(std::string_view root) {
     const int root_index = grammar_.find_rule(root);
     if (root_index < 0) {
@@ -602,15 +605,20 @@ class Lowering {
   // Whether a reference to `rule` is inlined (else it is a rule edge, one
   // state). should_inline() with the estimate's depth guard.
   bool inlined_here(uint32_t rule, int depth) {
-    return !recursive_[rule] && inline_size(rule, depth + 1) <= limit_for(rule);
+    return !recursive_[rule] && within_limit(rule, inline_size(rule, depth + 1));
   }
 
-  // The inline limit of `rule`. A rule on a cycle that stays a rule adds
-  // an Earley set link per pass round the cycle: one link per nesting
-  // level (an object's member chain inlined into the object) keeps the
-  // engine's completions and the mask cache's context keys short.
-  size_t limit_for(uint32_t rule) const {
-    return on_cycle_[rule] ? cycle_inline_factor_ * inline_limit_ : inline_limit_;
+  // Whether `rule`, of estimated size `size`, is small enough to inline.
+  // A rule on a cycle that stays a rule adds an Earley set link per pass
+  // round the cycle, so the rules on cycles get cycle_inline_factor_ times
+  // the limit: one link per nesting level (an object's member chain
+  // inlined into the object) keeps the engine's completions and the mask
+  // cache's context keys short.
+  bool within_limit(uint32_t rule, size_t size) {
+    if (size <= inline_limit_) return true;
+    if (!on_cycle_[rule] || size > cycle_inline_factor_ * inline_limit_) return false;
+    cycle_limit_used_ = true;
+    return true;
   }
 
   // Estimated size of `e` built in a tail context, without the bodies of
@@ -698,7 +706,7 @@ class Lowering {
   }
 
   bool should_inline(uint32_t rule) {
-    return !recursive_[rule] && inline_size(rule, 0) <= limit_for(rule);
+    return !recursive_[rule] && within_limit(rule, inline_size(rule, 0));
   }
 
   uint32_t lowered_rule_for_source(uint32_t source) {
@@ -1609,6 +1617,7 @@ class Lowering {
   const RecognizerOptions& options_;
   const size_t inline_limit_;
   const size_t cycle_inline_factor_;
+  bool cycle_limit_used_ = false;
   Status status_;
   std::shared_ptr<ByteGrammar> out_;
   std::vector<bool> recursive_;
@@ -1661,18 +1670,21 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
                                                               std::string_view root,
                                                               const RecognizerOptions& options) {
   // Copying more rules inline makes fewer rule calls (faster masks) but
-  // more states: a grammar that the generous limit takes past
-  // RecognizerOptions::max_states (or max_lowering_work) is lowered again
-  // with the frugal one, so the limit never refuses a grammar that lowered
-  // before. The retry at most doubles the work.
-  // First, rules on cycles get a larger limit still (see limit_for); a
-  // grammar that this takes past the limits is lowered as before it.
+  // more states. Rules on cycles get the generous limit times
+  // kCycleInlineFactor (see within_limit), the others the generous limit;
+  // a grammar that this takes past RecognizerOptions::max_states (or
+  // max_lowering_work) is lowered again without the factor, if it changed
+  // anything, then with the frugal limit, so the limits never refuse a
+  // grammar that lowered before. The retries at most triple the work.
   constexpr size_t kGenerousInlineLimit = 4096, kFrugalInlineLimit = 2048;
   constexpr size_t kCycleInlineFactor = 8;
-  auto lowered = Lowering(grammar, options, kGenerousInlineLimit, kCycleInlineFactor).run(root);
+  Lowering first(grammar, options, kGenerousInlineLimit, kCycleInlineFactor);
+  auto lowered = first.run(root);
   if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
-  lowered = Lowering(grammar, options, kGenerousInlineLimit, 1).run(root);
-  if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
+  if (first.cycle_limit_used()) {
+    lowered = Lowering(grammar, options, kGenerousInlineLimit, 1).run(root);
+    if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
+  }
   return Lowering(grammar, options, kFrugalInlineLimit, 1).run(root);
 }
 
