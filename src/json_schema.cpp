@@ -1153,9 +1153,21 @@ class Converter {
   // and the parse compiles it with RE2 (milliseconds for a long pattern).
   const Result<internal::RegexNode>& parsed_pattern(const std::string& text) {
     auto it = parsed_patterns_.find(text);
-    if (it == parsed_patterns_.end())
-      it = parsed_patterns_.emplace(text, internal::parse_ecma_regex(text, regex_limits())).first;
+    if (it == parsed_patterns_.end()) {
+      const internal::RegexCheck check = format_patterns_.count(text) != 0
+                                             ? internal::RegexCheck::kTrusted
+                                             : internal::RegexCheck::kWithRe2;
+      it = parsed_patterns_.emplace(text, internal::parse_ecma_regex(text, regex_limits(), check))
+               .first;
+    }
     return it->second;
+  }
+  // internal::format_pattern(format), its pattern noted as one of ours (no
+  // RE2 cross-check when it is parsed: see RegexCheck).
+  internal::FormatLookup lookup_format(const std::string& format) {
+    internal::FormatLookup lookup = internal::format_pattern(format);
+    if (lookup.supported) format_patterns_.insert(lookup.pattern);
+    return lookup;
   }
   // Nesting followed through references: normalize_node and rule_for
   // recurse once per level, and a chain of $refs can be as long as the
@@ -1225,7 +1237,8 @@ class Converter {
   uint64_t references_ = 0;    // references followed so far
   std::string emitting_;       // pointer of the schema being emitted, for size errors
   std::unordered_map<std::string, Result<internal::RegexNode>> parsed_patterns_;
-  internal::EcmaRegexSearcher pattern_searcher_;  // RE2 of each pattern, for schema-time checks
+  std::unordered_set<std::string> format_patterns_;  // see lookup_format
+  internal::EcmaRegexSearcher pattern_searcher_;     // RE2 of each pattern, for schema-time checks
 };
 
 // ---------------------------------------------------------------------------
@@ -1793,7 +1806,7 @@ void Converter::apply_keyword(Disj& d, const Json* node, const std::string& key,
     });
   } else if (key == "format") {
     if (!options_.assert_formats || !value.is_string()) return;
-    internal::FormatLookup lookup = internal::format_pattern(value.get<std::string>());
+    internal::FormatLookup lookup = lookup_format(value.get<std::string>());
     if (!lookup.known) {
       warn("ignored unknown format \"" + value.get<std::string>() + "\" at " +
            display_pointer(pointer));
@@ -2171,7 +2184,7 @@ std::optional<Disj> Converter::negate(const Disj& d) {
         add(c);
       }
       for (const Sourced& format : clause.formats) {
-        internal::FormatLookup lookup = internal::format_pattern(format.text);
+        internal::FormatLookup lookup = lookup_format(format.text);
         if (!lookup.supported || !lookup.narrowed.empty()) return std::nullopt;
         Clause c = base;
         c.negated_patterns.push_back({lookup.pattern, format.pointer});
@@ -2341,7 +2354,7 @@ bool Converter::clause_accepts(const Clause& c, const Json& value, bool check_va
         if (*match) return false;
       }
       for (const Sourced& format : c.formats) {
-        internal::FormatLookup lookup = internal::format_pattern(format.text);
+        internal::FormatLookup lookup = lookup_format(format.text);
         if (!lookup.supported)
           refuse("format", format.pointer, "format \"" + format.text + "\" is not supported");
         auto match = pattern_searcher_.search(lookup.pattern, text);
@@ -3026,7 +3039,7 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
   std::vector<Sourced> regexes = clause.patterns;
   std::vector<std::string> keywords(regexes.size(), "pattern");
   for (const Sourced& format : clause.formats) {
-    internal::FormatLookup lookup = internal::format_pattern(format.text);
+    internal::FormatLookup lookup = lookup_format(format.text);
     if (!lookup.supported)
       refuse("format", format.pointer, "format \"" + format.text + "\" cannot be enforced exactly");
     if (!lookup.narrowed.empty())
@@ -3141,7 +3154,7 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
   for (const Sourced& pattern : clause.patterns)
     narrow(regex_dfa(pattern.text, "pattern", pattern.pointer), "pattern", pattern.pointer);
   for (const Sourced& format : clause.formats) {
-    internal::FormatLookup lookup = internal::format_pattern(format.text);
+    internal::FormatLookup lookup = lookup_format(format.text);
     if (!lookup.supported)
       refuse("format", format.pointer, "format \"" + format.text + "\" cannot be enforced exactly");
     narrow(format_dfa(lookup.pattern,

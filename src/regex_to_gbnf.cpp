@@ -1021,7 +1021,8 @@ std::string json_char_gbnf(const CodePointSet& set) {
   return joined + ")";
 }
 
-Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& limits) {
+Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& limits,
+                                   RegexCheck check) {
   if (pattern.size() > limits.max_pattern_length)
     return Status(ErrorCode::kLimitExceeded, "pattern is too long");
   std::u32string code_points;
@@ -1034,7 +1035,7 @@ Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& 
                                                  std::to_string(limits.max_nested_repeat));
   // RE2 double-checks what we parsed (it refuses counts above 1000, which
   // we handle ourselves).
-  if (!has_large_repeat(*parsed)) {
+  if (check == RegexCheck::kWithRe2 && !has_large_repeat(*parsed)) {
     RE2::Options options;
     options.set_log_errors(false);
     RE2 re2(regex_to_re2(*parsed), options);

@@ -59,8 +59,15 @@ struct RegexLimits {
   size_t max_pattern_length = 100000;
 };
 
+// Whether parse_ecma_regex also compiles the pattern with RE2, to refuse
+// what RE2 refuses although our parser took it. kTrusted skips that (it
+// costs more than the parse: milliseconds for a format's long pattern) for
+// patterns this library writes itself, which the tests check with RE2.
+enum class RegexCheck { kWithRe2, kTrusted };
+
 // Parses an ECMA-262 pattern (JSON Schema dialect: code points, no flags).
-Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& limits = {});
+Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& limits = {},
+                                   RegexCheck check = RegexCheck::kWithRe2);
 
 // The GBNF expression matching the JSON string body of one code point of
 // `set`: raw characters where JSON allows them, escapes where it requires

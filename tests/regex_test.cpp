@@ -15,6 +15,7 @@
 #include "grammask/gbnf.h"
 #include "grammask/recognizer.h"
 #include "json_schema_dfa.h"
+#include "json_schema_formats.h"
 
 namespace grammask::internal {
 namespace {
@@ -418,6 +419,45 @@ TEST(RegexDfaTest, MinimizationIsExactAndMinimal) {
       EXPECT_EQ(dfa_accepts(labelled_min, text, is), dfa_accepts(*labelled, text, is)) << text;
     }
   }
+}
+
+// The JSON Schema converter parses its own format patterns without the
+// RE2 cross-check (RegexCheck::kTrusted), so here each must pass it, and
+// parse to the same tree either way.
+TEST(FormatPatterns, PassTheRe2CrossCheck) {
+  const char* const formats[] = {"date",
+                                 "time",
+                                 "date-time",
+                                 "duration",
+                                 "uuid",
+                                 "ipv4",
+                                 "ipv6",
+                                 "hostname",
+                                 "email",
+                                 "uri",
+                                 "uri-reference",
+                                 "json-pointer",
+                                 "relative-json-pointer",
+                                 "uri-template",
+                                 "idn-hostname",
+                                 "idn-email",
+                                 "iri",
+                                 "iri-reference"};
+  for (const char* format : formats) {
+    const FormatLookup lookup = format_pattern(format);
+    ASSERT_TRUE(lookup.known && lookup.supported) << format;
+    auto checked = parse_ecma_regex(lookup.pattern, {}, RegexCheck::kWithRe2);
+    ASSERT_TRUE(checked.ok()) << format << ": " << checked.status().to_string();
+    auto trusted = parse_ecma_regex(lookup.pattern, {}, RegexCheck::kTrusted);
+    ASSERT_TRUE(trusted.ok()) << format;
+    EXPECT_EQ(regex_to_re2(*checked), regex_to_re2(*trusted)) << format;
+    RE2 re2(regex_to_re2(*checked));
+    EXPECT_TRUE(re2.ok()) << format << ": " << re2.error();
+  }
+  // What the check adds: refusing what only RE2 refuses (here a program
+  // too large for it).
+  EXPECT_FALSE(parse_ecma_regex("(a{999}){999}", {}, RegexCheck::kWithRe2).ok());
+  EXPECT_TRUE(parse_ecma_regex("(a{999}){999}", {}, RegexCheck::kTrusted).ok());
 }
 
 }  // namespace
