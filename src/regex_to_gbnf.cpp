@@ -979,9 +979,16 @@ std::string json_quote(std::string_view utf8_text) {
 }
 
 std::string json_char_gbnf(const CodePointSet& set) {
+  // The usual class ([0-9], [A-Za-z]) needs no escape: it is its own body.
+  const bool needs_escapes = std::any_of(set.begin(), set.end(), [](const CodePointRange& range) {
+    auto holds = [&](uint32_t cp) { return range.first <= cp && cp <= range.last; };
+    return range.first < 0x20 || holds('"') || holds('\\') || holds('/');
+  });
+  if (!needs_escapes) return set.empty() ? "" : gbnf_char_class(set);
   std::vector<std::string> pieces;
-  CodePointSet raw =
-      intersect_sets(set, complement_set(normalize_set({{0x00, 0x1F}, {'"', '"'}, {'\\', '\\'}})));
+  static const CodePointSet kRawChars =
+      complement_set(normalize_set({{0x00, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
+  CodePointSet raw = intersect_sets(set, kRawChars);
   if (!raw.empty()) pieces.push_back(gbnf_char_class(raw));
   if (set_contains(set, '"')) pieces.push_back("\"\\\\\\\"\"");
   if (set_contains(set, '\\')) pieces.push_back("\"\\\\\\\\\"");
