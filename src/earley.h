@@ -188,6 +188,13 @@ class EarleyEngine {
   };
 
   void add(uint32_t state, uint32_t origin);
+  // Starts deduplicating a new set (the newest in sets_).
+  void begin_set_dedup() noexcept {
+    hashing_ = false;
+    num_completed_ = 0;
+  }
+  bool first_completion(uint32_t rule, uint32_t origin);
+  void start_hashing();
   bool close_top_set(uint64_t work_bound);
   void complete(uint32_t rule, uint32_t origin);
   EarleyItem leo_item(uint32_t set, uint32_t rule);
@@ -196,7 +203,21 @@ class EarleyEngine {
   std::shared_ptr<const ByteGrammar> grammar_;
   std::vector<EarleyItem> items_;
   std::vector<SetInfo> sets_;
+  // Deduplication of the set under construction. Most sets hold a few
+  // items, so while it stays within kLinearDedupItems items and
+  // kLinearDedupCompletions completions a linear scan of the set itself
+  // (and of completed_) beats hashing and touches no other memory; past
+  // either bound its keys move to seen_ (hashing_).
+  static constexpr size_t kLinearDedupItems = 16;
+  static constexpr size_t kLinearDedupCompletions = 8;
   StampedKeySet seen_;
+  bool hashing_ = false;
+  uint32_t num_completed_ = 0;
+  struct Completion {
+    uint32_t rule;
+    uint32_t origin;
+  };
+  Completion completed_[kLinearDedupCompletions];
   LeoMemo leo_memo_;
   uint64_t next_generation_ = 0;
   uint64_t work_ = 0;

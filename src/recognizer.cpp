@@ -11,6 +11,13 @@ namespace internal {
 namespace {
 constexpr uint64_t kCompletionTag = uint64_t{1} << 63;
 constexpr EarleyItem kNoItem{kNoState, 0};
+
+uint64_t item_key(uint32_t state, uint32_t origin) {
+  return (uint64_t{state} << 32) | origin;
+}
+uint64_t completion_key(uint32_t rule, uint32_t origin) {
+  return kCompletionTag | (uint64_t{rule} << 32) | origin;
+}
 }  // namespace
 
 void StampedKeySet::grow() {
@@ -25,7 +32,7 @@ void StampedKeySet::grow() {
 EarleyEngine::EarleyEngine(std::shared_ptr<const ByteGrammar> grammar)
     : grammar_(std::move(grammar)) {
   sets_.push_back(SetInfo{0, next_generation_++, false, {}});
-  seen_.clear();
+  begin_set_dedup();
   add(grammar_->rules()[grammar_->root_rule()].start, 0);
   // The first set depends on the grammar alone, which lowering bounds.
   close_top_set(UINT64_MAX);
@@ -33,7 +40,43 @@ EarleyEngine::EarleyEngine(std::shared_ptr<const ByteGrammar> grammar)
 
 void EarleyEngine::add(uint32_t state, uint32_t origin) {
   ++work_;
-  if (seen_.insert((uint64_t{state} << 32) | origin)) items_.push_back({state, origin});
+  if (!hashing_) {
+    const size_t begin = sets_.back().begin;
+    const size_t end = items_.size();
+    for (size_t i = begin; i < end; ++i)
+      if (items_[i].state == state && items_[i].origin == origin) return;
+    if (end - begin < kLinearDedupItems) {
+      items_.push_back({state, origin});
+      return;
+    }
+    start_hashing();
+  }
+  if (seen_.insert(item_key(state, origin))) items_.push_back({state, origin});
+}
+
+// True the first time the set under construction completes `rule` started
+// at `origin`.
+bool EarleyEngine::first_completion(uint32_t rule, uint32_t origin) {
+  if (!hashing_) {
+    for (uint32_t i = 0; i < num_completed_; ++i)
+      if (completed_[i].rule == rule && completed_[i].origin == origin) return false;
+    if (num_completed_ < kLinearDedupCompletions) {
+      completed_[num_completed_++] = {rule, origin};
+      return true;
+    }
+    start_hashing();
+  }
+  return seen_.insert(completion_key(rule, origin));
+}
+
+// Moves the keys of the set under construction into seen_.
+void EarleyEngine::start_hashing() {
+  hashing_ = true;
+  seen_.clear();
+  for (size_t i = sets_.back().begin; i < items_.size(); ++i)
+    seen_.insert(item_key(items_[i].state, items_[i].origin));
+  for (uint32_t i = 0; i < num_completed_; ++i)
+    seen_.insert(completion_key(completed_[i].rule, completed_[i].origin));
 }
 
 bool EarleyEngine::push_byte(uint8_t byte) {
@@ -45,8 +88,8 @@ bool EarleyEngine::push_byte(uint8_t byte) {
       work_ + per_byte < work_ ? work_deadline_ : std::min(work_ + per_byte, work_deadline_);
   const size_t from = top.begin;
   const size_t to = items_.size();
-  seen_.clear();
   sets_.push_back(SetInfo{static_cast<uint32_t>(to), next_generation_++, false, {}});
+  begin_set_dedup();
   for (size_t i = from; i < to; ++i) {
     const uint32_t target = grammar_->next(items_[i].state, byte);
     if (target != kNoState) add(target, items_[i].origin);
@@ -91,7 +134,7 @@ bool EarleyEngine::close_top_set(uint64_t work_bound) {
 }
 
 void EarleyEngine::complete(uint32_t rule, uint32_t origin) {
-  if (!seen_.insert(kCompletionTag | (uint64_t{rule} << 32) | origin)) return;
+  if (!first_completion(rule, origin)) return;
   if (origin < floor_) below_floor_ = true;
   note_read(origin);
   const EarleyItem topmost = leo_item(origin, rule);
