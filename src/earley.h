@@ -180,12 +180,18 @@ class EarleyEngine {
   }
 
  private:
+  // 48 bytes (the field order avoids padding): one per byte of input.
   struct SetInfo {
-    uint32_t begin;       // first item in items_
-    uint64_t generation;  // unique per built set: keys the Leo memo
-    bool accepting;
     ByteSet scan;
+    uint64_t generation;  // unique per built set: keys the Leo memo
+    uint32_t begin;       // first item in items_
+    bool accepting;
   };
+  // Initial capacities: outputs up to a few thousand bytes never move the
+  // sets or items to a larger buffer (a copy that also first-touches every
+  // page of the new one); only the pages actually reached are touched.
+  static constexpr size_t kReservedSets = 4096;
+  static constexpr size_t kReservedItems = 4 * kReservedSets;
 
   void add(uint32_t state, uint32_t origin);
   // Starts deduplicating a new set (the newest in sets_).

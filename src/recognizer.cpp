@@ -31,7 +31,9 @@ void StampedKeySet::grow() {
 
 EarleyEngine::EarleyEngine(std::shared_ptr<const ByteGrammar> grammar)
     : grammar_(std::move(grammar)) {
-  sets_.push_back(SetInfo{0, next_generation_++, false, {}});
+  sets_.reserve(kReservedSets);
+  items_.reserve(kReservedItems);
+  sets_.push_back(SetInfo{{}, next_generation_++, 0, false});
   begin_set_dedup();
   add(grammar_->rules()[grammar_->root_rule()].start, 0);
   // The first set depends on the grammar alone, which lowering bounds.
@@ -88,7 +90,7 @@ bool EarleyEngine::push_byte(uint8_t byte) {
       work_ + per_byte < work_ ? work_deadline_ : std::min(work_ + per_byte, work_deadline_);
   const size_t from = top.begin;
   const size_t to = items_.size();
-  sets_.push_back(SetInfo{static_cast<uint32_t>(to), next_generation_++, false, {}});
+  sets_.push_back(SetInfo{{}, next_generation_++, static_cast<uint32_t>(to), false});
   begin_set_dedup();
   for (size_t i = from; i < to; ++i) {
     const uint32_t target = grammar_->next(items_[i].state, byte);
