@@ -1416,7 +1416,8 @@ class Lowering {
   }
 
   // Prunes states that cannot reach the end of their rule, computes
-  // nullability, scan sets and tails, and packs the rule edges.
+  // nullability, scan sets, tails and the rules that some call site follows
+  // with a tail, and packs the rule edges.
   void finish() {
     auto& states = out_->states_;
     auto& rules = out_->rules_;
@@ -1604,6 +1605,10 @@ class Lowering {
         }
       }
     }
+    std::vector<uint8_t> tail_called(rules.size(), 0);
+    for (const RuleEdge& edge : out_->rule_edges_)
+      if (states[edge.target].is_tail) tail_called[edge.rule] = 1;
+    for (AutomatonState& st : states) st.rule_tail_called = tail_called[st.rule];
     out_->runs_ = std::move(runs);
     out_->run_begin_ = std::move(run_begin);
   }

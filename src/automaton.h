@@ -37,6 +37,9 @@ struct AutomatonState {
   uint32_t rule_edges_end = 0;
   bool is_final = false;  // the rule may end here
   bool is_tail = false;   // final with no outgoing edge at all (Leo's condition)
+  // Some rule edge on this state's rule lands on a tail state: only then can
+  // completing the rule have a Leo item.
+  bool rule_tail_called = false;
   uint64_t waits_on = 0;  // bit (rule % 64) set for each rule edge: a quick filter
   ByteSet scan;           // bytes with a transition from here
 

@@ -202,7 +202,8 @@ class EarleyEngine {
   bool first_completion(uint32_t rule, uint32_t origin);
   void start_hashing();
   bool close_top_set(uint64_t work_bound);
-  void complete(uint32_t rule, uint32_t origin);
+  // `tail_called`: AutomatonState::rule_tail_called of the completed rule.
+  void complete(uint32_t rule, uint32_t origin, bool tail_called);
   EarleyItem leo_item(uint32_t set, uint32_t rule);
   EarleyItem unique_tail_waiter(uint32_t set, uint32_t rule, bool* found) const;
 

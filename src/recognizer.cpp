@@ -122,7 +122,7 @@ bool EarleyEngine::close_top_set(uint64_t work_bound) {
     if (st.is_final) {
       if (st.rule == root && item.origin == 0) accepting = true;
       // Completions of empty derivations (origin k) happen at prediction.
-      if (item.origin < k) complete(st.rule, item.origin);
+      if (item.origin < k) complete(st.rule, item.origin, st.rule_tail_called);
     }
     for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e) {
       const RuleEdge edge = edges[e];
@@ -135,11 +135,12 @@ bool EarleyEngine::close_top_set(uint64_t work_bound) {
   return true;
 }
 
-void EarleyEngine::complete(uint32_t rule, uint32_t origin) {
+void EarleyEngine::complete(uint32_t rule, uint32_t origin, bool tail_called) {
   if (!first_completion(rule, origin)) return;
   if (origin < floor_) below_floor_ = true;
   note_read(origin);
-  const EarleyItem topmost = leo_item(origin, rule);
+  // (Without a tail call site the memo would only ever hold kNoItem for it.)
+  const EarleyItem topmost = tail_called ? leo_item(origin, rule) : kNoItem;
   if (topmost.state != kNoState) {
     if (topmost.origin < floor_) below_floor_ = true;
     add(topmost.state, topmost.origin);
