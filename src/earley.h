@@ -193,7 +193,9 @@ class EarleyEngine {
   static constexpr size_t kReservedSets = 4096;
   static constexpr size_t kReservedItems = 4 * kReservedSets;
 
-  void add(uint32_t state, uint32_t origin);
+  // Defined in recognizer.cpp, its only user, with the common case inline.
+  inline void add(uint32_t state, uint32_t origin);
+  void add_hashed(uint32_t state, uint32_t origin);
   // Starts deduplicating a new set (the newest in sets_).
   void begin_set_dedup() noexcept {
     hashing_ = false;

@@ -40,7 +40,7 @@ EarleyEngine::EarleyEngine(std::shared_ptr<const ByteGrammar> grammar)
   close_top_set(UINT64_MAX);
 }
 
-void EarleyEngine::add(uint32_t state, uint32_t origin) {
+inline void EarleyEngine::add(uint32_t state, uint32_t origin) {
   ++work_;
   if (!hashing_) {
     const size_t begin = sets_.back().begin;
@@ -51,8 +51,13 @@ void EarleyEngine::add(uint32_t state, uint32_t origin) {
       items_.push_back({state, origin});
       return;
     }
-    start_hashing();
   }
+  add_hashed(state, origin);
+}
+
+// add() for a set past the linear bound (or reaching it now).
+void EarleyEngine::add_hashed(uint32_t state, uint32_t origin) {
+  if (!hashing_) start_hashing();
   if (seen_.insert(item_key(state, origin))) items_.push_back({state, origin});
 }
 
