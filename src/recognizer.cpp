@@ -111,7 +111,7 @@ bool EarleyEngine::push_byte(uint8_t byte) {
 
 // Closes the newest set; false if the work passed `work_bound` first (the set
 // is then incomplete and must be popped).
-bool EarleyEngine::close_top_set(uint64_t work_bound) {
+inline bool EarleyEngine::close_top_set(uint64_t work_bound) {
   const uint32_t k = static_cast<uint32_t>(sets_.size() - 1);
   const auto& states = grammar_->states();
   const auto& rules = grammar_->rules();
