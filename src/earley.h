@@ -24,7 +24,8 @@ struct EarleyItem {
 };
 
 // A set of 64-bit keys cleared in O(1) by bumping a stamp; used to
-// deduplicate the items of the set under construction.
+// deduplicate the items of a set under construction that outgrew the
+// linear check (see EarleyEngine::kLinearDedupItems).
 class StampedKeySet {
  public:
   StampedKeySet() : slots_(64) {}
