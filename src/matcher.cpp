@@ -545,10 +545,9 @@ class CachedMask {
     // of a sparse mask is; in the others, the nonzero words are found by
     // SSE2 compares (a sparse chunk holds a word or two: visiting those
     // alone costs a quarter of compacting all 16), else by a branchless
-    // compaction; and
-    // the pass gives up for a plain copy once an eighth of the words are
-    // nonzero (the pairs would save less than 3/4 of the words, and a dense
-    // mask, a string body's, is given up on early).
+    // compaction; and the pass gives up for a plain copy once an eighth of
+    // the words are nonzero (the pairs would save less than 3/4 of the
+    // words, and a dense mask, a string body's, is given up on early).
     constexpr size_t kChunk = 16;
     const size_t most_pairs = n_words / 8;
     scratch.resize(2 * most_pairs + 2 * kChunk);  // (a chunk may write past the end)
@@ -962,9 +961,9 @@ class MatcherState {
           for (size_t d = engine_.size() - base + 1; d < depth; ++d)
             if (!engine_.push_byte(path_[d])) return false;
         } else if (scan_ready_[depth - 1] && !fast_scan_[depth - 1].test(node.byte)) {
-          // No state on the fast path reads it, nor its dead siblings
-          // (skipped in a tight loop: after a space, most of ' ''s
-          // hundreds of children).
+          // No state on the fast path reads it: skip it and the dead
+          // siblings after it in a tight loop (most children of the root,
+          // or of ' ' in whitespace, die at once).
           const ByteSet& scan = fast_scan_[depth - 1];
           const ByteSet& follow = follow_[depth - 1];
           for (i = node.subtree_end;
@@ -1027,9 +1026,8 @@ class MatcherState {
       }
       const ByteSet& scan = engine_.scan();
       if (!scan.test(node.byte)) {
-        // Its dead siblings too, in a tight loop: the children of a
-        // set's first byte are mostly dead (the children of ' ' after a
-        // rule ends in whitespace).
+        // Skip it and the dead siblings after it in a tight loop: few of
+        // a node's children survive a set's scan.
         for (i = node.subtree_end; i < last && nodes[i].depth == depth && !scan.test(nodes[i].byte);
              i = nodes[i].subtree_end)
           engine_.charge(1);
