@@ -2,11 +2,12 @@
 //
 // Every rule that survives lowering becomes a deterministic automaton over
 // byte classes and rule references. Rules are inlined into their callers
-// (within a size budget) unless one must stay to cut a cycle of references,
-// so most of a typical grammar runs as plain DFA transitions and the Earley
-// engine only sees the recursive skeleton. Code point terminals become the UTF-8 byte sequences
-// that spell them, so a token that ends inside a character is simply a
-// prefix.
+// (within a size budget, larger for the rules on a cycle of references, so
+// that a nesting level is one rule call) unless one must stay to cut a
+// cycle of references, so most of a typical grammar runs as plain DFA
+// transitions and the Earley engine only sees the recursive skeleton. Code
+// point terminals become the UTF-8 byte sequences that spell them, so a
+// token that ends inside a character is simply a prefix.
 #ifndef GRAMMASK_SRC_AUTOMATON_H_
 #define GRAMMASK_SRC_AUTOMATON_H_
 
