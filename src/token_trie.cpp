@@ -19,22 +19,24 @@ TokenTrie::TokenTrie() {
 
 namespace {
 
-// A token's first 16 bytes as two big-endian zero-padded integers, with its
-// id and length. Comparing these orders 99% of real tokens and their XOR
-// gives common-prefix lengths, without going back to the token bytes.
-struct SortKey {
-  uint64_t high;  // bytes 0-7
-  uint64_t low;   // bytes 8-15
-  uint32_t id;
-  uint32_t length;
+// A token to sort: 8 of its bytes from a given offset on (the bytes before
+// it are shared, or sorted already) as a big-endian zero-padded integer,
+// then its length and id. Comparing (key, length_and_id) as integers orders
+// tokens by their bytes, then equal tokens by id, except two tokens that
+// both run past the key and agree on it: sort_items compares their bytes.
+struct SortItem {
+  uint64_t key;
+  uint64_t length_and_id;  // length << 32 | id
 
-  static constexpr size_t kPrefixBytes = 16;
-
-  uint8_t byte(size_t index) const {  // index < kPrefixBytes
-    const uint64_t half = index < 8 ? high : low;
-    return static_cast<uint8_t>(half >> (56 - 8 * (index % 8)));
-  }
+  uint32_t id() const { return static_cast<uint32_t>(length_and_id); }
+  size_t length() const { return static_cast<size_t>(length_and_id >> 32); }
 };
+
+constexpr size_t kKeyBytes = 8;
+
+bool operator<(const SortItem& a, const SortItem& b) {
+  return a.key < b.key || (a.key == b.key && a.length_and_id < b.length_and_id);
+}
 
 // Up to 8 bytes from p (length of them count) as a big-endian integer,
 // zero-padded. Reads a whole word when the buffer allows it.
@@ -80,90 +82,91 @@ size_t leading_zero_bits(uint64_t x) {  // precondition: x != 0
 #endif
 }
 
-// Bytes the two keys' padded prefixes share (at most 16; lengths ignored).
-size_t common_prefix(const SortKey& a, const SortKey& b) {
-  if (const uint64_t difference = a.high ^ b.high; difference != 0) {
-    return leading_zero_bits(difference) / 8;
-  }
-  if (const uint64_t difference = a.low ^ b.low; difference != 0) {
-    return 8 + leading_zero_bits(difference) / 8;
-  }
-  return SortKey::kPrefixBytes;
+size_t trailing_zero_bits(uint64_t x) {  // precondition: x != 0
+#if defined(__GNUC__) || defined(__clang__)
+  return static_cast<size_t>(__builtin_ctzll(x));
+#else
+  size_t n = 0;
+  for (; !(x & 1); x >>= 1) ++n;
+  return n;
+#endif
 }
 
-// Partitions [begin, end) in place by bin_of (bins [0, kBins)), American
-// flag style: counts, then cycles each element into its bin. Only the bins
-// between the lowest and highest seen are visited (the bytes at one depth of
-// a group of tokens span a few dozen values, not 256). Calls
-// visit(bin_begin, bin_end) for each non-empty bin, in bin order.
-template <size_t kBins, typename T, typename BinOf, typename Visit>
-void partition_by_bin(T* begin, T* end, const BinOf& bin_of, const Visit& visit) {
-  uint32_t count[kBins] = {};  // (32-bit: half the memory to clear per call)
-  size_t low = kBins, high = 0;
-  for (const T* element = begin; element != end; ++element) {
-    const size_t bin = bin_of(*element);
-    ++count[bin];
-    low = std::min(low, bin);
-    high = std::max(high, bin);
+// Ranges this small sort by insertion: cheaper than a radix pass.
+constexpr size_t kSmallRange = 32;
+
+void insertion_sort(SortItem* items, size_t count) {
+  for (size_t i = 1; i < count; ++i) {
+    const SortItem moving = items[i];
+    size_t at = i;
+    for (; at > 0 && moving < items[at - 1]; --at) items[at] = items[at - 1];
+    items[at] = moving;
   }
-  if (low == high) {  // one bin: nothing moves
-    visit(begin, end);
-    return;
-  }
-  T* head[kBins];
-  T* tail[kBins];
-  T* at = begin;
-  for (size_t b = low; b <= high; ++b) {
-    head[b] = at;
-    at += count[b];
-    tail[b] = at;
-  }
-  for (size_t b = low; b <= high; ++b) {
-    while (head[b] != tail[b]) {
-      T moving = *head[b];
-      for (size_t target = bin_of(moving); target != b; target = bin_of(moving)) {
-        std::swap(moving, *head[target]++);
+}
+
+// Sorts items[0, count) by (key, length_and_id): their keys agree on the
+// bytes before key byte `digit` (0 is the most significant). An MSD radix
+// sort, a key byte per level, through `scratch` (room for count items);
+// small ranges go to insertion sort. `counts` holds 256 zeros, and does
+// again on return.
+void radix_sort(SortItem* items, size_t count, unsigned digit, SortItem* scratch,
+                uint32_t* counts) {
+  for (;;) {
+    if (count <= kSmallRange) {
+      insertion_sort(items, count);
+      return;
+    }
+    if (digit == kKeyBytes) {  // equal keys: by length, then id
+      std::sort(items, items + count, [](const SortItem& a, const SortItem& b) {
+        return a.length_and_id < b.length_and_id;
+      });
+      return;
+    }
+    const unsigned shift = 56 - 8 * digit;
+    // The byte values seen, as a bitmap: the bins to visit are a few dozen
+    // of 256, and small ranges would spend more on the empty ones.
+    uint64_t seen[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < count; ++i) {
+      const unsigned byte = static_cast<unsigned>(items[i].key >> shift) & 0xFF;
+      ++counts[byte];
+      seen[byte / 64] |= uint64_t{1} << (byte % 64);
+    }
+    // bin_end[b]: where bin b's next item goes, then where the bin ends.
+    uint32_t bin_end[256];
+    uint8_t bins[256];  // the non-empty bins, ascending
+    size_t bin_count = 0;
+    uint32_t at = 0;
+    for (unsigned word = 0; word < 4; ++word) {
+      for (uint64_t bits = seen[word]; bits != 0; bits &= bits - 1) {
+        const unsigned byte = 64 * word + static_cast<unsigned>(trailing_zero_bits(bits));
+        bins[bin_count++] = static_cast<uint8_t>(byte);
+        bin_end[byte] = at;
+        at += counts[byte];
+        counts[byte] = 0;
       }
-      *head[b]++ = moving;
     }
-  }
-  T* bin_begin = begin;
-  for (size_t b = low; b <= high; ++b) {
-    if (count[b] != 0) visit(bin_begin, bin_begin + count[b]);
-    bin_begin += count[b];
-  }
-}
-
-// Sorts [begin, end), whose keys share their first `depth` bytes: while the
-// range is large, partitions it on byte `depth` and recurses; small ranges
-// and ties past the prefix go to `less`.
-template <typename Less>
-void refine(SortKey* begin, SortKey* end, size_t depth, const Less& less) {
-  constexpr ptrdiff_t kSmallRange = 48;
-  if (end - begin <= kSmallRange || depth >= SortKey::kPrefixBytes) {
-    std::sort(begin, end, less);
+    if (bin_count == 1) {  // one byte value: nothing to move, on to the next
+      ++digit;
+      continue;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const unsigned byte = static_cast<unsigned>(items[i].key >> shift) & 0xFF;
+      scratch[bin_end[byte]++] = items[i];
+    }
+    std::memcpy(items, scratch, count * sizeof(SortItem));
+    uint32_t bin_begin = 0;
+    for (size_t i = 0; i < bin_count; ++i) {
+      const uint32_t bin_size = bin_end[bins[i]] - bin_begin;
+      if (bin_size > 1) radix_sort(items + bin_begin, bin_size, digit + 1, scratch, counts);
+      bin_begin += bin_size;
+    }
     return;
   }
-  // Bin 0: tokens no longer than `depth` (they spell the shared prefix);
-  // bins 1-256: the byte at `depth`.
-  const auto bin_of = [depth](const SortKey& key) -> size_t {
-    return key.length <= depth ? 0 : 1 + size_t{key.byte(depth)};
-  };
-  partition_by_bin<257>(begin, end, bin_of, [&](SortKey* bin_begin, SortKey* bin_end) {
-    if (bin_end - bin_begin < 2) return;
-    // Bin 0 holds equal tokens (the permutation lost their id order) or,
-    // at depth 2, "X" and "X\0": `less` settles both.
-    if (bin_begin->length <= depth) {
-      std::sort(bin_begin, bin_end, less);
-    } else {
-      refine(bin_begin, bin_end, depth + 1, less);
-    }
-  });
 }
 
-// Builds the flat trie from tokens fed in sorted order, one at a time: each
-// token opens the nodes past its common prefix with the previous one, and
-// nodes deeper than that prefix are closed (their subtree_end set).
+// Builds the flat trie from tokens fed in sorted order, a sorted run at a
+// time: each token opens the nodes past its common prefix with the previous
+// one, and nodes deeper than that prefix are closed (their subtree_end set).
 class TrieAssembler {
  public:
   TrieAssembler(const char* bytes, const uint32_t* offsets, size_t tokens, size_t longest,
@@ -175,45 +178,62 @@ class TrieAssembler {
     nodes_.reserve(tokens * 3 + 2);  // (the root and the end marker too)
     token_ids_.resize(tokens);       // written by index: the ids may be staged there first
     path_.assign(longest + 1, 0);    // path_[d]: the open node at depth d (the root at 0)
+    nodes_data_ = nodes_.data();
   }
 
-  void add(const SortKey& key) {
-    const char* const token = bytes_ + offsets_[key.id];
-    size_t common = 0;
-    if (open_depth_ != 0) {
-      common = std::min<size_t>({common_prefix(previous_, key), previous_.length, key.length});
-      if (common == SortKey::kPrefixBytes) {  // equal beyond the prefix too?
-        const char* const before = bytes_ + offsets_[previous_.id];
-        const size_t limit = std::min(previous_.length, key.length);
-        while (common < limit && before[common] == token[common]) ++common;
-      }
-    }
-    // The arrays through local pointers: the node bytes are stored as
-    // uint8_t, which may alias anything, so members would be reloaded
-    // after every node.
-    const uint32_t node_count = static_cast<uint32_t>(node_count_);
+  // Adds items[0, count), sorted, whose keys hold their bytes from
+  // key_offset on (they share the bytes before it, up to their lengths).
+  void add(const SortItem* items, size_t count, size_t key_offset) {
+    // The arrays through locals: the node bytes are stored as uint8_t,
+    // which may alias anything, so members would be reloaded after every
+    // node.
     uint32_t* const path = path_.data();
-    for (size_t depth = open_depth_; depth > common; --depth) {
-      nodes_[path[depth]].subtree_end = node_count;
+    uint32_t* const token_ids = token_ids_.data();
+    size_t node_count = node_count_;
+    size_t token_count = token_count_;
+    size_t open_depth = open_depth_;
+    const char* previous = previous_;
+    TokenTrie::Node* nodes = nodes_data_;
+    for (size_t i = 0; i < count; ++i) {
+      const size_t length = items[i].length();
+      const char* const token = bytes_ + offsets_[items[i].id()];
+      const size_t limit = std::min(open_depth, length);  // (0 for the first token)
+      size_t common;
+      if (i == 0) {  // after another run: the bytes tell
+        common = 0;
+        while (common < limit && previous[common] == token[common]) ++common;
+      } else if (const uint64_t difference = items[i].key ^ items[i - 1].key; difference != 0) {
+        common = std::min(key_offset + leading_zero_bits(difference) / 8, limit);
+      } else {
+        common = std::min(key_offset + kKeyBytes, limit);
+        while (common < limit && previous[common] == token[common]) ++common;
+      }
+      for (size_t depth = open_depth; depth > common; --depth) {
+        nodes[path[depth]].subtree_end = static_cast<uint32_t>(node_count);
+      }
+      // Room for the new nodes, grown a chunk at a time (within the
+      // reserve) so that the loop below writes through an index.
+      const size_t needed = node_count + (length - common);
+      if (needed > nodes_.size()) {
+        nodes_.resize(std::max(needed, nodes_.size() + kNodeChunk));
+        nodes = nodes_data_ = nodes_.data();
+      }
+      for (size_t depth = common; depth < length; ++depth, ++node_count) {
+        path[depth + 1] = static_cast<uint32_t>(node_count);
+        nodes[node_count] =
+            TokenTrie::Node{0, static_cast<uint32_t>(token_count), static_cast<uint16_t>(depth + 1),
+                            static_cast<uint8_t>(token[depth])};
+      }
+      // (Tokens arrive in byte order, so the ones ending at a node come
+      // before any node made later: ranges follow node order.)
+      token_ids[token_count++] = items[i].id();
+      open_depth = length;
+      previous = token;
     }
-    const uint32_t token_count = static_cast<uint32_t>(token_count_);
-    // Room for the new nodes, grown a chunk at a time (within the reserve)
-    // so that the loop below writes through an index, not push_back.
-    const size_t needed = node_count + (key.length - common);
-    if (needed > nodes_.size()) nodes_.resize(std::max(needed, nodes_.size() + kNodeChunk));
-    TokenTrie::Node* const nodes = nodes_.data();
-    uint32_t index = node_count;
-    for (size_t depth = common; depth < key.length; ++depth, ++index) {
-      path[depth + 1] = index;
-      nodes[index] = TokenTrie::Node{0, token_count, static_cast<uint16_t>(depth + 1),
-                                     static_cast<uint8_t>(token[depth])};
-    }
-    node_count_ = needed;
-    // (Tokens arrive in byte order, so the ones ending at a node come
-    // before any node made later: ranges follow node order.)
-    token_ids_[token_count_++] = key.id;
-    open_depth_ = key.length;
-    previous_ = key;
+    node_count_ = node_count;
+    token_count_ = token_count;
+    open_depth_ = open_depth;
+    previous_ = previous;
   }
 
   // Closes the nodes still open, the root included.
@@ -231,13 +251,14 @@ class TrieAssembler {
   const char* bytes_;
   const uint32_t* offsets_;
   std::vector<TokenTrie::Node, UninitializedAllocator<TokenTrie::Node>>& nodes_;
+  TokenTrie::Node* nodes_data_;  // nodes_.data()
   std::vector<uint32_t>& token_ids_;
   std::vector<uint32_t> path_;
   static constexpr size_t kNodeChunk = 4096;
-  size_t node_count_ = 1;   // nodes_ written so far (the root first); the rest is room
-  size_t token_count_ = 0;  // token_ids_ written so far
-  size_t open_depth_ = 0;   // depth of the previous token (0: none yet)
-  SortKey previous_{};
+  size_t node_count_ = 1;           // nodes_ written so far (the root first); the rest is room
+  size_t token_count_ = 0;          // token_ids_ written so far
+  size_t open_depth_ = 0;           // length of the previous token (0: none yet)
+  const char* previous_ = nullptr;  // the previous token's bytes
 };
 
 }  // namespace
@@ -252,26 +273,24 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
 
 // Cache misses and first touches of fresh pages dominate a naive build of a
 // 100k-token trie. This one groups the ids by their first two bytes in the
-// trie's own token_ids, then sorts one such group at a time through sort
-// keys in a small scratch buffer (it stays in cache, and no key array as
-// large as the vocabulary is touched), feeding the trie as it goes; it reads
-// the packed token bytes again only for node bytes and tokens longer than 16
-// bytes. The members come as bits, so no list of ids as large as the
-// vocabulary is touched either.
+// trie's own token_ids, then sorts one such group at a time in a small
+// scratch buffer (it stays in cache, and no array as large as the
+// vocabulary is touched), feeding the trie as it goes; it reads the packed
+// token bytes again only for node bytes and ties past the sort keys. The
+// members come as bits, so no list of ids as large as the vocabulary is
+// touched either.
 TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, const uint32_t* member_words,
                            size_t vocabulary_size) {
-  const auto token = [&](uint32_t id) {
-    return std::string_view(bytes + offsets[id], offsets[id + 1] - offsets[id]);
-  };
-  const auto length_of = [&](uint32_t id) -> size_t { return offsets[id + 1] - offsets[id]; };
   const size_t words = (vocabulary_size + 31) / 32;
-  // Calls visit(id) for each member to insert, in ascending order.
-  const auto for_each_id = [&](const auto& visit) {
+  // Calls visit(id, offset, length) for each member to insert, in ascending
+  // order.
+  const auto for_each_member = [&](const auto& visit) {
     for (size_t word = 0; word < words; ++word) {
       for (uint32_t bits = member_words[word]; bits != 0; bits &= bits - 1) {
         const uint32_t id = static_cast<uint32_t>(32 * word + lowest_set_bit(bits));
-        const size_t length = length_of(id);
-        if (length != 0 && length <= kMaxTokenLength) visit(id);
+        const uint32_t offset = offsets[id];
+        const size_t length = offsets[id + 1] - offset;
+        if (length - 1 < kMaxTokenLength) visit(id, offset, length);  // (not empty)
       }
     }
   };
@@ -281,60 +300,69 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, const uin
 
   // Whole-word reads may run past a token, but not past the vocabulary's bytes.
   const char* const readable_end = members == 0 ? bytes : bytes + offsets[vocabulary_size];
-  const auto key_of = [&](uint32_t id) {
-    const char* start = bytes + offsets[id];
-    const size_t length = length_of(id);
-    return SortKey{pack_big_endian(start, length, readable_end),
-                   length > 8 ? pack_big_endian(start + 8, length - 8, readable_end) : 0, id,
-                   static_cast<uint32_t>(length)};
-  };
-  const auto less = [&](const SortKey& a, const SortKey& b) {
-    if (a.high != b.high) return a.high < b.high;
-    if (a.low != b.low) return a.low < b.low;
-    if (a.length > SortKey::kPrefixBytes && b.length > SortKey::kPrefixBytes) {
-      const int order = token(a.id).compare(token(b.id));  // compares as unsigned char
-      if (order != 0) return order < 0;
-    } else if (a.length != b.length) {
-      return a.length < b.length;  // same padded prefix: the shorter is a prefix of the longer
+  // Sorts items[0, count) fully; their keys start at key_offset.
+  uint32_t counts[256] = {};  // radix_sort's, zero between calls
+  const auto sort_items = [&](SortItem* items, size_t count, size_t key_offset, SortItem* scratch) {
+    radix_sort(items, count, 0, scratch, counts);
+    // Ties the keys leave: tokens past the key that agree on it, ordered
+    // by length among equal keys, so adjacent. Their bytes settle them.
+    const size_t key_end = key_offset + kKeyBytes;
+    for (size_t i = 1; i < count; ++i) {
+      if (items[i].key != items[i - 1].key || items[i - 1].length() <= key_end) continue;
+      size_t end = i + 1;
+      while (end < count && items[end].key == items[i].key) ++end;
+      std::sort(items + i - 1, items + end, [&](const SortItem& a, const SortItem& b) {
+        const std::string_view a_rest(bytes + offsets[a.id()] + key_end, a.length() - key_end);
+        const std::string_view b_rest(bytes + offsets[b.id()] + key_end, b.length() - key_end);
+        const int order = a_rest.compare(b_rest);  // compares as unsigned char
+        return order != 0 ? order < 0 : a.id() < b.id();
+      });
+      i = end;
     }
-    return a.id < b.id;
+  };
+  const auto item_of = [&](uint32_t id, size_t key_offset) {
+    const uint32_t offset = offsets[id];
+    const size_t length = offsets[id + 1] - offset;
+    const uint64_t key = length > key_offset ? pack_big_endian(bytes + offset + key_offset,
+                                                               length - key_offset, readable_end)
+                                             : 0;
+    return SortItem{key, uint64_t{length} << 32 | id};
   };
 
   TokenTrie trie;  // (the root only)
-  std::vector<SortKey> keys;
   size_t longest = 0;
 
-  // A few thousand tokens (the long tokens of the text slice) sort directly.
+  // A few thousand tokens (the long tokens of the text slice) sort as one run.
   constexpr size_t kFewTokens = 4096;
   if (members <= kFewTokens) {
-    keys.reserve(members);
-    for_each_id([&](uint32_t id) {
-      keys.push_back(key_of(id));
-      longest = std::max(longest, length_of(id));
+    std::unique_ptr<SortItem[]> items(new SortItem[2 * members + 1]);
+    size_t count = 0;
+    for_each_member([&](uint32_t id, uint32_t, size_t length) {
+      items[count++] = item_of(id, 0);
+      longest = std::max(longest, length);
     });
-    std::sort(keys.begin(), keys.end(), less);
-    TrieAssembler assembler(bytes, offsets, keys.size(), longest, trie.nodes_, trie.token_ids_);
-    for (const SortKey& key : keys) assembler.add(key);
+    sort_items(items.get(), count, 0, items.get() + members);
+    TrieAssembler assembler(bytes, offsets, count, longest, trie.nodes_, trie.token_ids_);
+    assembler.add(items.get(), count, 0);
     assembler.finish();
   } else {
-    // Groups by the first two bytes (second-byte bin 0: one-byte tokens,
-    // which sort before every longer token with the same first byte) with
-    // a counting sort: both passes read the ids in ascending order, so the
-    // offsets and the packed bytes stream through the cache instead of
-    // being looked up at random. The groups are staged in the trie's
-    // token_ids, which the assembler then overwrites group by group (a
-    // group's tokens take the same positions there once sorted).
-    constexpr size_t kSecondBins = 257;
-    const auto group_of = [&](uint32_t id) -> size_t {
-      const auto* token_bytes = reinterpret_cast<const uint8_t*>(bytes + offsets[id]);
-      return token_bytes[0] * kSecondBins + (length_of(id) > 1 ? 1 + size_t{token_bytes[1]} : 0);
+    // Groups by the first two bytes, a one-byte token joining the group of
+    // its byte and 0 (it sorts first there: it is shorter), with a counting
+    // sort: both passes read the ids in ascending order, so the offsets and
+    // the packed bytes stream through the cache instead of being looked up
+    // at random. The groups are staged in the trie's token_ids, which the
+    // assembler then overwrites group by group (a group's tokens take the
+    // same positions there once sorted).
+    const auto group_of = [&](uint32_t offset, size_t length) -> size_t {
+      const auto* token_bytes = reinterpret_cast<const uint8_t*>(bytes + offset);
+      return size_t{token_bytes[0]} << 8 | (length > 1 ? token_bytes[1] : 0);
     };
     // group_start[g]: where group g starts, then (as the ids are placed)
     // where its next id goes, so that it ends as where group g + 1 starts.
-    std::vector<uint32_t> group_start(256 * kSecondBins + 1, 0);
-    for_each_id([&](uint32_t id) {
-      ++group_start[group_of(id) + 1];
-      longest = std::max(longest, length_of(id));
+    std::vector<uint32_t> group_start(256 * 256 + 1, 0);
+    for_each_member([&](uint32_t, uint32_t offset, size_t length) {
+      ++group_start[group_of(offset, length) + 1];
+      longest = std::max(longest, length);
     });
     uint32_t largest_group = 0;
     for (size_t group = 1; group < group_start.size(); ++group) {
@@ -344,17 +372,21 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, const uin
     TrieAssembler assembler(bytes, offsets, group_start.back(), longest, trie.nodes_,
                             trie.token_ids_);
     uint32_t* const staged = trie.token_ids_.data();
-    for_each_id([&](uint32_t id) { staged[group_start[group_of(id)]++] = id; });
-    // One buffer for the largest group, written before it is read: a
-    // vector resized per group would clear the keys it grows by first.
-    const std::unique_ptr<SortKey[]> group_keys(new SortKey[largest_group]);
+    for_each_member([&](uint32_t id, uint32_t offset, size_t length) {
+      staged[group_start[group_of(offset, length)]++] = id;
+    });
+    // Room for the largest group and as much scratch, written before it is
+    // read: a vector resized per group would clear the items it grows by.
+    const std::unique_ptr<SortItem[]> items(new SortItem[2 * size_t{largest_group}]);
+    SortItem* const scratch = items.get() + largest_group;
+    constexpr size_t kGroupBytes = 2;
     uint32_t begin = 0;
     for (const uint32_t end : group_start) {
       if (begin == end) continue;
       const size_t size = end - begin;
-      for (size_t i = 0; i < size; ++i) group_keys[i] = key_of(staged[begin + i]);
-      if (size > 1) refine(group_keys.get(), group_keys.get() + size, 2, less);
-      for (size_t i = 0; i < size; ++i) assembler.add(group_keys[i]);
+      for (size_t i = 0; i < size; ++i) items[i] = item_of(staged[begin + i], kGroupBytes);
+      sort_items(items.get(), size, kGroupBytes, scratch);
+      assembler.add(items.get(), size, kGroupBytes);
       begin = end;
     }
     assembler.finish();
