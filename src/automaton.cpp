@@ -475,96 +475,69 @@ class Lowering {
   // every cycle has one. So `value` stays a rule in JSON, but `object` and
   // `array` inline into it, and in a schema whose objects nest through a
   // member, the member chain inlines into the object: their numbers and
-  // keys are plain DFA states instead of rule calls. Iterative, so deep
+  // keys are plain DFA states instead of rule calls. The same search finds
+  // the rules on a cycle at all (on_cycle_: a strongly connected component
+  // of more than one rule, or a rule naming itself; Tarjan's algorithm),
+  // which get a larger inline limit (see within_limit). Iterative, so deep
   // grammars cannot overflow the stack.
   void find_recursive_rules(uint32_t root) {
     const size_t n = grammar_.rules().size();
     std::vector<std::vector<uint32_t>> refs(n);
     for (size_t i = 0; i < n; ++i) collect_refs(grammar_.rules()[i].body, refs[i]);
     recursive_.assign(n, false);
-    std::vector<uint8_t> visited(n, 0), on_stack(n, 0);
-    struct Frame {
-      uint32_t rule;
-      size_t next;
-    };
-    auto search_from = [&](uint32_t start) {
-      if (visited[start]) return;
-      std::vector<Frame> frames{{start, 0}};
-      visited[start] = on_stack[start] = 1;
-      while (!frames.empty()) {
-        Frame& f = frames.back();
-        if (f.next < refs[f.rule].size()) {
-          const uint32_t w = refs[f.rule][f.next++];
-          if (on_stack[w]) {
-            recursive_[w] = true;  // a back edge: w closes a cycle
-          } else if (!visited[w]) {
-            visited[w] = on_stack[w] = 1;
-            frames.push_back({w, 0});
-          }
-          continue;
-        }
-        on_stack[f.rule] = 0;
-        frames.pop_back();
-      }
-    };
-    search_from(root);
-    for (uint32_t r = 0; r < n; ++r) search_from(r);
-    find_cycle_rules(refs);
-  }
-
-  // on_cycle_[r]: rule r lies on a cycle of references (its strongly
-  // connected component has more than one rule, or it names itself).
-  // Tarjan's algorithm, iterative.
-  void find_cycle_rules(const std::vector<std::vector<uint32_t>>& refs) {
-    const size_t n = refs.size();
+    on_cycle_.assign(n, false);
     constexpr uint32_t kUnvisited = UINT32_MAX;
     std::vector<uint32_t> index(n, kUnvisited), low(n, 0);
-    std::vector<uint8_t> on_stack(n, 0);
-    std::vector<uint32_t> stack;
+    // on_path: on the search's current path; in_component: on Tarjan's
+    // stack of rules whose component is not closed yet.
+    std::vector<uint8_t> on_path(n, 0), in_component(n, 0);
+    std::vector<uint32_t> component;
     struct Frame {
       uint32_t rule;
       size_t next;
     };
     std::vector<Frame> frames;
     uint32_t counter = 0;
-    on_cycle_.assign(n, false);
-    for (uint32_t start = 0; start < n; ++start) {
-      if (index[start] != kUnvisited) continue;
-      frames.push_back({start, 0});
-      index[start] = low[start] = counter++;
-      stack.push_back(start);
-      on_stack[start] = 1;
+    auto enter = [&](uint32_t rule) {
+      index[rule] = low[rule] = counter++;
+      on_path[rule] = in_component[rule] = 1;
+      component.push_back(rule);
+      frames.push_back({rule, 0});
+    };
+    auto search_from = [&](uint32_t start) {
+      if (index[start] != kUnvisited) return;
+      enter(start);
       while (!frames.empty()) {
         Frame& f = frames.back();
         const uint32_t v = f.rule;
         if (f.next < refs[v].size()) {
           const uint32_t w = refs[v][f.next++];
-          if (w == v) {
-            on_cycle_[v] = true;
-          } else if (index[w] == kUnvisited) {
-            index[w] = low[w] = counter++;
-            stack.push_back(w);
-            on_stack[w] = 1;
-            frames.push_back({w, 0});
-          } else if (on_stack[w]) {
+          if (on_path[w]) recursive_[w] = true;  // a back edge: w closes a cycle
+          if (w == v) on_cycle_[v] = true;
+          if (index[w] == kUnvisited) {
+            enter(w);
+          } else if (in_component[w]) {
             low[v] = std::min(low[v], index[w]);
           }
           continue;
         }
+        on_path[v] = 0;
         frames.pop_back();
         if (!frames.empty()) low[frames.back().rule] = std::min(low[frames.back().rule], low[v]);
         if (low[v] != index[v]) continue;
-        // v roots a component: the rules above it on the stack.
-        const bool cycle = stack.back() != v;
+        // v roots a component: the rules above it on Tarjan's stack.
+        const bool cycle = component.back() != v;
         for (;;) {
-          const uint32_t w = stack.back();
-          stack.pop_back();
-          on_stack[w] = 0;
+          const uint32_t w = component.back();
+          component.pop_back();
+          in_component[w] = 0;
           if (cycle) on_cycle_[w] = true;
           if (w == v) break;
         }
       }
-    }
+    };
+    search_from(root);
+    for (uint32_t r = 0; r < n; ++r) search_from(r);
   }
 
   static void collect_refs(const Expr& e, std::vector<uint32_t>& out) {
