@@ -184,6 +184,9 @@ std::vector<uint32_t> identity_classes(const ByteGrammar& grammar);
 // See CompiledGrammarData::waiter_class.
 constexpr uint32_t kNotWaiting = 0;
 std::vector<uint32_t> waiter_classes(const ByteGrammar& grammar);
+// Fills CompiledGrammarData::plain_caller and plain_callee_bytes.
+void plain_callers(const ByteGrammar& grammar, const TextClosure& closure,
+                   std::vector<uint32_t>& plain_caller, std::vector<ByteSet>& callee_bytes);
 // Per walk class: whether its short class (compute_walk_classes) holds
 // another walk class too, so that a split walk shares its short part.
 std::vector<uint8_t> split_classes(const std::vector<uint32_t>& walk_class, uint32_t num_classes,
@@ -1764,6 +1767,31 @@ std::vector<uint32_t> waiter_classes(const ByteGrammar& grammar) {
   return classes;
 }
 
+void plain_callers(const ByteGrammar& grammar, const TextClosure& closure,
+                   std::vector<uint32_t>& plain_caller, std::vector<ByteSet>& callee_bytes) {
+  const auto& states = grammar.states();
+  plain_caller.assign(states.size(), CompiledGrammarData::kNotPlainCaller);
+  callee_bytes.assign(1, ByteSet());  // (shared by the states that call nothing)
+  for (size_t s = 0; s < states.size(); ++s) {
+    const AutomatonState& state = states[s];
+    if (state.is_final) continue;
+    if (state.calls_no_rule()) {
+      plain_caller[s] = 0;
+      continue;
+    }
+    ByteSet bytes;
+    bool plain = true;
+    for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end && plain; ++e) {
+      const uint32_t rule = grammar.rule_edges()[e].rule;
+      plain = !grammar.rules()[rule].nullable;
+      bytes |= closure.rule_first_bytes(rule);
+    }
+    if (!plain) continue;
+    plain_caller[s] = static_cast<uint32_t>(callee_bytes.size());
+    callee_bytes.push_back(bytes);
+  }
+}
+
 std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
   const auto& states = grammar.states();
   bool root_is_called = false;
@@ -2335,27 +2363,8 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
       std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length,
                                               local_classes ? &data->local_class : nullptr);
   data->waiter_class = internal::waiter_classes(byte_grammar);
-  data->plain_caller.assign(byte_grammar.states().size(),
-                            internal::CompiledGrammarData::kNotPlainCaller);
-  data->plain_callee_bytes.emplace_back();  // (shared by the states that call nothing)
-  for (size_t state = 0; state < byte_grammar.states().size(); ++state) {
-    const internal::AutomatonState& at = byte_grammar.states()[state];
-    if (at.is_final) continue;
-    if (at.calls_no_rule()) {
-      data->plain_caller[state] = 0;
-      continue;
-    }
-    internal::ByteSet callee_bytes;
-    bool plain = true;
-    for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end && plain; ++e) {
-      const uint32_t rule = byte_grammar.rule_edges()[e].rule;
-      plain = !byte_grammar.rules()[rule].nullable;
-      callee_bytes |= data->text_closure->rule_first_bytes(rule);
-    }
-    if (!plain) continue;
-    data->plain_caller[state] = static_cast<uint32_t>(data->plain_callee_bytes.size());
-    data->plain_callee_bytes.push_back(callee_bytes);
-  }
+  internal::plain_callers(byte_grammar, *data->text_closure, data->plain_caller,
+                          data->plain_callee_bytes);
   data->entered_by_rule.assign(byte_grammar.states().size(), 0);
   for (const internal::LoweredRule& rule : byte_grammar.rules())
     if (rule.start != internal::kNoState) data->entered_by_rule[rule.start] = 1;
