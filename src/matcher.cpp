@@ -969,11 +969,9 @@ class MatcherState {
           // or of ' ' in whitespace, die at once).
           const ByteSet& scan = fast_scan_[depth - 1];
           const ByteSet& follow = follow_[depth - 1];
-          for (i = node.subtree_end;
-               i < last && nodes[i].depth == depth && !scan.test(nodes[i].byte) &&
-               !(following && follow.test(nodes[i].byte));
-               i = nodes[i].subtree_end)
-            engine_.charge(1);
+          i = skip_dead_siblings(node.subtree_end, last, depth, [&](uint8_t byte) {
+            return !scan.test(byte) && !(following && follow.test(byte));
+          });
           continue;
         } else {
           // The parent is on the fast path.
@@ -1031,9 +1029,8 @@ class MatcherState {
       if (!scan.test(node.byte)) {
         // Skip it and the dead siblings after it in a tight loop: few of
         // a node's children survive a set's scan.
-        for (i = node.subtree_end; i < last && nodes[i].depth == depth && !scan.test(nodes[i].byte);
-             i = nodes[i].subtree_end)
-          engine_.charge(1);
+        i = skip_dead_siblings(node.subtree_end, last, depth,
+                               [&](uint8_t byte) { return !scan.test(byte); });
         continue;
       }
       for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t)
@@ -1068,6 +1065,17 @@ class MatcherState {
       ++i;
     }
     return true;
+  }
+
+  // The first of the siblings from node i on (nodes at `depth` before
+  // `last`) whose byte is not `dead`, or the end of their run; charges a
+  // work unit per node skipped, as the walk does per node visited.
+  template <typename Dead>
+  uint32_t skip_dead_siblings(uint32_t i, uint32_t last, size_t depth, const Dead& dead) {
+    const auto& nodes = walk_trie_->nodes();
+    for (; i < last && nodes[i].depth == depth && dead(nodes[i].byte); i = nodes[i].subtree_end)
+      engine_.charge(1);
+    return i;
   }
 
   // What a fast-path step made of its states (see advance_followed).
