@@ -19,24 +19,19 @@ TokenTrie::TokenTrie() {
 
 namespace {
 
-// A token to sort: 8 of its bytes from a given offset on (the bytes before
-// it are shared, or sorted already) as a big-endian zero-padded integer,
-// then its length and id. Comparing (key, length_and_id) as integers orders
-// tokens by their bytes, then equal tokens by id, except two tokens that
-// both run past the key and agree on it: sort_items compares their bytes.
-struct SortItem {
+// A token on its way into the trie: 8 of its bytes from a key offset on as a
+// big-endian zero-padded integer (each level of the sort reads its byte
+// with a shift; the key is reloaded every 8 levels), its length and id.
+struct PlacedToken {
   uint64_t key;
-  uint64_t length_and_id;  // length << 32 | id
-
-  uint32_t id() const { return static_cast<uint32_t>(length_and_id); }
-  size_t length() const { return static_cast<size_t>(length_and_id >> 32); }
+  uint32_t length;
+  uint32_t id;
 };
 
 constexpr size_t kKeyBytes = 8;
 
-bool operator<(const SortItem& a, const SortItem& b) {
-  return a.key < b.key || (a.key == b.key && a.length_and_id < b.length_and_id);
-}
+// Ranges this small sort by insertion: cheaper than a radix pass.
+constexpr size_t kSmallRange = 32;
 
 // Up to 8 bytes from p (length of them count) as a big-endian integer,
 // zero-padded. Reads a whole word when the buffer allows it.
@@ -92,174 +87,332 @@ size_t trailing_zero_bits(uint64_t x) {  // precondition: x != 0
 #endif
 }
 
-// Ranges this small sort by insertion: cheaper than a radix pass.
-constexpr size_t kSmallRange = 32;
-
-void insertion_sort(SortItem* items, size_t count) {
-  for (size_t i = 1; i < count; ++i) {
-    const SortItem moving = items[i];
-    size_t at = i;
-    for (; at > 0 && moving < items[at - 1]; --at) items[at] = items[at - 1];
-    items[at] = moving;
-  }
-}
-
-// Sorts items[0, count) by (key, length_and_id): their keys agree on the
-// bytes before key byte `digit` (0 is the most significant). An MSD radix
-// sort, a key byte per level, through `scratch` (room for count items);
-// small ranges go to insertion sort. `counts` holds 256 zeros, and does
-// again on return.
-void radix_sort(SortItem* items, size_t count, unsigned digit, SortItem* scratch,
-                uint32_t* counts) {
-  for (;;) {
-    if (count <= kSmallRange) {
-      insertion_sort(items, count);
-      return;
-    }
-    if (digit == kKeyBytes) {  // equal keys: by length, then id
-      std::sort(items, items + count, [](const SortItem& a, const SortItem& b) {
-        return a.length_and_id < b.length_and_id;
-      });
-      return;
-    }
-    const unsigned shift = 56 - 8 * digit;
-    // The byte values seen, as a bitmap: the bins to visit are a few dozen
-    // of 256, and small ranges would spend more on the empty ones.
-    uint64_t seen[4] = {0, 0, 0, 0};
-    for (size_t i = 0; i < count; ++i) {
-      const unsigned byte = static_cast<unsigned>(items[i].key >> shift) & 0xFF;
-      ++counts[byte];
-      seen[byte / 64] |= uint64_t{1} << (byte % 64);
-    }
-    // bin_end[b]: where bin b's next item goes, then where the bin ends.
-    uint32_t bin_end[256];
-    uint8_t bins[256];  // the non-empty bins, ascending
-    size_t bin_count = 0;
-    uint32_t at = 0;
-    for (unsigned word = 0; word < 4; ++word) {
-      for (uint64_t bits = seen[word]; bits != 0; bits &= bits - 1) {
-        const unsigned byte = 64 * word + static_cast<unsigned>(trailing_zero_bits(bits));
-        bins[bin_count++] = static_cast<uint8_t>(byte);
-        bin_end[byte] = at;
-        at += counts[byte];
-        counts[byte] = 0;
-      }
-    }
-    if (bin_count == 1) {  // one byte value: nothing to move, on to the next
-      ++digit;
-      continue;
-    }
-    for (size_t i = 0; i < count; ++i) {
-      const unsigned byte = static_cast<unsigned>(items[i].key >> shift) & 0xFF;
-      scratch[bin_end[byte]++] = items[i];
-    }
-    std::memcpy(items, scratch, count * sizeof(SortItem));
-    uint32_t bin_begin = 0;
-    for (size_t i = 0; i < bin_count; ++i) {
-      const uint32_t bin_size = bin_end[bins[i]] - bin_begin;
-      if (bin_size > 1) radix_sort(items + bin_begin, bin_size, digit + 1, scratch, counts);
-      bin_begin += bin_size;
-    }
-    return;
-  }
-}
-
-// Builds the flat trie from tokens fed in sorted order, a sorted run at a
-// time: each token opens the nodes past its common prefix with the previous
-// one, and nodes deeper than that prefix are closed (their subtree_end set).
-class TrieAssembler {
+// Writes the flat trie while it sorts the tokens, in the order a
+// depth-first walk visits the nodes: an MSD radix sort a byte per level,
+// where each range of tokens that share their bytes up to a depth is a
+// node, split by the next byte into its children. Nothing is sorted first
+// and assembled after. The split is stable and the tokens arrive in id
+// order, so the tokens ending at a node come in ascending id order. The
+// ranges still to visit wait on a stack, not the call stack: tokens may be
+// 65535 bytes deep. Small ranges sort by insertion, and each of their
+// tokens opens the nodes past its common prefix with the one before.
+class TrieWriter {
  public:
-  TrieAssembler(const char* bytes, const uint32_t* offsets, size_t tokens, size_t longest,
-                std::vector<TokenTrie::Node, UninitializedAllocator<TokenTrie::Node>>& nodes,
-                std::vector<uint32_t>& token_ids)
-      : bytes_(bytes), offsets_(offsets), nodes_(nodes), token_ids_(token_ids) {
+  // Room for `tokens` tokens.
+  TrieWriter(const char* bytes, const uint32_t* offsets, const char* readable_end, size_t tokens,
+             std::vector<TokenTrie::Node, UninitializedAllocator<TokenTrie::Node>>& nodes,
+             std::vector<uint32_t>& token_ids)
+      : bytes_(bytes),
+        offsets_(offsets),
+        readable_end_(readable_end),
+        nodes_(nodes),
+        token_ids_(token_ids) {
     // Real vocabularies need about two nodes per token; reserving more only
     // costs address space, which is never touched.
     nodes_.reserve(tokens * 3 + 2);  // (the root and the end marker too)
     token_ids_.resize(tokens);       // written by index: the ids may be staged there first
-    path_.assign(longest + 1, 0);    // path_[d]: the open node at depth d (the root at 0)
-    nodes_data_ = nodes_.data();
   }
 
-  // Adds items[0, count), sorted, whose keys hold their bytes from
-  // key_offset on (they share the bytes before it, up to their lengths).
-  void add(const SortItem* items, size_t count, size_t key_offset) {
-    // The arrays through locals: the node bytes are stored as uint8_t,
-    // which may alias anything, so members would be reloaded after every
-    // node.
-    uint32_t* const path = path_.data();
-    uint32_t* const token_ids = token_ids_.data();
-    size_t node_count = node_count_;
-    size_t token_count = token_count_;
-    size_t open_depth = open_depth_;
-    const char* previous = previous_;
-    TokenTrie::Node* nodes = nodes_data_;
-    for (size_t i = 0; i < count; ++i) {
-      const size_t length = items[i].length();
-      const char* const token = bytes_ + offsets_[items[i].id()];
-      const size_t limit = std::min(open_depth, length);  // (0 for the first token)
-      size_t common;
-      if (i == 0) {  // after another run: the bytes tell
-        common = 0;
-        while (common < limit && previous[common] == token[common]) ++common;
-      } else if (const uint64_t difference = items[i].key ^ items[i - 1].key; difference != 0) {
-        common = std::min(key_offset + leading_zero_bits(difference) / 8, limit);
-      } else {
-        common = std::min(key_offset + kKeyBytes, limit);
-        while (common < limit && previous[common] == token[common]) ++common;
-      }
-      for (size_t depth = open_depth; depth > common; --depth) {
-        nodes[path[depth]].subtree_end = static_cast<uint32_t>(node_count);
-      }
-      // Room for the new nodes, grown a chunk at a time (within the
-      // reserve) so that the loop below writes through an index.
-      const size_t needed = node_count + (length - common);
-      if (needed > nodes_.size()) {
-        nodes_.resize(std::max(needed, nodes_.size() + kNodeChunk));
-        nodes = nodes_data_ = nodes_.data();
-      }
-      for (size_t depth = common; depth < length; ++depth, ++node_count) {
-        path[depth + 1] = static_cast<uint32_t>(node_count);
-        nodes[node_count] =
-            TokenTrie::Node{0, static_cast<uint32_t>(token_count), static_cast<uint16_t>(depth + 1),
-                            static_cast<uint8_t>(token[depth])};
-      }
-      // (Tokens arrive in byte order, so the ones ending at a node come
-      // before any node made later: ranges follow node order.)
-      token_ids[token_count++] = items[i].id();
-      open_depth = length;
-      previous = token;
-    }
-    node_count_ = node_count;
-    token_count_ = token_count;
-    open_depth_ = open_depth;
-    previous_ = previous;
+  // Before write_below: the longest token's length, and the most tokens
+  // one call gets.
+  void prepare(size_t longest, size_t most_tokens) {
+    path_.assign(longest + 1, 0);  // path_[d]: the open node at depth d (the root at 0)
+    // A pending range holds at least one token, and pending ranges do not
+    // overlap. (Not zeroed: only the part used is touched.)
+    pending_.reset(new Pending[std::max<size_t>(most_tokens, 1)]);
   }
+
+  // Room in the node array for `size` bytes staged before the first node
+  // is written: the nodes overwrite them, so no page is touched for them
+  // alone.
+  void* staging_room(size_t size) {
+    State state = load();
+    state.make_room((size + sizeof(TokenTrie::Node) - 1) / sizeof(TokenTrie::Node), nodes_);
+    return state.nodes + node_count_;
+  }
+
+  // A token for write_below, its key from key_offset on.
+  PlacedToken place(uint32_t id, size_t key_offset) const {
+    PlacedToken token{0, offsets_[id + 1] - offsets_[id], id};
+    token.key = key_at(token, key_offset);
+    return token;
+  }
+
+  // Opens the node for `byte` at `depth` as the next node, closing the
+  // open nodes at that depth or deeper: their subtrees end here.
+  void open_node(size_t depth, uint8_t byte) {
+    State state = load();
+    state.make_room(1, nodes_);
+    state.close_to(depth);
+    state.add_node(depth, byte);
+    store(state);
+  }
+
+  // Writes the subtree below the open node at `depth`, the deepest open,
+  // from tokens[0, count): they share their first `depth` bytes (and no
+  // fewer than `depth` bytes are theirs), and their keys start at
+  // key_offset, at most 8 bytes before `depth`. `scratch` has room for
+  // `count` tokens. Both arrays are overwritten.
+  void write_below(PlacedToken* tokens, PlacedToken* scratch, size_t count, size_t depth,
+                   size_t key_offset);
 
   // Closes the nodes still open, the root included.
   void finish() {
-    nodes_.resize(node_count_);
-    const uint32_t node_count = static_cast<uint32_t>(node_count_);
-    for (size_t depth = 0; depth <= open_depth_; ++depth) {
-      nodes_[path_[depth]].subtree_end = node_count;
+    for (size_t open = 0; open <= open_depth_; ++open) {
+      nodes_[path_[open]].subtree_end = static_cast<uint32_t>(node_count_);
     }
+    nodes_.resize(node_count_);
     token_ids_.resize(token_count_);
-    nodes_.push_back(TokenTrie::Node{node_count, static_cast<uint32_t>(token_count_), 0, 0});
+    nodes_.push_back(TokenTrie::Node{static_cast<uint32_t>(node_count_),
+                                     static_cast<uint32_t>(token_count_), 0, 0});
   }
 
  private:
+  // The writer's progress, copied into locals while nodes are written: the
+  // node bytes are stored as uint8_t, which may alias anything, so members
+  // would be reloaded after every node.
+  struct State {
+    TokenTrie::Node* nodes;
+    uint32_t* path;
+    uint32_t* token_ids;
+    size_t node_count;
+    size_t token_count;
+    size_t open_depth;
+
+    // Room for n more nodes, grown a chunk at a time (within the reserve)
+    // so that nodes are written through an index.
+    void make_room(size_t n,
+                   std::vector<TokenTrie::Node, UninitializedAllocator<TokenTrie::Node>>& vector) {
+      if (node_count + n > vector.size()) {
+        vector.resize(std::max(node_count + n, vector.size() + kNodeChunk));
+        nodes = vector.data();
+      }
+    }
+    // Closes the open nodes at `depth` or deeper: their subtrees end here.
+    void close_to(size_t depth) {
+      for (; open_depth >= depth; --open_depth) {
+        nodes[path[open_depth]].subtree_end = static_cast<uint32_t>(node_count);
+      }
+    }
+    // Opens a child of the deepest open node, at `depth` (one deeper).
+    void add_node(size_t depth, uint8_t byte) {
+      path[depth] = static_cast<uint32_t>(node_count);
+      nodes[node_count++] = TokenTrie::Node{0, static_cast<uint32_t>(token_count),
+                                            static_cast<uint16_t>(depth), byte};
+      open_depth = depth;
+    }
+    void add_token(uint32_t id) { token_ids[token_count++] = id; }
+  };
+  State load() {
+    return State{nodes_.data(), path_.data(), token_ids_.data(),
+                 node_count_,   token_count_, open_depth_};
+  }
+  void store(const State& state) {
+    node_count_ = state.node_count;
+    token_count_ = state.token_count;
+    open_depth_ = state.open_depth;
+  }
+
+  // A child node still to write: its byte, and its tokens, in tokens or scratch.
+  struct Pending {
+    uint32_t begin;
+    uint32_t end;
+    uint16_t depth;
+    uint8_t byte;
+    bool in_scratch;
+  };
+
+  // The key of `token` from byte `offset` on.
+  uint64_t key_at(const PlacedToken& token, size_t offset) const {
+    return token.length > offset ? pack_big_endian(bytes_ + offsets_[token.id] + offset,
+                                                   token.length - offset, readable_end_)
+                                 : 0;
+  }
+
+  // Writes the subtree below the open node at `depth` as write_below, for
+  // a few tokens, whose keys start at key_offset.
+  // Takes and returns the state by value: as a local of its own, no node
+  // written aliases it.
+  State write_sorted(State state, PlacedToken* tokens, size_t count, size_t depth,
+                     size_t key_offset) const;
+  // Whether a orders before b, when their keys are equal.
+  bool less_past_key(const PlacedToken& a, const PlacedToken& b, size_t key_end) const;
+
   const char* bytes_;
   const uint32_t* offsets_;
+  const char* readable_end_;
   std::vector<TokenTrie::Node, UninitializedAllocator<TokenTrie::Node>>& nodes_;
-  TokenTrie::Node* nodes_data_;  // nodes_.data()
   std::vector<uint32_t>& token_ids_;
   std::vector<uint32_t> path_;
+  std::unique_ptr<Pending[]> pending_;
+  uint32_t counts_[257] = {};  // per digit in write_below, zero between its passes
   static constexpr size_t kNodeChunk = 4096;
-  size_t node_count_ = 1;           // nodes_ written so far (the root first); the rest is room
-  size_t token_count_ = 0;          // token_ids_ written so far
-  size_t open_depth_ = 0;           // length of the previous token (0: none yet)
-  const char* previous_ = nullptr;  // the previous token's bytes
+  size_t node_count_ = 1;   // nodes_ written so far (the root first); the rest is room
+  size_t token_count_ = 0;  // token_ids_ written so far
+  size_t open_depth_ = 0;   // the depth of the last node opened
 };
+
+void TrieWriter::write_below(PlacedToken* tokens, PlacedToken* scratch, size_t count, size_t depth,
+                             size_t key_offset) {
+  Pending* const pending = pending_.get();
+  size_t pending_count = 0;
+  State state = load();
+  Pending range{0, static_cast<uint32_t>(count), static_cast<uint16_t>(depth), 0, false};
+  for (;;) {
+    // The children of the open node at `depth` from range's tokens.
+    for (;;) {
+      PlacedToken* const from = range.in_scratch ? scratch : tokens;
+      const size_t size = range.end - range.begin;
+      const size_t key_byte = (depth - key_offset) % kKeyBytes;
+      if (key_byte == 0 && depth != key_offset) {  // past the keys: the next 8 bytes
+        for (uint32_t i = range.begin; i < range.end; ++i) from[i].key = key_at(from[i], depth);
+      }
+      if (size <= kSmallRange) {
+        state = write_sorted(state, from + range.begin, size, depth, depth - key_byte);
+        break;
+      }
+      const unsigned shift = static_cast<unsigned>(56 - 8 * key_byte);
+      // A token that ends here reads as byte 0 (keys are zero-padded): it
+      // shares bin 0 with the tokens whose next byte is 0, and comes first.
+      const auto byte_of = [shift](const PlacedToken& token) -> unsigned {
+        return static_cast<unsigned>(token.key >> shift) & 0xFF;
+      };
+      // The bytes seen, as a bitmap: the bins to visit are a few dozen of
+      // 256, and smaller ranges would spend more on the empty ones.
+      uint64_t seen[4] = {0, 0, 0, 0};
+      for (uint32_t i = range.begin; i < range.end; ++i) {
+        const unsigned byte = byte_of(from[i]);
+        ++counts_[byte];
+        seen[byte / 64] |= uint64_t{1} << (byte % 64);
+      }
+      // bin_next[b]: where byte b's next token goes. bins: the bytes seen,
+      // ascending, with where each bin begins.
+      uint32_t bin_next[256];
+      uint8_t bins[256];
+      uint32_t bin_begin[257];
+      size_t bin_count = 0;
+      uint32_t at = range.begin;
+      for (unsigned word = 0; word < 4; ++word) {
+        for (uint64_t bits = seen[word]; bits != 0; bits &= bits - 1) {
+          const unsigned byte = 64 * word + static_cast<unsigned>(trailing_zero_bits(bits));
+          bins[bin_count] = static_cast<uint8_t>(byte);
+          bin_begin[bin_count++] = at;
+          bin_next[byte] = at;
+          at += counts_[byte];
+          counts_[byte] = 0;
+        }
+      }
+      bin_begin[bin_count] = at;
+      if (bin_count == 1 && bins[0] != 0) {  // one next byte: one child, nothing to move
+        ++depth;
+        state.make_room(1, nodes_);
+        state.add_node(depth, bins[0]);
+        continue;
+      }
+      PlacedToken* const to = range.in_scratch ? tokens : scratch;
+      for (uint32_t i = range.begin; i < range.end; ++i) {
+        to[bin_next[byte_of(from[i])]++] = from[i];
+      }
+      // The tokens ending here, in id order, leave the first bin, if it is
+      // byte 0's.
+      uint32_t first_bin_end = bin_begin[1];
+      if (bins[0] == 0) {
+        first_bin_end = bin_begin[0];
+        for (uint32_t i = bin_begin[0]; i < bin_begin[1]; ++i) {
+          if (to[i].length == depth) {
+            state.add_token(to[i].id);
+          } else {
+            to[first_bin_end++] = to[i];
+          }
+        }
+      }
+      // The children, last first, so that the first is taken first.
+      const auto add_pending = [&](uint32_t begin, uint32_t end, uint8_t byte) {
+        pending[pending_count++] =
+            Pending{begin, end, static_cast<uint16_t>(depth + 1), byte, !range.in_scratch};
+      };
+      for (size_t bin = bin_count - 1; bin > 0; --bin) {
+        add_pending(bin_begin[bin], bin_begin[bin + 1], bins[bin]);
+      }
+      if (first_bin_end != bin_begin[0]) add_pending(bin_begin[0], first_bin_end, bins[0]);
+      break;
+    }
+    if (pending_count == 0) break;
+    range = pending[--pending_count];
+    depth = range.depth;
+    state.make_room(1, nodes_);
+    state.close_to(depth);
+    state.add_node(depth, range.byte);
+  }
+  store(state);
+}
+
+bool TrieWriter::less_past_key(const PlacedToken& a, const PlacedToken& b, size_t key_end) const {
+  if (a.length > key_end && b.length > key_end) {
+    const std::string_view a_rest(bytes_ + offsets_[a.id] + key_end, a.length - key_end);
+    const std::string_view b_rest(bytes_ + offsets_[b.id] + key_end, b.length - key_end);
+    const int order = a_rest.compare(b_rest);  // compares as unsigned char
+    if (order != 0) return order < 0;
+  }
+  return a.length < b.length;  // (a prefix first)
+}
+
+TrieWriter::State TrieWriter::write_sorted(State state, PlacedToken* tokens, size_t count,
+                                           size_t depth, size_t key_offset) const {
+  const char* const bytes = bytes_;
+  const uint32_t* const offsets = offsets_;
+  // By insertion, stable: equal tokens stay in id order.
+  const size_t key_end = key_offset + kKeyBytes;
+  for (size_t i = 1; i < count; ++i) {
+    const PlacedToken moving = tokens[i];
+    size_t at = i;
+    for (; at > 0; --at) {
+      const PlacedToken& before = tokens[at - 1];
+      if (moving.key > before.key ||
+          (moving.key == before.key && !less_past_key(moving, before, key_end))) {
+        break;
+      }
+      tokens[at] = before;
+    }
+    tokens[at] = moving;
+  }
+  // Each token opens the nodes past its common prefix with the one before.
+  for (size_t i = 0; i < count; ++i) {
+    const PlacedToken& token = tokens[i];
+    size_t common = depth;
+    if (i != 0) {
+      const PlacedToken& previous = tokens[i - 1];
+      const size_t limit = std::min<size_t>(previous.length, token.length);
+      if (const uint64_t difference = token.key ^ previous.key; difference != 0) {
+        common = std::min(key_offset + leading_zero_bits(difference) / 8, limit);
+      } else {
+        common = std::min(key_end, limit);
+        const char* const a = bytes + offsets[token.id];
+        const char* const b = bytes + offsets[previous.id];
+        while (common < limit && a[common] == b[common]) ++common;
+      }
+    }
+    if (common < token.length) {
+      state.make_room(token.length - common, nodes_);
+      state.close_to(common + 1);
+      // The new nodes form a chain.
+      TokenTrie::Node* const nodes = state.nodes;
+      uint32_t* const path = state.path;
+      const auto tokens_begin = static_cast<uint32_t>(state.token_count);
+      const auto* const token_bytes = reinterpret_cast<const uint8_t*>(bytes + offsets[token.id]);
+      size_t node = state.node_count;
+      for (size_t next = common; next < token.length; ++next, ++node) {
+        path[next + 1] = static_cast<uint32_t>(node);
+        nodes[node] =
+            TokenTrie::Node{0, tokens_begin, static_cast<uint16_t>(next + 1), token_bytes[next]};
+      }
+      state.node_count = node;
+      state.open_depth = token.length;
+    }
+    state.add_token(token.id);
+  }
+  return state;
+}
 
 }  // namespace
 
@@ -275,10 +428,10 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, std::vect
 // 100k-token trie. This one groups the ids by their first two bytes in the
 // trie's own token_ids, then sorts one such group at a time in a small
 // scratch buffer (it stays in cache, and no array as large as the
-// vocabulary is touched), feeding the trie as it goes; it reads the packed
-// token bytes again only for node bytes and ties past the sort keys. The
-// members come as bits, so no list of ids as large as the vocabulary is
-// touched either.
+// vocabulary is touched), writing the group's nodes as it sorts; it reads
+// the packed token bytes again only for keys past 8 bytes and for the
+// bytes of a node chain that a single token leads to. The members come as
+// bits, so no list of ids as large as the vocabulary is touched either.
 TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, const uint32_t* member_words,
                            size_t vocabulary_size) {
   const size_t words = (vocabulary_size + 31) / 32;
@@ -300,68 +453,47 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, const uin
 
   // Whole-word reads may run past a token, but not past the vocabulary's bytes.
   const char* const readable_end = members == 0 ? bytes : bytes + offsets[vocabulary_size];
-  // Sorts items[0, count) fully; their keys start at key_offset.
-  uint32_t counts[256] = {};  // radix_sort's, zero between calls
-  const auto sort_items = [&](SortItem* items, size_t count, size_t key_offset, SortItem* scratch) {
-    radix_sort(items, count, 0, scratch, counts);
-    // Ties the keys leave: tokens past the key that agree on it, ordered
-    // by length among equal keys, so adjacent. Their bytes settle them.
-    const size_t key_end = key_offset + kKeyBytes;
-    for (size_t i = 1; i < count; ++i) {
-      if (items[i].key != items[i - 1].key || items[i - 1].length() <= key_end) continue;
-      size_t end = i + 1;
-      while (end < count && items[end].key == items[i].key) ++end;
-      std::sort(items + i - 1, items + end, [&](const SortItem& a, const SortItem& b) {
-        const std::string_view a_rest(bytes + offsets[a.id()] + key_end, a.length() - key_end);
-        const std::string_view b_rest(bytes + offsets[b.id()] + key_end, b.length() - key_end);
-        const int order = a_rest.compare(b_rest);  // compares as unsigned char
-        return order != 0 ? order < 0 : a.id() < b.id();
-      });
-      i = end;
-    }
-  };
-  const auto item_of = [&](uint32_t id, size_t key_offset) {
-    const uint32_t offset = offsets[id];
-    const size_t length = offsets[id + 1] - offset;
-    const uint64_t key = length > key_offset ? pack_big_endian(bytes + offset + key_offset,
-                                                               length - key_offset, readable_end)
-                                             : 0;
-    return SortItem{key, uint64_t{length} << 32 | id};
-  };
-
   TokenTrie trie;  // (the root only)
   size_t longest = 0;
 
   // A few thousand tokens (the long tokens of the text slice) sort as one run.
   constexpr size_t kFewTokens = 4096;
   if (members <= kFewTokens) {
-    std::unique_ptr<SortItem[]> items(new SortItem[2 * members + 1]);
+    const std::unique_ptr<PlacedToken[]> tokens(new PlacedToken[2 * members + 1]);
+    TrieWriter writer(bytes, offsets, readable_end, members, trie.nodes_, trie.token_ids_);
     size_t count = 0;
     for_each_member([&](uint32_t id, uint32_t, size_t length) {
-      items[count++] = item_of(id, 0);
+      tokens[count++] = writer.place(id, 0);
       longest = std::max(longest, length);
     });
-    sort_items(items.get(), count, 0, items.get() + members);
-    TrieAssembler assembler(bytes, offsets, count, longest, trie.nodes_, trie.token_ids_);
-    assembler.add(items.get(), count, 0);
-    assembler.finish();
+    writer.prepare(longest, count);
+    writer.write_below(tokens.get(), tokens.get() + members, count, 0, 0);
+    writer.finish();
   } else {
     // Groups by the first two bytes, a one-byte token joining the group of
-    // its byte and 0 (it sorts first there: it is shorter), with a counting
-    // sort: both passes read the ids in ascending order, so the offsets and
-    // the packed bytes stream through the cache instead of being looked up
-    // at random. The groups are staged in the trie's token_ids, which the
-    // assembler then overwrites group by group (a group's tokens take the
-    // same positions there once sorted).
-    const auto group_of = [&](uint32_t offset, size_t length) -> size_t {
-      const auto* token_bytes = reinterpret_cast<const uint8_t*>(bytes + offset);
-      return size_t{token_bytes[0]} << 8 | (length > 1 ? token_bytes[1] : 0);
-    };
+    // its byte and 0 (it comes first there: it ends a byte earlier), with
+    // a counting sort. The first pass reads the ids in ascending order, so
+    // the offsets and the packed bytes stream through the cache instead of
+    // being looked up at random, and notes each member's id and group in
+    // the node array's room, where the second pass finds them. The groups
+    // are staged in the trie's token_ids, which the writer then overwrites
+    // group by group (a group's tokens take the same positions there in
+    // the trie).
+    TrieWriter writer(bytes, offsets, readable_end, members, trie.nodes_, trie.token_ids_);
+    auto* const member_ids = static_cast<uint32_t*>(
+        writer.staging_room(members * (sizeof(uint32_t) + sizeof(uint16_t))));
+    auto* const member_groups = reinterpret_cast<uint16_t*>(member_ids + members);
     // group_start[g]: where group g starts, then (as the ids are placed)
     // where its next id goes, so that it ends as where group g + 1 starts.
     std::vector<uint32_t> group_start(256 * 256 + 1, 0);
-    for_each_member([&](uint32_t, uint32_t offset, size_t length) {
-      ++group_start[group_of(offset, length) + 1];
+    size_t count = 0;
+    for_each_member([&](uint32_t id, uint32_t offset, size_t length) {
+      const auto* token_bytes = reinterpret_cast<const uint8_t*>(bytes + offset);
+      const auto group =
+          static_cast<uint16_t>(token_bytes[0] << 8 | (length > 1 ? token_bytes[1] : 0));
+      ++group_start[group + 1];
+      member_ids[count] = id;
+      member_groups[count++] = group;
       longest = std::max(longest, length);
     });
     uint32_t largest_group = 0;
@@ -369,27 +501,34 @@ TokenTrie TokenTrie::build(const char* bytes, const uint32_t* offsets, const uin
       largest_group = std::max(largest_group, group_start[group]);
       group_start[group] += group_start[group - 1];
     }
-    TrieAssembler assembler(bytes, offsets, group_start.back(), longest, trie.nodes_,
-                            trie.token_ids_);
+    writer.prepare(longest, largest_group);
     uint32_t* const staged = trie.token_ids_.data();
-    for_each_member([&](uint32_t id, uint32_t offset, size_t length) {
-      staged[group_start[group_of(offset, length)]++] = id;
-    });
+    for (size_t i = 0; i < count; ++i) staged[group_start[member_groups[i]]++] = member_ids[i];
     // Room for the largest group and as much scratch, written before it is
-    // read: a vector resized per group would clear the items it grows by.
-    const std::unique_ptr<SortItem[]> items(new SortItem[2 * size_t{largest_group}]);
-    SortItem* const scratch = items.get() + largest_group;
-    constexpr size_t kGroupBytes = 2;
+    // read: a vector resized per group would clear the tokens it grows by.
+    const std::unique_ptr<PlacedToken[]> tokens(new PlacedToken[2 * size_t{largest_group}]);
+    PlacedToken* const scratch = tokens.get() + largest_group;
     uint32_t begin = 0;
-    for (const uint32_t end : group_start) {
+    size_t open_first_byte = 256;  // none yet
+    for (size_t group = 0; group < 256 * 256; ++group) {
+      const uint32_t end = group_start[group];
       if (begin == end) continue;
       const size_t size = end - begin;
-      for (size_t i = 0; i < size; ++i) items[i] = item_of(staged[begin + i], kGroupBytes);
-      sort_items(items.get(), size, kGroupBytes, scratch);
-      assembler.add(items.get(), size, kGroupBytes);
+      const size_t first_byte = group >> 8;
+      const auto second_byte = static_cast<uint8_t>(group);
+      if (first_byte != open_first_byte) {
+        writer.open_node(1, static_cast<uint8_t>(first_byte));
+        open_first_byte = first_byte;
+      }
+      // Group (b, 0) may hold the one-byte token b: its keys start at the
+      // second byte, and its tokens go below b's node.
+      const size_t depth = second_byte == 0 ? 1 : 2;
+      if (depth == 2) writer.open_node(2, second_byte);
+      for (size_t i = 0; i < size; ++i) tokens[i] = writer.place(staged[begin + i], depth);
+      writer.write_below(tokens.get(), scratch, size, depth, depth);
       begin = end;
     }
-    assembler.finish();
+    writer.finish();
   }
   trie.max_depth_ = longest;  // (0 for no tokens)
   return trie;
