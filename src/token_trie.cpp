@@ -178,14 +178,16 @@ class TrieWriter {
     size_t node_count;
     size_t token_count;
     size_t open_depth;
+    size_t node_room;  // the node array's size: nodes past node_count are room
 
     // Room for n more nodes, grown a chunk at a time (within the reserve)
     // so that nodes are written through an index.
     void make_room(size_t n,
                    std::vector<TokenTrie::Node, UninitializedAllocator<TokenTrie::Node>>& vector) {
-      if (node_count + n > vector.size()) {
-        vector.resize(std::max(node_count + n, vector.size() + kNodeChunk));
+      if (node_count + n > node_room) {
+        vector.resize(std::max(node_count + n, node_room + kNodeChunk));
         nodes = vector.data();
+        node_room = vector.size();
       }
     }
     // Closes the open nodes at `depth` or deeper: their subtrees end here.
@@ -204,8 +206,8 @@ class TrieWriter {
     void add_token(uint32_t id) { token_ids[token_count++] = id; }
   };
   State load() {
-    return State{nodes_.data(), path_.data(), token_ids_.data(),
-                 node_count_,   token_count_, open_depth_};
+    return State{nodes_.data(), path_.data(), token_ids_.data(), node_count_,
+                 token_count_,  open_depth_,  nodes_.size()};
   }
   void store(const State& state) {
     node_count_ = state.node_count;
