@@ -203,7 +203,7 @@ class GgufReader {
   }
 
  private:
-  static constexpr size_t kBufferSize = 1 << 18;
+  static constexpr size_t kBufferSize = 1 << 16;
 
   struct FileCloser {
     void operator()(std::FILE* file) const { std::fclose(file); }

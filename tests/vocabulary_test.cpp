@@ -511,7 +511,7 @@ TEST(Gguf, MissingTokenTypesMeansAllNormal) {
   EXPECT_TRUE(vocab->stop_tokens().empty());
 }
 
-// A file several times the loader's 256 KiB read buffer: token strings,
+// A file several times the loader's 64 KiB read buffer: token strings,
 // their lengths, the skipped merges and the 32-bit token types all straddle
 // refills somewhere, and long tokens take the path past the buffer. The
 // file and the same bytes in memory must load alike, every token spelled
