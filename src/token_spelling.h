@@ -52,7 +52,11 @@ inline char* write_byte_level_bytes(std::string_view token_text, char* out) noex
         continue;
       }
     }
-    in = write_byte_level_char(in, end, out);
+    // (Through a copy: were `out` itself passed by reference, it would
+    // live in memory, and every byte stored above could alias it.)
+    char* rare_out = out;
+    in = write_byte_level_char(in, end, rare_out);
+    out = rare_out;
   }
   return out;
 }
