@@ -142,9 +142,7 @@ class TrieWriter {
   // open nodes at that depth or deeper: their subtrees end here.
   void open_node(size_t depth, uint8_t byte) {
     State state = load();
-    state.make_room(1, nodes_);
-    state.close_to(depth);
-    state.add_node(depth, byte);
+    state.open_node(depth, byte, nodes_);
     store(state);
   }
 
@@ -196,8 +194,11 @@ class TrieWriter {
         nodes[path[open_depth]].subtree_end = static_cast<uint32_t>(node_count);
       }
     }
-    // Opens a child of the deepest open node, at `depth` (one deeper).
-    void add_node(size_t depth, uint8_t byte) {
+    // TrieWriter::open_node on this state.
+    void open_node(size_t depth, uint8_t byte,
+                   std::vector<TokenTrie::Node, UninitializedAllocator<TokenTrie::Node>>& vector) {
+      make_room(1, vector);
+      close_to(depth);
       path[depth] = static_cast<uint32_t>(node_count);
       nodes[node_count++] = TokenTrie::Node{0, static_cast<uint32_t>(token_count),
                                             static_cast<uint16_t>(depth), byte};
@@ -307,8 +308,7 @@ void TrieWriter::write_below(PlacedToken* tokens, PlacedToken* scratch, size_t c
       bin_begin[bin_count] = at;
       if (bin_count == 1 && bins[0] != 0) {  // one next byte: one child, nothing to move
         ++depth;
-        state.make_room(1, nodes_);
-        state.add_node(depth, bins[0]);
+        state.open_node(depth, bins[0], nodes_);
         continue;
       }
       PlacedToken* const to = range.in_scratch ? tokens : scratch;
@@ -342,9 +342,7 @@ void TrieWriter::write_below(PlacedToken* tokens, PlacedToken* scratch, size_t c
     if (pending_count == 0) break;
     range = pending[--pending_count];
     depth = range.depth;
-    state.make_room(1, nodes_);
-    state.close_to(depth);
-    state.add_node(depth, range.byte);
+    state.open_node(depth, range.byte, nodes_);
   }
   store(state);
 }

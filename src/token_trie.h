@@ -82,12 +82,12 @@ class TokenTrie {
   // ascending order. Tokens with empty bytes or longer than kMaxTokenLength
   // are skipped (the caller validates). Cost: a counting sort on the first
   // two bytes (one pass over the ids in order, one over what it staged in
-  // the node array's room), then per group an MSD radix sort of 16-byte
-  // keys, a byte per level, that writes the nodes as it goes (ranges of 32
-  // tokens or fewer sort by insertion and write theirs in one pass);
-  // memory: the output plus a table of 64k group counts and two key
-  // buffers the size of the largest group. A few thousand tokens sort as
-  // one group, without the table.
+  // the node array's room), then per group an MSD radix sort, a byte per
+  // level (8 bytes of key per token, reloaded every 8 levels), that writes
+  // the nodes as it goes (ranges of 32 tokens or fewer sort by insertion
+  // and write theirs in one pass); memory: the output plus a table of 64k
+  // group counts and two token buffers the size of the largest group. A
+  // few thousand tokens sort as one group, without the table.
   static TokenTrie build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids);
   // The same for the tokens whose bit is set in member_words (bit id % 32 of
   // word id / 32, ids below vocabulary_size; offsets[vocabulary_size] ends
