@@ -1189,6 +1189,17 @@ class Lowering {
     scratch[0] = nfa.start;
     out_->rules_[rule].start = intern(scratch.get(), closure(nfa, scratch.get(), 1));
     const size_t budget = std::max<size_t>(kMinDfaBudget, 4 * static_cast<size_t>(nfa.num_states));
+    // Work is budgeted too: few states can still each close over a large
+    // part of the NFA (a union of `\S+a\S+b`-like searches), quadratic work
+    // that splitting turns into small automata the Earley engine combines.
+    // The bundled and benchmark rules spend under 100 units per NFA state
+    // and edge. A rule that is split already gets no work budget: nothing
+    // is left to split, and max_lowering_work still bounds it.
+    const uint64_t work_budget =
+        built_split_[rule]
+            ? UINT64_MAX
+            : work_ + std::max<uint64_t>(kMinDfaWorkBudget,
+                                         kDfaWorkPerNfaPart * (nfa.num_states + nfa.bytes.size()));
     struct ClassEdge {
       uint32_t first, end;  // byte classes [first, end)
       uint32_t target;
@@ -1216,7 +1227,7 @@ class Lowering {
     std::vector<Run> resolved;
     std::vector<RuleEdge> by_rule;  // (rule, NFA target), sorted per DFA state
     for (uint32_t done = 0; done < kernels.count(); ++done) {
-      if (kernels.count() > budget) return false;
+      if (kernels.count() > budget || work_ > work_budget) return false;
       if (!status_.ok()) return true;
       // (States are stepped in the order they were made, so the runs and
       // rule edges of state first_id + done come next.)
@@ -1588,6 +1599,8 @@ class Lowering {
 
   static constexpr size_t kLiftProduct = 65536;
   static constexpr size_t kMinDfaBudget = 4096;
+  static constexpr uint64_t kMinDfaWorkBudget = uint64_t{1} << 20;
+  static constexpr uint64_t kDfaWorkPerNfaPart = 256;
   static constexpr int kMaxSplitRetries = 256;
   static constexpr int kMaxDepth = 2000;
 

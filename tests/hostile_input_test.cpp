@@ -819,6 +819,11 @@ std::vector<std::pair<std::string, std::string>> slow_to_lower_grammars() {
       R"({"type": "string", "pattern": "\\S+a\\S+b|\\S+c\\S+d|\\S+e\\S+f|\\S+g\\S+h"})");
   EXPECT_TRUE(pattern.ok()) << pattern.status().to_string();
   if (pattern.ok()) out.emplace_back("pattern \\S+a\\S+b|...", *pattern);
+  // Five such searches, two sharing a prefix (found by fuzzing in CI).
+  auto five = json_schema_to_gbnf(
+      R"({"type": "string", "pattern": "\\S+a\\S+b|\\S++d|\\S+e\\S+fc\\S+d|\\S+e\\S+f|\\S+g\\S+h"})");
+  EXPECT_TRUE(five.ok()) << five.status().to_string();
+  if (five.ok()) out.emplace_back("pattern \\S+a\\S+b|\\S++d|...", *five);
   return out;
 }
 
@@ -843,13 +848,32 @@ TEST(HostileGrammar, SlowToLowerGrammarsFinishOrHitTheWorkBound) {
   }
 }
 
+TEST(HostileGrammar, SlowToLowerPatternsSplitBeforeTheWorkGrows) {
+  // A rule whose subset construction outgrows a work budget linear in its
+  // NFA is split like one that outgrows its state budget, so the unions of
+  // searches lower in under 7 million units (more than 48 and 134 million
+  // when only states were budgeted: the second failed at the default
+  // bound).
+  RecognizerOptions bounded;
+  bounded.max_lowering_work = uint64_t{1} << 24;
+  const auto grammars = slow_to_lower_grammars();
+  ASSERT_EQ(grammars.size(), 3u);
+  for (size_t i = 1; i < grammars.size(); ++i) {
+    SCOPED_TRACE(grammars[i].first);
+    auto grammar = parse_gbnf(grammars[i].second);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto made = Recognizer::create(*grammar, "root", bounded);
+    EXPECT_TRUE(made.ok()) << made.status().to_string();
+  }
+}
+
 TEST(HostileGrammar, SlowToLowerGrammarsStayCorrect) {
   // With room enough, the rules split while lowering still accept exactly
   // their language.
   RecognizerOptions roomy;
   roomy.max_lowering_work = uint64_t{1} << 32;
   const auto grammars = slow_to_lower_grammars();
-  ASSERT_EQ(grammars.size(), 2u);
+  ASSERT_EQ(grammars.size(), 3u);
   auto c_like = parse_gbnf(grammars[0].second);
   ASSERT_TRUE(c_like.ok());
   auto c = Recognizer::create(*c_like, "root", roomy);
@@ -875,6 +899,21 @@ TEST(HostileGrammar, SlowToLowerGrammarsStayCorrect) {
   EXPECT_FALSE(accepts("\"xaxc\""));
   EXPECT_FALSE(accepts("\"ab\""));
   EXPECT_FALSE(accepts("\"x a xb\""));
+  auto five_searches = parse_gbnf(grammars[2].second);
+  ASSERT_TRUE(five_searches.ok());
+  auto five = Recognizer::create(*five_searches, "root", roomy);
+  ASSERT_TRUE(five.ok()) << five.status().to_string();
+  const auto five_accepts = [&](std::string_view text) {
+    five->reset();
+    return five->push_bytes(text) == text.size() && five->is_accepting();
+  };
+  EXPECT_TRUE(five_accepts("\"xaxb\""));
+  EXPECT_TRUE(five_accepts("\"xd\""));         // \S++d: non-blanks, then d
+  EXPECT_TRUE(five_accepts("\" ?e?fc?d \""));  // \S+e\S+fc\S+d
+  EXPECT_TRUE(five_accepts("\"\xC3\xA9g\xE6\x97\xA5h\""));
+  EXPECT_FALSE(five_accepts("\"d d  d\""));  // no non-blank before a d
+  EXPECT_FALSE(five_accepts("\"xaxc\""));
+  EXPECT_FALSE(five_accepts("\"x e xf\""));
 }
 
 // --- noexcept functions with extreme arguments -------------------------------------------

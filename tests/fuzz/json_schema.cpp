@@ -74,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(*parsed == *grammar, "json_schema_to_grammar differs from parsing the text");
 
     grammask::RecognizerOptions recognizer_options;
-    recognizer_options.max_states = 1u << 18;
+    recognizer_options.max_states = grammask::fuzz::kFuzzMaxStates;
+    recognizer_options.max_lowering_work = grammask::fuzz::kFuzzMaxLoweringWork;
     auto recognizer = grammask::Recognizer::create(*parsed, "root", recognizer_options);
     if (!recognizer.ok()) {
       FUZZ_CHECK(recognizer.status().code() == ErrorCode::kLimitExceeded,
