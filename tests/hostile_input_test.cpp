@@ -885,35 +885,36 @@ TEST(HostileGrammar, SlowToLowerGrammarsStayCorrect) {
   EXPECT_TRUE(c->is_accepting());
   c->reset();
   EXPECT_EQ(c->push_bytes("int x = ;"), 8u);
-  auto regex_like = parse_gbnf(grammars[1].second);
-  ASSERT_TRUE(regex_like.ok());
-  auto r = Recognizer::create(*regex_like, "root", roomy);
-  ASSERT_TRUE(r.ok()) << r.status().to_string();
-  const auto accepts = [&](std::string_view text) {
-    r->reset();
-    return r->push_bytes(text) == text.size() && r->is_accepting();
+  // The unions of \S+ searches: texts each must accept and reject.
+  struct PatternCase {
+    size_t index;  // in slow_to_lower_grammars()
+    std::vector<std::string_view> accepted, rejected;
   };
-  EXPECT_TRUE(accepts("\"xaxb\""));
-  EXPECT_TRUE(accepts("\" q xay\\\"b. \""));
-  EXPECT_TRUE(accepts("\"\xC3\xA9g\xE6\x97\xA5h\""));
-  EXPECT_FALSE(accepts("\"xaxc\""));
-  EXPECT_FALSE(accepts("\"ab\""));
-  EXPECT_FALSE(accepts("\"x a xb\""));
-  auto five_searches = parse_gbnf(grammars[2].second);
-  ASSERT_TRUE(five_searches.ok());
-  auto five = Recognizer::create(*five_searches, "root", roomy);
-  ASSERT_TRUE(five.ok()) << five.status().to_string();
-  const auto five_accepts = [&](std::string_view text) {
-    five->reset();
-    return five->push_bytes(text) == text.size() && five->is_accepting();
+  const std::vector<PatternCase> pattern_cases = {
+      {1,
+       {"\"xaxb\"", "\" q xay\\\"b. \"", "\"\xC3\xA9g\xE6\x97\xA5h\""},
+       {"\"xaxc\"", "\"ab\"", "\"x a xb\""}},
+      {2,
+       {"\"xaxb\"",
+        "\"xd\"",         // \S++d: non-blanks, then d
+        "\" ?e?fc?d \"",  // \S+e\S+fc\S+d
+        "\"\xC3\xA9g\xE6\x97\xA5h\""},
+       {"\"d d  d\"",  // no non-blank before a d
+        "\"xaxc\"", "\"x e xf\""}},
   };
-  EXPECT_TRUE(five_accepts("\"xaxb\""));
-  EXPECT_TRUE(five_accepts("\"xd\""));         // \S++d: non-blanks, then d
-  EXPECT_TRUE(five_accepts("\" ?e?fc?d \""));  // \S+e\S+fc\S+d
-  EXPECT_TRUE(five_accepts("\"\xC3\xA9g\xE6\x97\xA5h\""));
-  EXPECT_FALSE(five_accepts("\"d d  d\""));  // no non-blank before a d
-  EXPECT_FALSE(five_accepts("\"xaxc\""));
-  EXPECT_FALSE(five_accepts("\"x e xf\""));
+  for (const PatternCase& test : pattern_cases) {
+    SCOPED_TRACE(grammars[test.index].first);
+    auto grammar = parse_gbnf(grammars[test.index].second);
+    ASSERT_TRUE(grammar.ok());
+    auto r = Recognizer::create(*grammar, "root", roomy);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const auto accepts = [&](std::string_view text) {
+      r->reset();
+      return r->push_bytes(text) == text.size() && r->is_accepting();
+    };
+    for (std::string_view text : test.accepted) EXPECT_TRUE(accepts(text)) << text;
+    for (std::string_view text : test.rejected) EXPECT_FALSE(accepts(text)) << text;
+  }
 }
 
 // --- noexcept functions with extreme arguments -------------------------------------------
