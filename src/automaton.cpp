@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "sequence_index.h"
+#include "base/sequence_index.h"
 
 namespace grammask::internal {
 

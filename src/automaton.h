@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "byte_set.h"
+#include "base/byte_set.h"
 #include "grammask/grammar.h"
 #include "grammask/recognizer.h"
 #include "grammask/status.h"

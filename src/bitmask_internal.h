@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/bits.h"
 #include "grammask/bitmask.h"
 
 namespace grammask {
@@ -32,15 +33,6 @@ const MaskKernels* neon_kernels() noexcept;
 // to `count` (<= 32) values.
 void apply_word_f32(float* logits, size_t count, uint32_t word) noexcept;
 void apply_word_u16(uint16_t* logits, size_t count, uint32_t word, uint16_t blocked) noexcept;
-inline unsigned lowest_set_bit(uint32_t x) noexcept {  // precondition: x != 0
-#if defined(__GNUC__) || defined(__clang__)
-  return static_cast<unsigned>(__builtin_ctz(x));
-#else
-  unsigned lane = 0;
-  while (!((x >> lane) & 1u)) ++lane;
-  return lane;
-#endif
-}
 // Is the candidate's id allowed by a mask of width n_tokens?
 inline bool candidate_allowed(int32_t id, const uint32_t* words, size_t n_tokens) noexcept {
   return id >= 0 && static_cast<size_t>(id) < n_tokens && test_bit(words, static_cast<size_t>(id));

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "automaton.h"
-#include "byte_set.h"
+#include "base/byte_set.h"
 
 namespace grammask::internal {
 

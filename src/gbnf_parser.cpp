@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/utf8.h"
 #include "grammask/gbnf.h"
-#include "utf8.h"
 
 namespace grammask {
 namespace {

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "utf8.h"
+#include "base/utf8.h"
 
 namespace grammask {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "sequence_index.h"
+#include "base/sequence_index.h"
 
 namespace grammask::internal {
 namespace {

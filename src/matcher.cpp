@@ -15,10 +15,10 @@
 #include <unordered_set>
 
 #include "automaton.h"
+#include "base/sequence_index.h"
 #include "earley.h"
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
-#include "sequence_index.h"
 #include "text_slice.h"
 #include "token_trie.h"
 

@@ -6,10 +6,10 @@
 #include <unordered_set>
 
 #include "automaton.h"
-#include "bitmask_internal.h"
+#include "base/bits.h"
+#include "base/sequence_index.h"
+#include "base/utf8.h"
 #include "grammask/bitmask.h"
-#include "sequence_index.h"
-#include "utf8.h"
 
 namespace grammask::internal {
 

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "byte_set.h"
+#include "base/byte_set.h"
 #include "token_trie.h"
 
 namespace grammask::internal {

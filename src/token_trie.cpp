@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "bitmask_internal.h"
+#include "base/bits.h"
 
 namespace grammask {
 namespace internal {

@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/utf8.h"
 #include "grammask/vocabulary.h"
 #include "token_spelling.h"
-#include "utf8.h"
 
 namespace grammask {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <new>
 
-#include "bitmask_internal.h"
+#include "base/bits.h"
 #include "grammask/bitmask.h"
 #include "text_slice.h"
 #include "token_spelling.h"

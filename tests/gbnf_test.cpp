@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "utf8.h"
+#include "base/utf8.h"
 
 namespace grammask {
 namespace {

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "base/utf8.h"
 #include "grammask/bitmask.h"
 #include "text_slice.h"
 #include "token_trie.h"
-#include "utf8.h"
 
 namespace grammask {
 namespace {
