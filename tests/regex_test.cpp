@@ -3,7 +3,7 @@
 // encoding of the string exactly when RE2 finds a match. Patterns are written
 // in the syntax ECMA-262 and RE2 share, over characters where their classes
 // agree (no \r, \v or Unicode spaces).
-#include "regex_to_gbnf.h"
+#include "regex/regex_to_gbnf.h"
 
 #include <gtest/gtest.h>
 #include <re2/re2.h>
@@ -14,8 +14,8 @@
 
 #include "grammask/gbnf.h"
 #include "grammask/recognizer.h"
-#include "json_schema_dfa.h"
 #include "json_schema_formats.h"
+#include "regex/char_dfa.h"
 
 namespace grammask::internal {
 namespace {

@@ -24,7 +24,7 @@
 #include "fuzz_check.h"
 #include "grammask/gbnf.h"
 #include "grammask/recognizer.h"
-#include "regex_to_gbnf.h"
+#include "regex/regex_to_gbnf.h"
 
 namespace grammask::fuzz {
 namespace {

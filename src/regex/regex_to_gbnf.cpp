@@ -1,5 +1,5 @@
 // ECMA-262 pattern -> AST -> GBNF (JSON string bodies) and RE2 syntax.
-#include "regex_to_gbnf.h"
+#include "regex/regex_to_gbnf.h"
 
 #include <re2/re2.h>
 

@@ -8,8 +8,8 @@
 // States carry a label: 0 is "not accepting"; products combine the labels of
 // their operands (a bitmask of matched patterns, say). Everything is bounded
 // by a state budget and fails with kUnsupported past it.
-#ifndef GRAMMASK_SRC_JSON_SCHEMA_DFA_H_
-#define GRAMMASK_SRC_JSON_SCHEMA_DFA_H_
+#ifndef GRAMMASK_SRC_REGEX_CHAR_DFA_H_
+#define GRAMMASK_SRC_REGEX_CHAR_DFA_H_
 
 #include <cstdint>
 #include <functional>
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "grammask/status.h"
-#include "regex_to_gbnf.h"
+#include "regex/regex_to_gbnf.h"
 
 namespace grammask::internal {
 
@@ -79,4 +79,4 @@ std::string dfa_to_gbnf(const CharDfa& dfa, const std::function<bool(uint32_t)>&
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_JSON_SCHEMA_DFA_H_
+#endif  // GRAMMASK_SRC_REGEX_CHAR_DFA_H_

@@ -1,7 +1,7 @@
 // Automata over code points: Thompson NFA from the regex AST, subset
 // construction over code point classes, products, complement, Moore
 // minimization, and GBNF with one rule per state.
-#include "json_schema_dfa.h"
+#include "regex/char_dfa.h"
 
 #include <algorithm>
 #include <map>
