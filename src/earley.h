@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "automaton.h"
+#include "automata/lowering.h"
 #include "base/byte_set.h"
 
 namespace grammask::internal {

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "automaton.h"
+#include "automata/lowering.h"
 #include "base/sequence_index.h"
 #include "earley.h"
 #include "grammask/bitmask.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "automaton.h"
+#include "automata/lowering.h"
 #include "earley.h"
 
 namespace grammask {

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "automaton.h"
+#include "automata/lowering.h"
 #include "base/bits.h"
 #include "base/sequence_index.h"
 #include "base/utf8.h"

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "automaton.h"
+#include "automata/lowering.h"
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
 #include "grammask/json_schema.h"

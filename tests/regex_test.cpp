@@ -204,7 +204,7 @@ TEST(RegexTest, LengthBounds) {
   EXPECT_FALSE(t->max_length.has_value());
 }
 
-// --- automata over code points (json_schema_dfa.h) ---------------------------
+// --- automata over code points (regex/char_dfa.h) ---------------------------
 
 bool accepted(const CharDfa& dfa, const std::string& text) {
   return dfa_accepts(dfa, text, [](uint32_t label) { return label != 0; });

@@ -8,8 +8,8 @@
 // transitions and the Earley engine only sees the recursive skeleton. Code
 // point terminals become the UTF-8 byte sequences that spell them, so a
 // token that ends inside a character is simply a prefix.
-#ifndef GRAMMASK_SRC_AUTOMATON_H_
-#define GRAMMASK_SRC_AUTOMATON_H_
+#ifndef GRAMMASK_SRC_AUTOMATA_LOWERING_H_
+#define GRAMMASK_SRC_AUTOMATA_LOWERING_H_
 
 #include <cstdint>
 #include <memory>
@@ -141,4 +141,4 @@ void utf8_sequences(uint32_t first, uint32_t last, std::vector<Utf8Sequence>& ou
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_AUTOMATON_H_
+#endif  // GRAMMASK_SRC_AUTOMATA_LOWERING_H_

@@ -1,4 +1,4 @@
-#include "automaton.h"
+#include "automata/lowering.h"
 
 #include <algorithm>
 #include <map>
