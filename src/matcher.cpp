@@ -16,7 +16,7 @@
 
 #include "automata/lowering.h"
 #include "base/sequence_index.h"
-#include "earley.h"
+#include "earley/earley_engine.h"
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
 #include "text_slice.h"

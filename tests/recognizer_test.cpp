@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "earley.h"
+#include "earley/earley_engine.h"
 #include "grammask/gbnf.h"
 #include "text_slice.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "automata/lowering.h"
-#include "earley.h"
+#include "earley/earley_engine.h"
 
 namespace grammask {
 namespace internal {

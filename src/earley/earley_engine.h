@@ -5,8 +5,8 @@
 // closure), popping truncates. Nullable rules are handled at prediction time
 // (Aycock-Horspool) and right recursion through tail positions uses Leo's
 // memoized topmost items, so unambiguous grammars cost linear time.
-#ifndef GRAMMASK_SRC_EARLEY_H_
-#define GRAMMASK_SRC_EARLEY_H_
+#ifndef GRAMMASK_SRC_EARLEY_EARLEY_ENGINE_H_
+#define GRAMMASK_SRC_EARLEY_EARLEY_ENGINE_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -254,4 +254,4 @@ class EarleyEngine {
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_EARLEY_H_
+#endif  // GRAMMASK_SRC_EARLEY_EARLEY_ENGINE_H_
