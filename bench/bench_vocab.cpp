@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "grammask/vocabulary.h"
-#include "token_trie.h"
+#include "vocab/token_trie.h"
 
 namespace {
 

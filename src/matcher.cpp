@@ -19,8 +19,8 @@
 #include "earley/earley_engine.h"
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
-#include "text_slice.h"
-#include "token_trie.h"
+#include "vocab/text_slice.h"
+#include "vocab/token_trie.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

@@ -12,7 +12,7 @@
 
 #include "earley/earley_engine.h"
 #include "grammask/gbnf.h"
-#include "text_slice.h"
+#include "vocab/text_slice.h"
 
 namespace grammask {
 namespace {

@@ -18,8 +18,8 @@
 
 #include "base/utf8.h"
 #include "grammask/bitmask.h"
-#include "text_slice.h"
-#include "token_trie.h"
+#include "vocab/text_slice.h"
+#include "vocab/token_trie.h"
 
 namespace grammask {
 namespace {

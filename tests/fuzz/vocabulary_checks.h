@@ -18,7 +18,7 @@
 #include "grammask/matcher.h"
 #include "grammask/recognizer.h"
 #include "grammask/vocabulary.h"
-#include "token_trie.h"
+#include "vocab/token_trie.h"
 
 namespace grammask::fuzz {
 

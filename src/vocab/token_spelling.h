@@ -2,8 +2,8 @@
 // decode each token where its text was read, so no token passes through a
 // temporary string. Every spelling is at most as long as the text it comes
 // from, so `out` may point at or before `text` in the same buffer.
-#ifndef GRAMMASK_SRC_TOKEN_SPELLING_H_
-#define GRAMMASK_SRC_TOKEN_SPELLING_H_
+#ifndef GRAMMASK_SRC_VOCAB_TOKEN_SPELLING_H_
+#define GRAMMASK_SRC_VOCAB_TOKEN_SPELLING_H_
 
 #include <cstdint>
 #include <string_view>
@@ -65,4 +65,4 @@ char* write_sentencepiece_bytes(std::string_view token_text, char* out) noexcept
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_TOKEN_SPELLING_H_
+#endif  // GRAMMASK_SRC_VOCAB_TOKEN_SPELLING_H_

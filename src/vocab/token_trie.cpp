@@ -1,4 +1,4 @@
-#include "token_trie.h"
+#include "vocab/token_trie.h"
 
 #include <algorithm>
 #include <bitset>

@@ -22,7 +22,7 @@
 
 #include "base/utf8.h"
 #include "grammask/vocabulary.h"
-#include "token_spelling.h"
+#include "vocab/token_spelling.h"
 
 namespace grammask {
 namespace {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "grammask/vocabulary.h"
-#include "token_spelling.h"
+#include "vocab/token_spelling.h"
 
 namespace grammask {
 namespace {

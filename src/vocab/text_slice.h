@@ -12,8 +12,8 @@
 // characters are left for the longest token (often 128 spaces), so there is
 // a second tier: the short slice tokens, for states that accept every plain
 // text of up to kShortLength bytes.
-#ifndef GRAMMASK_SRC_TEXT_SLICE_H_
-#define GRAMMASK_SRC_TEXT_SLICE_H_
+#ifndef GRAMMASK_SRC_VOCAB_TEXT_SLICE_H_
+#define GRAMMASK_SRC_VOCAB_TEXT_SLICE_H_
 
 #include <atomic>
 #include <cstddef>
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "base/byte_set.h"
-#include "token_trie.h"
+#include "vocab/token_trie.h"
 
 namespace grammask::internal {
 
@@ -197,4 +197,4 @@ class TextClosure {
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_TEXT_SLICE_H_
+#endif  // GRAMMASK_SRC_VOCAB_TEXT_SLICE_H_

@@ -9,9 +9,9 @@
 
 #include "base/bits.h"
 #include "grammask/bitmask.h"
-#include "text_slice.h"
-#include "token_spelling.h"
-#include "token_trie.h"
+#include "vocab/text_slice.h"
+#include "vocab/token_spelling.h"
+#include "vocab/token_trie.h"
 
 namespace grammask {
 namespace internal {

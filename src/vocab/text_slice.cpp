@@ -1,4 +1,4 @@
-#include "text_slice.h"
+#include "vocab/text_slice.h"
 
 #include <algorithm>
 #include <deque>

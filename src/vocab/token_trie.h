@@ -1,8 +1,8 @@
 // The token trie: every token that can spell grammar text, stored flat in
 // depth-first order so the mask engine walks it with a loop, skipping a
 // rejected subtree by jumping to its subtree_end.
-#ifndef GRAMMASK_SRC_TOKEN_TRIE_H_
-#define GRAMMASK_SRC_TOKEN_TRIE_H_
+#ifndef GRAMMASK_SRC_VOCAB_TOKEN_TRIE_H_
+#define GRAMMASK_SRC_VOCAB_TOKEN_TRIE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -133,4 +133,4 @@ class TokenTrie {
 }  // namespace internal
 }  // namespace grammask
 
-#endif  // GRAMMASK_SRC_TOKEN_TRIE_H_
+#endif  // GRAMMASK_SRC_VOCAB_TOKEN_TRIE_H_
