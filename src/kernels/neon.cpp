@@ -1,7 +1,7 @@
 // NEON mask kernels for AArch64 (where NEON is always present). On other
 // architectures the file is empty. Candidate arrays use the scalar kernel:
 // NEON has no gather, and per-id work is dominated by the mask lookups.
-#include "bitmask_internal.h"
+#include "kernels/kernels.h"
 
 #if defined(__aarch64__) && defined(__ARM_NEON)
 

@@ -2,7 +2,7 @@
 // register, so each word is one or two masked stores of -inf that write only
 // the disallowed lanes and never read the logits. Built with -mavx512f
 // -mavx512bw (see CMakeLists.txt); without those flags the file is empty.
-#include "bitmask_internal.h"
+#include "kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__)
 

@@ -1,8 +1,8 @@
 // The per-instruction-set kernels behind include/grammask/bitmask.h. Each
 // ISA lives in its own file, compiled with that ISA's flags; bitmask.cpp
 // picks one at run time after checking the CPU.
-#ifndef GRAMMASK_SRC_BITMASK_INTERNAL_H_
-#define GRAMMASK_SRC_BITMASK_INTERNAL_H_
+#ifndef GRAMMASK_SRC_KERNELS_KERNELS_H_
+#define GRAMMASK_SRC_KERNELS_KERNELS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -41,4 +41,4 @@ inline bool candidate_allowed(int32_t id, const uint32_t* words, size_t n_tokens
 }  // namespace internal
 }  // namespace grammask
 
-#endif  // GRAMMASK_SRC_BITMASK_INTERNAL_H_
+#endif  // GRAMMASK_SRC_KERNELS_KERNELS_H_

@@ -3,7 +3,7 @@
 #include <initializer_list>
 #include <limits>
 
-#include "bitmask_internal.h"
+#include "kernels/kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
