@@ -11,7 +11,7 @@
 
 #include "grammask/gbnf.h"
 #include "grammask/recognizer.h"
-#include "json_schema_numbers.h"
+#include "schema/numbers.h"
 
 namespace grammask {
 namespace {

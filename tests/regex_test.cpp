@@ -14,8 +14,8 @@
 
 #include "grammask/gbnf.h"
 #include "grammask/recognizer.h"
-#include "json_schema_formats.h"
 #include "regex/char_dfa.h"
+#include "schema/formats.h"
 
 namespace grammask::internal {
 namespace {

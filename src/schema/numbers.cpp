@@ -1,6 +1,6 @@
 // Decimal arithmetic on digit strings and the digit-by-digit grammars for
 // numeric ranges and divisibility.
-#include "json_schema_numbers.h"
+#include "schema/numbers.h"
 
 #include <algorithm>
 #include <functional>

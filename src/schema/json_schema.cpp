@@ -34,10 +34,10 @@
 #include <unordered_set>
 
 #include "grammask/gbnf.h"
-#include "json_schema_formats.h"
-#include "json_schema_numbers.h"
 #include "regex/char_dfa.h"
 #include "regex/regex_to_gbnf.h"
+#include "schema/formats.h"
+#include "schema/numbers.h"
 
 namespace grammask {
 namespace {

@@ -1,6 +1,6 @@
 // JSON Schema `format` values as anchored ECMA-262 patterns.
-#ifndef GRAMMASK_SRC_JSON_SCHEMA_FORMATS_H_
-#define GRAMMASK_SRC_JSON_SCHEMA_FORMATS_H_
+#ifndef GRAMMASK_SRC_SCHEMA_FORMATS_H_
+#define GRAMMASK_SRC_SCHEMA_FORMATS_H_
 
 #include <string>
 #include <string_view>
@@ -21,4 +21,4 @@ FormatLookup format_pattern(std::string_view format);
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_JSON_SCHEMA_FORMATS_H_
+#endif  // GRAMMASK_SRC_SCHEMA_FORMATS_H_

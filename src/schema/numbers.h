@@ -1,7 +1,7 @@
 // Exact decimal arithmetic and digit grammars for JSON Schema numeric
 // keywords: ranges (minimum, maximum, exclusive*) and multipleOf.
-#ifndef GRAMMASK_SRC_JSON_SCHEMA_NUMBERS_H_
-#define GRAMMASK_SRC_JSON_SCHEMA_NUMBERS_H_
+#ifndef GRAMMASK_SRC_SCHEMA_NUMBERS_H_
+#define GRAMMASK_SRC_SCHEMA_NUMBERS_H_
 
 #include <cstdint>
 #include <optional>
@@ -67,4 +67,4 @@ std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_JSON_SCHEMA_NUMBERS_H_
+#endif  // GRAMMASK_SRC_SCHEMA_NUMBERS_H_

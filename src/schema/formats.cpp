@@ -3,7 +3,7 @@
 // where the exact language is not cheaply regular (leap seconds at non-whole
 // hour offsets, overall hostname length, Punycode labels) it accepts a
 // subset rather than a superset.
-#include "json_schema_formats.h"
+#include "schema/formats.h"
 
 #include <cstdio>
 #include <string>
