@@ -34,7 +34,7 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/grammask"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
   FILES_MATCHING PATTERN "*.h")
 
-# The tool is built from examples/ (GRAMMASK_BUILD_TOOLS); installed as
+# The tool is built from src/cli/ (GRAMMASK_BUILD_TOOLS); installed as
 # bin/grammask and exported as grammask::grammask_tool.
 if(TARGET grammask_tool)
   install(TARGETS grammask_tool

@@ -1,5 +1,5 @@
 # The library never aborts, exits or prints: none of its object files may
-# reference a function that does (the tool in examples/ may print; the
+# reference a function that does (the tool in src/cli/ may print; the
 # library reports everything through Status). Run by ctest as
 #   cmake -DNM=<nm> -DOBJECTS=<a.o|b.o|...> -P library_symbols_test.cmake
 # OBJECTS are the library's object files joined with '|'.

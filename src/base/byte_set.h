@@ -1,6 +1,6 @@
 // A set of bytes as 256 bits: what an Earley set can scan next.
-#ifndef GRAMMASK_SRC_BYTE_SET_H_
-#define GRAMMASK_SRC_BYTE_SET_H_
+#ifndef GRAMMASK_SRC_BASE_BYTE_SET_H_
+#define GRAMMASK_SRC_BASE_BYTE_SET_H_
 
 #include <cstdint>
 
@@ -33,4 +33,4 @@ struct ByteSet {
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_BYTE_SET_H_
+#endif  // GRAMMASK_SRC_BASE_BYTE_SET_H_

@@ -1,6 +1,6 @@
 // Sequences of 32-bit words interned by content (internal).
-#ifndef GRAMMASK_SRC_SEQUENCE_INDEX_H_
-#define GRAMMASK_SRC_SEQUENCE_INDEX_H_
+#ifndef GRAMMASK_SRC_BASE_SEQUENCE_INDEX_H_
+#define GRAMMASK_SRC_BASE_SEQUENCE_INDEX_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -175,4 +175,4 @@ class SequenceIndex {
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_SEQUENCE_INDEX_H_
+#endif  // GRAMMASK_SRC_BASE_SEQUENCE_INDEX_H_

@@ -2,8 +2,8 @@
 //
 // "Well-formed" follows the Unicode standard (table 3-7): no overlong forms,
 // no encoded surrogates, nothing above U+10FFFF, no truncated sequences.
-#ifndef GRAMMASK_SRC_UTF8_H_
-#define GRAMMASK_SRC_UTF8_H_
+#ifndef GRAMMASK_SRC_BASE_UTF8_H_
+#define GRAMMASK_SRC_BASE_UTF8_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -125,4 +125,4 @@ inline std::string encode(std::u32string_view code_points) {
 }  // namespace utf8
 }  // namespace grammask
 
-#endif  // GRAMMASK_SRC_UTF8_H_
+#endif  // GRAMMASK_SRC_BASE_UTF8_H_

@@ -9,8 +9,8 @@
 // Constructs that are not regular or not expressible exactly (lookaround,
 // backreferences, \b, \p{...}, anchors in the middle of a pattern) fail with
 // kUnsupported; malformed patterns fail with kSyntax.
-#ifndef GRAMMASK_SRC_REGEX_TO_GBNF_H_
-#define GRAMMASK_SRC_REGEX_TO_GBNF_H_
+#ifndef GRAMMASK_SRC_REGEX_REGEX_TO_GBNF_H_
+#define GRAMMASK_SRC_REGEX_REGEX_TO_GBNF_H_
 
 #include <cstdint>
 #include <functional>
@@ -147,4 +147,4 @@ class EcmaRegexSearcher {
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_REGEX_TO_GBNF_H_
+#endif  // GRAMMASK_SRC_REGEX_REGEX_TO_GBNF_H_
