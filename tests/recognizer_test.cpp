@@ -12,6 +12,7 @@
 
 #include "earley/earley_engine.h"
 #include "grammask/gbnf.h"
+#include "mask/text_closure.h"
 #include "vocab/text_slice.h"
 
 namespace grammask {

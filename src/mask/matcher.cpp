@@ -19,6 +19,7 @@
 #include "earley/earley_engine.h"
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
+#include "mask/text_closure.h"
 #include "vocab/text_slice.h"
 #include "vocab/token_trie.h"
 
