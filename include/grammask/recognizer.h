@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "grammask/grammar.h"
+#include "grammask/recognizer_options.h"
 #include "grammask/status.h"
 
 namespace grammask {
@@ -22,31 +23,6 @@ namespace internal {
 class ByteGrammar;
 class EarleyEngine;
 }  // namespace internal
-
-struct RecognizerOptions {
-  // Upper bound on automaton states produced by lowering (repetition
-  // expansion and rule inlining count here). Exceeding it fails create().
-  size_t max_states = 1u << 20;
-  // Upper bound on the Earley work one byte may cost (items added plus items
-  // examined while completing). Unambiguous grammars stay in the tens; the
-  // bound stops highly ambiguous grammars (e.g. `e ::= e e | "a"`, whose
-  // work per byte grows with the input) from taking unbounded time: a byte
-  // over the bound is refused and work_limit_hit() says why. At the default,
-  // one byte costs at most a few milliseconds.
-  uint64_t max_work_per_byte = uint64_t{1} << 20;
-  // Upper bound on the work of lowering (automaton states built plus NFA
-  // states and edges visited by the subset construction, summed over the
-  // retries that split rules whose automata blow up). Grammars that stay
-  // small in states can still be costly to determinize (a `.*`-like class
-  // before a choice, inlined many times); past the bound create() fails
-  // with kLimitExceeded (naming this option) instead of running for
-  // seconds. The bundled grammars need under a million units; at the
-  // default, lowering costs at most about a second. A grammar that passes
-  // max_states or this bound is lowered once more with fewer rules copied
-  // inline (more rule calls, fewer states) before failing, so the bound
-  // applies to each of the two attempts.
-  uint64_t max_lowering_work = uint64_t{1} << 27;
-};
 
 class Recognizer {
  public:

@@ -21,7 +21,25 @@ enum class ErrorCode : uint8_t {
   kInvalidState,     // the call is not allowed in the object's current state
 };
 
-const char* to_string(ErrorCode code) noexcept;
+inline const char* to_string(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kSyntax:
+      return "syntax error";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kLimitExceeded:
+      return "limit exceeded";
+    case ErrorCode::kIo:
+      return "I/O error";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kInvalidState:
+      return "invalid state";
+  }
+  return "unknown error";
+}
 
 // Where in a text an error was found. line and column are 1-based and count
 // bytes; 0 means "unknown". offset is the 0-based byte offset.
@@ -77,6 +95,20 @@ class Result {
   std::optional<T> value_;
   Status status_;
 };
+
+inline std::string Status::to_string() const {
+  if (ok()) return "ok";
+  std::string out;
+  if (where_.known()) {
+    out += std::to_string(where_.line);
+    out += ':';
+    out += std::to_string(where_.column);
+    out += ": ";
+  }
+  out += "error: ";
+  out += message_;
+  return out;
+}
 
 }  // namespace grammask
 

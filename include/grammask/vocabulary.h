@@ -96,8 +96,8 @@ class Vocabulary {
   // oversized allocation. Default stop tokens: the eos/eot/eom ids plus
   // control tokens spelled like a conventional end marker (`<|endoftext|>`,
   // `<|end|>`, `<|eot_id|>`, `<|im_end|>`, ...), as llama.cpp collects them.
-  // Cost: linear in the metadata size; ~15 ms for a 100k-token vocabulary,
-  // trie included.
+  // Cost: linear in the metadata size, the token trie and text slice
+  // included (docs/performance.md has the figures).
   static Result<Vocabulary> from_gguf_file(const std::string& path);
   // The same from the bytes of a GGUF file already in memory (a mapped file,
   // a download); the bytes are only read during the call. Error messages say
@@ -113,9 +113,9 @@ class Vocabulary {
   // `<|eot_id|>`, `<|endoftext|>`, `<|end|>`, `</s>`, ...). The file has no
   // eos field (that lives in tokenizer_config.json): use with_stop_tokens to
   // change the set. The whole text is checked as strict JSON (RFC 8259,
-  // well-formed UTF-8); syntax errors give their line and column. Cost: one
-  // pass that builds no values for the parts it skips, merges above all
-  // (~50 ms for Llama 3's 9 MB file and 128k tokens, trie included).
+  // well-formed UTF-8); syntax errors give their line and column. Cost: linear
+  // in the file size (one pass; no values are built for the parts it skips,
+  // such as the merges), the token trie included.
   static Result<Vocabulary> from_tokenizer_json_file(const std::string& path);
   static Result<Vocabulary> from_tokenizer_json(std::string_view json);
 
@@ -152,7 +152,7 @@ class Vocabulary {
   // A copy with a different stop set, sharing the token data (e.g. adding
   // Phi-3's `<|end|>`). The trie is shared too unless the change adds or
   // removes a token that spells grammar text, in which case it is rebuilt
-  // (a few ms). Fails with kInvalidArgument if an id is out of range.
+  // (linear in the vocabulary). Fails with kInvalidArgument if an id is out of range.
   Result<Vocabulary> with_stop_tokens(std::vector<uint32_t> stop_ids) const;
 
   // The lowest id whose bytes are exactly `bytes`: trie tokens first (O(len)),

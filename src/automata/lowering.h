@@ -19,7 +19,7 @@
 
 #include "base/byte_set.h"
 #include "grammask/grammar.h"
-#include "grammask/recognizer.h"
+#include "grammask/recognizer_options.h"
 #include "grammask/status.h"
 
 namespace grammask::internal {
