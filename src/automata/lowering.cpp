@@ -8,40 +8,11 @@
 #include <unordered_set>
 
 #include "base/sequence_index.h"
+#include "base/utf8.h"
 
 namespace grammask::internal {
 
 // --- UTF-8 ranges ---------------------------------------------------------
-
-namespace {
-
-int utf8_length(uint32_t cp) {
-  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-}
-
-void encode_utf8(uint32_t cp, uint8_t* out) {
-  switch (utf8_length(cp)) {
-    case 1:
-      out[0] = static_cast<uint8_t>(cp);
-      break;
-    case 2:
-      out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
-      out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-      break;
-    case 3:
-      out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
-      out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-      out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-      break;
-    default:
-      out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
-      out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
-      out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-      out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-  }
-}
-
-}  // namespace
 
 void utf8_sequences(uint32_t first, uint32_t last, std::vector<Utf8Sequence>& out) {
   // Split until both ends share an encoded length and every continuation
@@ -65,7 +36,7 @@ void utf8_sequences(uint32_t first, uint32_t last, std::vector<Utf8Sequence>& ou
       }
     }
     if (split) continue;
-    const int n = utf8_length(lo);
+    const int n = static_cast<int>(utf8::encoded_length(lo));
     for (int i = 1; i < n && !split; ++i) {
       const uint32_t m = (1u << (6 * i)) - 1;
       if ((lo & ~m) != (hi & ~m)) {
@@ -83,8 +54,8 @@ void utf8_sequences(uint32_t first, uint32_t last, std::vector<Utf8Sequence>& ou
     if (split) continue;
     Utf8Sequence seq;
     seq.length = static_cast<uint8_t>(n);
-    encode_utf8(lo, seq.lo);
-    encode_utf8(hi, seq.hi);
+    utf8::encode(lo, seq.lo);
+    utf8::encode(hi, seq.hi);
     out.push_back(seq);
   }
 }
@@ -770,8 +741,9 @@ class Lowering {
         uint32_t cur = from;
         for (char32_t cp : e.literal) {
           uint8_t bytes[4];
-          encode_utf8(static_cast<uint32_t>(cp), bytes);
-          for (int i = 0; i < utf8_length(static_cast<uint32_t>(cp)); ++i) {
+          utf8::encode(static_cast<uint32_t>(cp), bytes);
+          for (int i = 0; i < static_cast<int>(utf8::encoded_length(static_cast<uint32_t>(cp)));
+               ++i) {
             uint32_t next = nfa.add();
             nfa.add_bytes(cur, bytes[i], bytes[i], next);
             cur = next;

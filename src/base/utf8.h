@@ -1,4 +1,5 @@
-// Small UTF-8 helpers shared inside grammask (not a public header).
+// The one UTF-8 codec of grammask (internal): decoding, strict or for
+// text known to be valid, validation and encoding.
 //
 // "Well-formed" follows the Unicode standard (table 3-7): no overlong forms,
 // no encoded surrogates, nothing above U+10FFFF, no truncated sequences.
@@ -92,26 +93,71 @@ inline size_t find_invalid(std::string_view text) noexcept {
   return std::string_view::npos;
 }
 
+// Writes the UTF-8 form of `code_point` to out[0..3] and returns its length
+// (encoded_length). No check: a surrogate is written like any other value and
+// a value above U+10FFFF as four bytes of its low 21 bits.
+inline size_t encode(uint32_t code_point, uint8_t* out) noexcept {
+  if (code_point < 0x80) {
+    out[0] = static_cast<uint8_t>(code_point);
+    return 1;
+  }
+  if (code_point < 0x800) {
+    out[0] = static_cast<uint8_t>(0xC0 | (code_point >> 6));
+    out[1] = static_cast<uint8_t>(0x80 | (code_point & 0x3F));
+    return 2;
+  }
+  if (code_point < 0x10000) {
+    out[0] = static_cast<uint8_t>(0xE0 | (code_point >> 12));
+    out[1] = static_cast<uint8_t>(0x80 | ((code_point >> 6) & 0x3F));
+    out[2] = static_cast<uint8_t>(0x80 | (code_point & 0x3F));
+    return 3;
+  }
+  out[0] = static_cast<uint8_t>(0xF0 | ((code_point >> 18) & 0x07));
+  out[1] = static_cast<uint8_t>(0x80 | ((code_point >> 12) & 0x3F));
+  out[2] = static_cast<uint8_t>(0x80 | ((code_point >> 6) & 0x3F));
+  out[3] = static_cast<uint8_t>(0x80 | (code_point & 0x3F));
+  return 4;
+}
+
 // Appends the UTF-8 encoding of `code_point`. Surrogates are encoded like any
 // other value (callers that need well-formed output check is_scalar_value);
 // values above U+10FFFF are replaced by U+FFFD.
 inline void append(std::string& out, uint32_t code_point) {
   if (code_point > 0x10FFFF) code_point = 0xFFFD;
-  if (code_point < 0x80) {
-    out += static_cast<char>(code_point);
-  } else if (code_point < 0x800) {
-    out += static_cast<char>(0xC0 | (code_point >> 6));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
-  } else if (code_point < 0x10000) {
-    out += static_cast<char>(0xE0 | (code_point >> 12));
-    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code_point >> 18));
-    out += static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
+  uint8_t bytes[4];
+  out.append(reinterpret_cast<const char*>(bytes), encode(code_point, bytes));
+}
+
+// Decodes all of `text` into `out` (cleared first). Returns false, with
+// `out` holding the code points before the first ill-formed sequence, when
+// `text` is not well-formed UTF-8.
+inline bool decode_all(std::string_view text, std::u32string* out) {
+  out->clear();
+  for (size_t pos = 0; pos < text.size();) {
+    uint32_t code_point = 0;
+    const size_t length = decode(text, pos, &code_point);
+    if (length == kInvalid) return false;
+    out->push_back(static_cast<char32_t>(code_point));
+    pos += length;
   }
+  return true;
+}
+
+// Decodes the code point at text[pos], for text already known to be
+// well-formed (a parsed JSON string, a checked pattern): no validation.
+// Returns the bytes it spans (1-4), never 0 while pos < text.size(); a
+// sequence cut short by the end of `text` yields the bits it has.
+inline size_t decode_unchecked(std::string_view text, size_t pos, uint32_t* code_point) noexcept {
+  const auto lead = static_cast<uint8_t>(text[pos]);
+  const size_t extra = lead < 0x80 ? 0 : (lead & 0xE0) == 0xC0 ? 1 : (lead & 0xF0) == 0xE0 ? 2 : 3;
+  uint32_t value = extra == 0   ? lead
+                   : extra == 1 ? (lead & 0x1F)
+                   : extra == 2 ? (lead & 0x0F)
+                                : (lead & 0x07);
+  for (size_t k = 1; k <= extra && pos + k < text.size(); ++k)
+    value = (value << 6) | (static_cast<uint8_t>(text[pos + k]) & 0x3F);
+  *code_point = value;
+  return extra + 1;
 }
 
 // The UTF-8 encoding of a code-point string (see append for odd values).

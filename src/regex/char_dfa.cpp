@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/sequence_index.h"
+#include "base/utf8.h"
 
 namespace grammask::internal {
 namespace {
@@ -280,12 +281,8 @@ CharDfa dfa_words(const std::vector<std::string>& words, uint32_t label) {
   for (const std::string& word : words) {
     uint32_t at = 0;
     for (size_t i = 0; i < word.size();) {
-      const auto b = static_cast<uint8_t>(word[i]);
-      const size_t extra = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : 3;
-      uint32_t cp = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
-      for (size_t k = 1; k <= extra && i + k < word.size(); ++k)
-        cp = (cp << 6) | (static_cast<uint8_t>(word[i + k]) & 0x3F);
-      i += extra + 1;
+      uint32_t cp = 0;
+      i += utf8::decode_unchecked(word, i, &cp);
       auto it = children[at].find(cp);
       if (it == children[at].end()) {
         const auto id = static_cast<uint32_t>(dfa.states.size());
@@ -578,17 +575,13 @@ CharDfa dfa_minimize(const CharDfa& a, const std::function<bool(uint32_t)>& keep
   return out;
 }
 
-bool dfa_accepts(const CharDfa& dfa, const std::string& utf8,
+bool dfa_accepts(const CharDfa& dfa, const std::string& text,
                  const std::function<bool(uint32_t)>& keep) {
   if (dfa.states.empty()) return false;
   uint32_t at = 0;
-  for (size_t i = 0; i < utf8.size();) {
-    const auto b = static_cast<uint8_t>(utf8[i]);
-    const size_t extra = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : 3;
-    uint32_t cp = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
-    for (size_t k = 1; k <= extra && i + k < utf8.size(); ++k)
-      cp = (cp << 6) | (static_cast<uint8_t>(utf8[i + k]) & 0x3F);
-    i += extra + 1;
+  for (size_t i = 0; i < text.size();) {
+    uint32_t cp = 0;
+    i += utf8::decode_unchecked(text, i, &cp);
     uint32_t next = kDead;
     for (const CharDfa::Edge& e : dfa.states[at].edges)
       if (set_contains(e.chars, cp)) next = e.target;

@@ -8,49 +8,13 @@
 #include <functional>
 #include <memory>
 
+#include "base/utf8.h"
+
 namespace grammask::internal {
 namespace {
 
 constexpr uint32_t kSurrogateFirst = 0xD800;
 constexpr uint32_t kSurrogateLast = 0xDFFF;
-
-// Decodes UTF-8 strictly; false on malformed input.
-bool decode_utf8(std::string_view text, std::u32string* out) {
-  out->clear();
-  size_t i = 0;
-  while (i < text.size()) {
-    uint8_t b = static_cast<uint8_t>(text[i]);
-    uint32_t cp = 0;
-    size_t extra = 0;
-    if (b < 0x80) {
-      cp = b;
-    } else if ((b & 0xE0) == 0xC0) {
-      cp = b & 0x1F;
-      extra = 1;
-    } else if ((b & 0xF0) == 0xE0) {
-      cp = b & 0x0F;
-      extra = 2;
-    } else if ((b & 0xF8) == 0xF0) {
-      cp = b & 0x07;
-      extra = 3;
-    } else {
-      return false;
-    }
-    if (i + extra >= text.size() && extra > 0) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      uint8_t c = static_cast<uint8_t>(text[i + k]);
-      if ((c & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    static const uint32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[extra] || cp > kMaxCodePoint ||
-        (cp >= kSurrogateFirst && cp <= kSurrogateLast))
-      return false;
-    out->push_back(cp);
-    i += extra + 1;
-  }
-  return true;
-}
 
 std::string hex(uint32_t value, int width) {
   char buffer[16];
@@ -920,7 +884,7 @@ std::string gbnf_char_class(const CodePointSet& set) {
 
 std::string gbnf_literal(std::string_view utf8_text) {
   std::u32string code_points;
-  if (!decode_utf8(utf8_text, &code_points)) code_points.clear();
+  if (!utf8::decode_all(utf8_text, &code_points)) code_points.clear();
   std::string out = "\"";
   for (char32_t cp : code_points) {
     if (cp == '"')
@@ -1033,7 +997,7 @@ Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& 
   if (pattern.size() > limits.max_pattern_length)
     return Status(ErrorCode::kLimitExceeded, "pattern is too long");
   std::u32string code_points;
-  if (!decode_utf8(pattern, &code_points))
+  if (!utf8::decode_all(pattern, &code_points))
     return Status(ErrorCode::kSyntax, "pattern is not valid UTF-8");
   Result<RegexNode> parsed = RegexParser(std::move(code_points), limits).parse();
   if (!parsed.ok()) return parsed;

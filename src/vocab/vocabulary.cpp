@@ -8,7 +8,8 @@
 #include <new>
 
 #include "base/bits.h"
-#include "grammask/bitmask.h"
+#include "base/utf8.h"
+#include "grammask/mask_words.h"
 #include "vocab/text_slice.h"
 #include "vocab/token_spelling.h"
 #include "vocab/token_trie.h"
@@ -355,34 +356,6 @@ constexpr internal::BytePairTable make_byte_pair_table() {
 }
 constexpr uint32_t kByteLevelCodePoints = 0x144;
 
-// Decodes one UTF-8 sequence at text[i]; returns its length, or 0 if invalid.
-size_t decode_utf8(std::string_view text, size_t i, uint32_t& code_point) {
-  const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
-  const uint8_t lead = byte(i);
-  size_t length;
-  if (lead < 0x80) {
-    code_point = lead;
-    return 1;
-  } else if ((lead & 0xE0) == 0xC0) {
-    length = 2;
-    code_point = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3;
-    code_point = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4;
-    code_point = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code_point = (code_point << 6) | (byte(i + k) & 0x3F);
-  }
-  return length;
-}
-
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -400,7 +373,7 @@ const char* write_byte_level_char(const char* in, const char* end, char*& out) n
   const ByteLevelTable& table = kByteLevel;
   const std::string_view text(in, static_cast<size_t>(end - in));
   uint32_t code_point = 0;
-  const size_t length = decode_utf8(text, 0, code_point);
+  const size_t length = utf8::decode(text, 0, &code_point);
   if (length == 0) {  // not UTF-8: keep the byte
     *out++ = *in;
     return in + 1;
