@@ -1,0 +1,2 @@
+// A lower layer that includes a higher one: layering_test.cmake must refuse it.
+#include "mask/high.h"

@@ -1,0 +1,1 @@
+// A higher layer; including it from base/ is the violation.
