@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/utf8.h"
+#include "ir/gbnf_writer.h"
 
 namespace grammask {
 
@@ -219,94 +220,6 @@ enum class Position {
   kRepeated,      // the operand of * + ? {m,n}
 };
 
-// Code points that are valid but invisible or confusing when written raw:
-// C0/C1 controls, DEL, format and separator characters, private use,
-// noncharacters. They are printed as escapes.
-bool needs_escape(uint32_t c) {
-  if (c < 0x20 || (c >= 0x7F && c <= 0xA0)) return true;
-  if (c == 0xAD || c == 0x034F || c == 0x061C || c == 0x180E) return true;
-  if ((c >= 0x2000 && c <= 0x200F) || (c >= 0x2028 && c <= 0x202F)) return true;
-  if ((c >= 0x205F && c <= 0x206F) || c == 0x3000 || c == 0xFEFF) return true;
-  if (c >= 0xD800 && c <= 0xF8FF) return true;  // surrogates and private use
-  if (c >= 0xFDD0 && c <= 0xFDEF) return true;  // noncharacters
-  if ((c & 0xFFFE) == 0xFFFE) return true;      // U+xxFFFE / U+xxFFFF
-  if (c >= 0xFFF0 && c <= 0xFFFB) return true;  // specials (not U+FFFD)
-  if (c >= 0xE0000) return true;                // tags, plane 15/16 private use
-  return c > kMaxCodePoint;
-}
-
-void append_escaped(std::string& out, uint32_t c, bool in_class) {
-  switch (c) {
-    case '\t':
-      out += "\\t";
-      return;
-    case '\n':
-      out += "\\n";
-      return;
-    case '\r':
-      out += "\\r";
-      return;
-    case '\\':
-      out += "\\\\";
-      return;
-    default:
-      break;
-  }
-  if (in_class ? (c == ']' || c == '[' || c == '-' || c == '^') : c == '"') {
-    out += '\\';
-    out += static_cast<char>(c);
-    return;
-  }
-  if (!needs_escape(c)) {
-    utf8::append(out, c);
-    return;
-  }
-  char buffer[16];
-  if (c <= 0xFF) {
-    std::snprintf(buffer, sizeof buffer, "\\x%02X", static_cast<unsigned>(c));
-  } else if (c <= 0xFFFF) {
-    std::snprintf(buffer, sizeof buffer, "\\u%04X", static_cast<unsigned>(c));
-  } else {
-    std::snprintf(buffer, sizeof buffer, "\\U%08X", static_cast<unsigned>(c));
-  }
-  out += buffer;
-}
-
-void print_char_class(const Expr& expr, std::string& out) {
-  out += expr.negated ? "[^" : "[";
-  for (CodePointRange range : expr.ranges) {
-    // Surrogates cannot be written in GBNF and never occur in UTF-8 text, so
-    // trimming them off an endpoint keeps the meaning.
-    if (utf8::is_surrogate(range.first)) range.first = 0xE000;
-    if (utf8::is_surrogate(range.last)) range.last = 0xD7FF;
-    if (range.first > range.last) continue;
-    append_escaped(out, range.first, /*in_class=*/true);
-    if (range.last != range.first) {
-      out += '-';
-      append_escaped(out, range.last, /*in_class=*/true);
-    }
-  }
-  out += ']';
-}
-
-void print_repeat_suffix(uint32_t min, uint32_t max, std::string& out) {
-  if (min == 0 && max == kUnbounded) {
-    out += '*';
-  } else if (min == 1 && max == kUnbounded) {
-    out += '+';
-  } else if (min == 0 && max == 1) {
-    out += '?';
-  } else {
-    out += '{';
-    out += std::to_string(min);
-    if (max != min) {
-      out += ',';
-      if (max != kUnbounded) out += std::to_string(max);
-    }
-    out += '}';
-  }
-}
-
 void print_expr(const Expr& expr, const Grammar& grammar, Position position, std::string& out) {
   switch (expr.kind) {
     case Expr::Kind::kSequence: {
@@ -337,14 +250,10 @@ void print_expr(const Expr& expr, const Grammar& grammar, Position position, std
       return;
     }
     case Expr::Kind::kLiteral:
-      out += '"';
-      for (const char32_t c : expr.literal) {
-        append_escaped(out, static_cast<uint32_t>(c), /*in_class=*/false);
-      }
-      out += '"';
+      internal::append_gbnf_literal(out, expr.literal, internal::GbnfEscapes::kReadable);
       return;
     case Expr::Kind::kCharClass:
-      print_char_class(expr, out);
+      internal::append_gbnf_class(out, expr.ranges, expr.negated, internal::GbnfEscapes::kReadable);
       return;
     case Expr::Kind::kAnyChar:
       out += '.';
@@ -364,7 +273,7 @@ void print_expr(const Expr& expr, const Grammar& grammar, Position position, std
       // An operand that is itself a repeat needs no parentheses: `x*?`
       // parses as (x*)?.
       print_expr(expr.children[0], grammar, Position::kRepeated, out);
-      print_repeat_suffix(expr.min, expr.max, out);
+      internal::append_repeat_suffix(out, expr.min, expr.max);
       return;
   }
 }

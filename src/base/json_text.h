@@ -1,0 +1,18 @@
+// JSON text helpers shared by the regex translator and the JSON Schema
+// converter (internal).
+#ifndef GRAMMASK_SRC_BASE_JSON_TEXT_H_
+#define GRAMMASK_SRC_BASE_JSON_TEXT_H_
+
+#include <string>
+#include <string_view>
+
+namespace grammask::internal {
+
+// The canonical JSON encoding of a string (quotes included), as
+// nlohmann::json::dump writes it: UTF-8 kept raw, short escapes for
+// \b \f \n \r \t, \u00xx for other control characters.
+std::string json_quote(std::string_view utf8_text);
+
+}  // namespace grammask::internal
+
+#endif  // GRAMMASK_SRC_BASE_JSON_TEXT_H_
