@@ -80,15 +80,10 @@ class TokenTrie {
   // Builds the trie over tokens packed in one buffer: token id spells
   // bytes[offsets[id], offsets[id + 1]). `ids` lists the tokens to insert in
   // ascending order. Tokens with empty bytes or longer than kMaxTokenLength
-  // are skipped (the caller validates). Cost: a counting sort on the first
-  // two bytes (one pass over the ids in order, one over what it staged in
-  // the node array's room), then per group an MSD radix sort, a byte per
-  // level (8 bytes of key per token, reloaded every 8 levels), that writes
-  // the nodes as it goes (ranges of 32 tokens or fewer sort by insertion
-  // and write theirs in one pass); memory: the output plus a table of 64k
-  // group counts and two token buffers the size of the largest group. A
-  // few thousand tokens sort as one group, without the table.
-  static TokenTrie build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids);
+  // are skipped (the caller validates). Cost: linear in the tokens' bytes (a
+  // radix sort that writes the nodes as it goes; docs/vocabulary.md);
+  // memory: the output, a table of 64k group counts and two token buffers
+  // the size of the largest group of tokens sharing their first two bytes.
   // The same for the tokens whose bit is set in member_words (bit id % 32 of
   // word id / 32, ids below vocabulary_size; offsets[vocabulary_size] ends
   // the readable bytes).
