@@ -11,6 +11,7 @@
 #include <string>
 
 #include "earley/earley_engine.h"
+#include "earley/recognizer_access.h"
 #include "grammask/gbnf.h"
 #include "mask/text_closure.h"
 #include "vocab/text_slice.h"
@@ -92,7 +93,7 @@ num ::= [0-9]+
 }
 
 size_t largest_earley_set(const Recognizer& r) {
-  const auto& engine = r.engine();
+  const auto& engine = grammask::internal::RecognizerAccess::engine(r);
   size_t largest = 0;
   for (size_t k = 0; k <= engine.size(); ++k)
     largest = std::max<size_t>(largest, engine.set_end(k) - engine.set_begin(k));

@@ -20,8 +20,8 @@
 namespace grammask {
 
 namespace internal {
-class ByteGrammar;
 class EarleyEngine;
+struct RecognizerAccess;
 }  // namespace internal
 
 class Recognizer {
@@ -66,12 +66,8 @@ class Recognizer {
   // Back to the empty input.
   void reset() noexcept { truncate(0); }
 
-  // For the mask engine: the shared lowered grammar.
-  const std::shared_ptr<const internal::ByteGrammar>& byte_grammar() const noexcept;
-  internal::EarleyEngine& engine() noexcept { return *engine_; }
-  const internal::EarleyEngine& engine() const noexcept { return *engine_; }
-
  private:
+  friend struct internal::RecognizerAccess;  // tests read the engine's sets
   explicit Recognizer(std::unique_ptr<internal::EarleyEngine> engine);
   std::unique_ptr<internal::EarleyEngine> engine_;
 };

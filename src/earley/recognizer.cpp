@@ -295,8 +295,4 @@ void Recognizer::truncate(size_t length) noexcept {
   engine_->truncate(length);
 }
 
-const std::shared_ptr<const internal::ByteGrammar>& Recognizer::byte_grammar() const noexcept {
-  return engine_->shared_grammar();
-}
-
 }  // namespace grammask
