@@ -1,4 +1,4 @@
-// The GBNF parser: text in the format of ../docs/GBNF.md -> grammar IR.
+// The GBNF parser: text in the format of docs/GBNF.md -> grammar IR.
 #ifndef GRAMMASK_GBNF_H_
 #define GRAMMASK_GBNF_H_
 
