@@ -33,8 +33,8 @@ class TextClosure {
  public:
   // `max_length`: the longest slice token, in bytes. `classes`, if not
   // null, maps each state to a class of states that read alike as Earley
-  // items for more than max_length bytes (the local classes of
-  // matcher.cpp), which then share their answers; it must outlive the
+  // items for more than max_length bytes (the mask layer's
+  // local classes), which then share their answers; it must outlive the
   // closure.
   TextClosure(const ByteGrammar& grammar, size_t max_length,
               const std::vector<uint32_t>* classes = nullptr);

@@ -6,7 +6,7 @@
 // vocabulary is allowed, and which ones is not in question: only the tokens
 // with a quote, a backslash, a control character or a piece of a UTF-8
 // sequence can be refused. A mask walk from a state that accepts all plain
-// text (TextClosure::cover) therefore ORs in the slice's precomputed mask
+// text (TextClosure::cover, src/mask/text_closure.h) therefore ORs in the slice's precomputed mask
 // and walks only the trie of the other tokens, a tenth of the vocabulary or
 // less. A string of at most N characters accepts all text only while N
 // characters are left for the longest token (often 128 spaces), so there is
@@ -75,7 +75,7 @@ struct TextSlice {
   // The long tokens (more than kShortLength bytes), all of them and those
   // outside the slice: a walk may be split into its tokens of at most
   // kShortLength bytes, which states that look alike that far share, and
-  // these few (see PureWalk::short_part in matcher.cpp).
+  // these few (the mask layer's split walks).
   TokenTrie long_tokens;
   TokenTrie long_rest;
   size_t max_length = 0;  // the longest slice token, in bytes
