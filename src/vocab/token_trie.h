@@ -84,6 +84,7 @@ class TokenTrie {
   // radix sort that writes the nodes as it goes; docs/vocabulary.md);
   // memory: the output, a table of 64k group counts and two token buffers
   // the size of the largest group of tokens sharing their first two bytes.
+  static TokenTrie build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids);
   // The same for the tokens whose bit is set in member_words (bit id % 32 of
   // word id / 32, ids below vocabulary_size; offsets[vocabulary_size] ends
   // the readable bytes).
