@@ -9,6 +9,7 @@
 
 #include "grammask/vocabulary.h"
 #include "vocab/token_trie.h"
+#include "vocab/vocabulary_access.h"
 
 namespace {
 
@@ -33,7 +34,7 @@ void BM_LoadGguf(benchmark::State& state) {
     auto vocab = grammask::Vocabulary::from_gguf_file(path);
     if (!vocab.ok()) return state.SkipWithError(vocab.status().to_string().c_str());
     tokens = vocab->size();
-    benchmark::DoNotOptimize(vocab->trie().nodes().data());
+    benchmark::DoNotOptimize(grammask::internal::VocabularyAccess::trie(*vocab).nodes().data());
   }
   state.SetLabel(name + " (" + std::to_string(tokens) + " tokens)");
 }
@@ -48,7 +49,7 @@ void BM_LoadTokenizerJson(benchmark::State& state) {
   for (auto _ : state) {
     auto vocab = grammask::Vocabulary::from_tokenizer_json_file(path);
     if (!vocab.ok()) return state.SkipWithError(vocab.status().to_string().c_str());
-    benchmark::DoNotOptimize(vocab->trie().nodes().data());
+    benchmark::DoNotOptimize(grammask::internal::VocabularyAccess::trie(*vocab).nodes().data());
   }
   state.SetLabel(name);
 }

@@ -20,6 +20,7 @@
 #include "grammask/bitmask.h"
 #include "vocab/text_slice.h"
 #include "vocab/token_trie.h"
+#include "vocab/vocabulary_access.h"
 
 namespace grammask {
 namespace {
@@ -172,7 +173,7 @@ std::string small_llama_gguf() {
 
 // The bytes each path spells, checked node by node; returns "" if fine.
 std::string check_trie(const Vocabulary& vocab) {
-  const TokenTrie& trie = vocab.trie();
+  const TokenTrie& trie = internal::VocabularyAccess::trie(vocab);
   const auto& nodes = trie.nodes();
   const auto& ids = trie.token_ids();
   std::ostringstream problems;
@@ -322,7 +323,7 @@ TEST(Vocabulary, FromTokenBytes) {
   EXPECT_EQ(vocab->find_token("zz"), std::nullopt);
   EXPECT_EQ(vocab->find_token(""), std::nullopt);
   EXPECT_EQ(check_trie(*vocab), "");
-  EXPECT_EQ(vocab->trie().token_ids().size(), 4u);  // a, ab, ab, b
+  EXPECT_EQ(internal::VocabularyAccess::trie(*vocab).token_ids().size(), 4u);  // a, ab, ab, b
 
   EXPECT_EQ(Vocabulary::from_token_bytes({"a"}, {1}).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(Vocabulary::from_token_bytes({"a"}, {}, {7}).status().code(),
@@ -336,7 +337,7 @@ TEST(Vocabulary, CopiesShareData) {
   ASSERT_TRUE(vocab.ok());
   const Vocabulary copy = *vocab;
   EXPECT_EQ(copy.token_bytes(0).data(), vocab->token_bytes(0).data());
-  EXPECT_EQ(&copy.trie(), &vocab->trie());
+  EXPECT_EQ(&internal::VocabularyAccess::trie(copy), &internal::VocabularyAccess::trie(*vocab));
 }
 
 TEST(Vocabulary, WithStopTokensSharesOrRebuildsTheTrie) {
@@ -345,16 +346,17 @@ TEST(Vocabulary, WithStopTokensSharesOrRebuildsTheTrie) {
   // Adding a control token leaves the text tokens alone: same trie.
   auto with_end = vocab->with_stop_tokens({2});
   ASSERT_TRUE(with_end.ok());
-  EXPECT_EQ(&with_end->trie(), &vocab->trie());
+  EXPECT_EQ(&internal::VocabularyAccess::trie(*with_end),
+            &internal::VocabularyAccess::trie(*vocab));
   EXPECT_EQ(with_end->stop_tokens(), std::vector<uint32_t>{2});
   EXPECT_TRUE(vocab->stop_tokens().empty());
   // A text token that becomes a stop leaves the trie.
   auto with_b = vocab->with_stop_tokens({1, 1, 2});
   ASSERT_TRUE(with_b.ok());
   EXPECT_EQ(with_b->stop_tokens(), (std::vector<uint32_t>{1, 2}));
-  EXPECT_NE(&with_b->trie(), &vocab->trie());
+  EXPECT_NE(&internal::VocabularyAccess::trie(*with_b), &internal::VocabularyAccess::trie(*vocab));
   EXPECT_EQ(check_trie(*with_b), "");
-  EXPECT_EQ(with_b->trie().token_ids(), std::vector<uint32_t>{0});
+  EXPECT_EQ(internal::VocabularyAccess::trie(*with_b).token_ids(), std::vector<uint32_t>{0});
   EXPECT_EQ(with_b->find_token("b"), std::optional<uint32_t>(1));  // still findable
   EXPECT_EQ(vocab->with_stop_tokens({4}).status().code(), ErrorCode::kInvalidArgument);
 }
@@ -368,7 +370,7 @@ TEST(Vocabulary, TextSlicePartitionsTheTrie) {
       "<s>",  "</s>", "\t",   "~",    "\x7E\x80"};
   auto vocab = Vocabulary::from_token_bytes(tokens, {17}, {16});
   ASSERT_TRUE(vocab.ok());
-  const internal::TextSlice& slice = vocab->text_slice();
+  const internal::TextSlice& slice = internal::VocabularyAccess::text_slice(*vocab);
   std::vector<uint32_t> in_slice, in_rest;
   for (uint32_t id = 0; id < tokens.size(); ++id)
     if (test_bit(slice.words.data(), id)) in_slice.push_back(id);
@@ -381,9 +383,9 @@ TEST(Vocabulary, TextSlicePartitionsTheTrie) {
   // A stop-set change that rebuilds the trie rebuilds the slice with it.
   auto without_x = vocab->with_stop_tokens({1, 17});
   ASSERT_TRUE(without_x.ok());
-  EXPECT_FALSE(test_bit(without_x->text_slice().words.data(), 1));
-  EXPECT_TRUE(test_bit(without_x->text_slice().words.data(), 0));
-  EXPECT_EQ(&vocab->with_stop_tokens({16, 17})->text_slice(), &slice);
+  EXPECT_FALSE(test_bit(internal::VocabularyAccess::text_slice(*without_x).words.data(), 1));
+  EXPECT_TRUE(test_bit(internal::VocabularyAccess::text_slice(*without_x).words.data(), 0));
+  EXPECT_EQ(&internal::VocabularyAccess::text_slice(*vocab->with_stop_tokens({16, 17})), &slice);
 }
 
 // spells_plain_text reads eight ASCII bytes at a time; every byte value in
@@ -940,7 +942,8 @@ TEST(SharedVocabularies, Phi3StopOverride) {
   auto only_end = vocab->with_stop_tokens({32007});
   ASSERT_TRUE(only_end.ok());
   EXPECT_EQ(only_end->stop_tokens(), std::vector<uint32_t>{32007});
-  EXPECT_EQ(&only_end->trie(), &vocab->trie());  // control tokens: trie unchanged
+  EXPECT_EQ(&internal::VocabularyAccess::trie(*only_end),
+            &internal::VocabularyAccess::trie(*vocab));  // control tokens: trie unchanged
 }
 
 // The loader against a plain DOM parse of the same file: every vocab entry
@@ -993,7 +996,7 @@ TEST(SharedVocabularies, TokenizerJsonFilesLoad) {
     EXPECT_EQ(vocab->bos_token(), std::optional<uint32_t>(128000));
     EXPECT_TRUE(vocab->is_special(128000));
     EXPECT_TRUE(vocab->find_token(" the").has_value());
-    EXPECT_EQ(vocab->trie().token_ids().size(), 128000u);
+    EXPECT_EQ(internal::VocabularyAccess::trie(*vocab).token_ids().size(), 128000u);
     EXPECT_EQ(check_trie(*vocab), "");
   }
   {

@@ -22,11 +22,10 @@
 namespace grammask {
 
 namespace internal {
-class TokenTrie;
-struct TextSlice;
 struct VocabularyData;
 struct StopSet;
 struct DecodedVocabularyAccess;
+struct VocabularyAccess;
 }  // namespace internal
 
 // What a token id stands for (the GGUF token_type classes).
@@ -143,7 +142,8 @@ class Vocabulary {
   bool is_special(uint32_t id) const noexcept;
   // True if `id` is one of stop_tokens(). O(log of their count).
   bool is_stop(uint32_t id) const noexcept;
-  // Ids that end generation, ascending and unique. None of them is in trie().
+  // Ids that end generation, ascending and unique. None of them is in the token
+  // trie.
   const std::vector<uint32_t>& stop_tokens() const noexcept;
   // The beginning-of-text id named by the source, if any.
   std::optional<uint32_t> bos_token() const noexcept;
@@ -159,15 +159,8 @@ class Vocabulary {
   // then special and stop tokens (a scan of those few). Unused ids never match.
   std::optional<uint32_t> find_token(std::string_view bytes) const;
 
-  // Every token that is not special, not a stop token, and has non-empty
-  // bytes, in a flat depth-first trie (see src/token_trie.h).
-  const internal::TokenTrie& trie() const noexcept;
-  // The trie's tokens split into those that spell only plain string text
-  // and the others (see src/text_slice.h); built with the trie (about 2 ms
-  // for 100k tokens) and shared like it.
-  const internal::TextSlice& text_slice() const noexcept;
-
  private:
+  friend struct internal::VocabularyAccess;  // the trie and text slice, for the mask engine
   Vocabulary(std::shared_ptr<const internal::VocabularyData> data,
              std::shared_ptr<const internal::StopSet> stops)
       : data_(std::move(data)), stops_(std::move(stops)) {}

@@ -22,6 +22,7 @@
 #include "mask/text_closure.h"
 #include "vocab/text_slice.h"
 #include "vocab/token_trie.h"
+#include "vocab/vocabulary_access.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -430,7 +431,7 @@ struct CompiledGrammarData {
   // the text slice or of its short tier; `walk` then allows that part),
   // else the whole trie. Sets walk.trie.
   const TokenTrie& trie_for(TextCover cover, PureWalk& walk) const {
-    const TextSlice& slice = vocabulary.text_slice();
+    const TextSlice& slice = VocabularyAccess::text_slice(vocabulary);
     switch (cover) {
       case kAllText:
         walk.slice = &slice.words;
@@ -441,7 +442,7 @@ struct CompiledGrammarData {
         walk.trie = &slice.short_rest;
         break;
       case kNoText:
-        walk.trie = &vocabulary.trie();
+        walk.trie = &VocabularyAccess::trie(vocabulary);
         break;
     }
     return *walk.trie;
@@ -453,11 +454,11 @@ struct CompiledGrammarData {
     trie_for(cover, walk);
     // (The rest of the whole slice has the same short tokens as the rest of
     // its short tier, and fewer long ones to skip.)
-    if (cover != kNoText) walk.trie = &vocabulary.text_slice().rest;
+    if (cover != kNoText) walk.trie = &VocabularyAccess::text_slice(vocabulary).rest;
     return *walk.trie;
   }
   const TokenTrie& long_trie_for(TextCover cover, PureWalk& walk) const {
-    const TextSlice& slice = vocabulary.text_slice();
+    const TextSlice& slice = VocabularyAccess::text_slice(vocabulary);
     walk.trie = cover == kAllText ? &slice.long_rest : &slice.long_tokens;
     return *walk.trie;
   }
@@ -482,7 +483,7 @@ struct CompiledGrammarData {
     // still exactly the state's.
     if (cover == kNoText) {
       if (const uint32_t chars = text_closure->plain_chars(s, pure); chars != 0) {
-        const TextSlice& slice = vocabulary.text_slice();
+        const TextSlice& slice = VocabularyAccess::text_slice(vocabulary);
         walk.slice = &slice.tier_words[chars - 1];
         walk.trie = &slice.rest;
         return walk_from_state(*pure_transitions, slice.rest, vocabulary.size(), s, budget, walk,
@@ -878,7 +879,7 @@ class MatcherState {
   // Returns false when the walk would exceed CompileOptions::max_mask_work
   // (trie nodes visited plus Earley work); the mask is then incomplete.
   bool walk_trie(uint32_t* words) {
-    const TokenTrie& trie = data_->vocabulary.trie();
+    const TokenTrie& trie = VocabularyAccess::trie(data_->vocabulary);
     // Per-depth scratch. No need to clear it: a walk writes a depth's
     // entries at the node of that depth before it visits the node's
     // children, the only readers (walk_frontier, for a frontier node).
@@ -2351,7 +2352,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   auto data = std::make_shared<internal::CompiledGrammarData>(std::move(lowered).value(),
                                                               vocabulary, options.max_mask_work);
   const internal::ByteGrammar& byte_grammar = *data->grammar;
-  const internal::TokenTrie& trie = vocabulary.trie();
+  const internal::TokenTrie& trie = internal::VocabularyAccess::trie(vocabulary);
   data->pure = internal::pure_states(byte_grammar);
   data->walk_classes =
       std::make_unique<internal::WalkClasses>(byte_grammar, data->pure, trie.max_depth() + 1);
@@ -2368,9 +2369,9 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   // States in one local class read alike past the longest token, so they
   // share their text cover (the positions of a long string body are then
   // proven once).
-  data->text_closure =
-      std::make_unique<internal::TextClosure>(byte_grammar, vocabulary.text_slice().max_length,
-                                              local_classes ? &data->local_class : nullptr);
+  data->text_closure = std::make_unique<internal::TextClosure>(
+      byte_grammar, internal::VocabularyAccess::text_slice(vocabulary).max_length,
+      local_classes ? &data->local_class : nullptr);
   data->waiter_class = internal::waiter_classes(byte_grammar);
   internal::plain_callers(byte_grammar, *data->text_closure, data->plain_caller,
                           data->plain_callee_bytes);

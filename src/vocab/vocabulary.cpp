@@ -13,6 +13,7 @@
 #include "vocab/text_slice.h"
 #include "vocab/token_spelling.h"
 #include "vocab/token_trie.h"
+#include "vocab/vocabulary_access.h"
 
 namespace grammask {
 namespace internal {
@@ -291,13 +292,17 @@ TokenizerStyle Vocabulary::style() const noexcept {
   return data_->style;
 }
 
-const internal::TokenTrie& Vocabulary::trie() const noexcept {
-  return *stops_->trie;
+namespace internal {
+
+const TokenTrie& VocabularyAccess::trie(const Vocabulary& vocabulary) noexcept {
+  return *vocabulary.stops_->trie;
 }
 
-const internal::TextSlice& Vocabulary::text_slice() const noexcept {
-  return *stops_->text_slice;
+const TextSlice& VocabularyAccess::text_slice(const Vocabulary& vocabulary) noexcept {
+  return *vocabulary.stops_->text_slice;
 }
+
+}  // namespace internal
 
 std::optional<uint32_t> Vocabulary::find_token(std::string_view bytes) const {
   std::optional<uint32_t> found;

@@ -19,6 +19,7 @@
 #include "grammask/recognizer.h"
 #include "grammask/vocabulary.h"
 #include "vocab/token_trie.h"
+#include "vocab/vocabulary_access.h"
 
 namespace grammask::fuzz {
 
@@ -32,7 +33,7 @@ inline bool spells_text(const Vocabulary& vocabulary, uint32_t id) {
 }
 
 inline void check_trie(const Vocabulary& vocabulary) {
-  const internal::TokenTrie& trie = vocabulary.trie();
+  const internal::TokenTrie& trie = internal::VocabularyAccess::trie(vocabulary);
   const auto& nodes = trie.nodes();
   FUZZ_CHECK(nodes.size() != 0 && nodes[0].subtree_end == nodes.size(), "trie root");
   // Walk depth-first, keeping the path from the root, and check that every
