@@ -1,5 +1,5 @@
 // AVX2 mask kernels. Built with -mavx2 (see CMakeLists.txt); run only after
-// bitmask.cpp has checked the CPU. Without those flags the file is empty.
+// dispatch.cpp has checked the CPU. Without those flags the file is empty.
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)

@@ -1,5 +1,5 @@
 // The per-instruction-set kernels behind include/grammask/bitmask.h. Each
-// ISA lives in its own file, compiled with that ISA's flags; bitmask.cpp
+// ISA lives in its own file, compiled with that ISA's flags; dispatch.cpp
 // picks one at run time after checking the CPU.
 #ifndef GRAMMASK_SRC_KERNELS_KERNELS_H_
 #define GRAMMASK_SRC_KERNELS_KERNELS_H_
