@@ -130,15 +130,6 @@ class ByteGrammar {
   std::vector<LoweredRule> rules_;
 };
 
-// The UTF-8 encodings of the code points in [first, last] as a list of byte
-// range sequences: each element is 1-4 (lo, hi) pairs, one per byte.
-struct Utf8Sequence {
-  uint8_t length = 0;
-  uint8_t lo[4] = {};
-  uint8_t hi[4] = {};
-};
-void utf8_sequences(uint32_t first, uint32_t last, std::vector<Utf8Sequence>& out);
-
 }  // namespace grammask::internal
 
 #endif  // GRAMMASK_SRC_AUTOMATA_LOWERING_H_
