@@ -38,7 +38,7 @@ void sort_small(uint32_t* first, uint32_t* last) {
 // Closes set[0, size) (distinct NFA states) under epsilon edges, in
 // place, and sorts it; returns its new size. `set` has room for every
 // NFA state (each is added once).
-uint32_t Lowering::closure(const Nfa& nfa, uint32_t* set, uint32_t size) {
+inline uint32_t Lowering::closure(const Nfa& nfa, uint32_t* set, uint32_t size) {
   // Stamped marks: no per-call clearing of an NFA-sized array.
   if (seen_stamp_.size() < nfa.num_states) seen_stamp_.resize(nfa.num_states, 0);
   if (++stamp_ == 0) {

@@ -140,15 +140,6 @@ void Lowering::truncate_states(size_t n) {
   }
 }
 
-// The failure, out of add_work (which runs a few times per state).
-void Lowering::work_exceeded() {
-  if (!status_.ok()) return;
-  status_ =
-      Status(ErrorCode::kLimitExceeded, "lowering the grammar takes too much work (more than " +
-                                            std::to_string(options_.max_lowering_work) +
-                                            " units; see RecognizerOptions::max_lowering_work)");
-}
-
 Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& grammar,
                                                               std::string_view root,
                                                               const RecognizerOptions& options) {

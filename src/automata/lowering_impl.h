@@ -90,7 +90,15 @@ class Lowering {
     return status_.ok();
   }
   // The failure, out of add_work (which runs a few times per state).
-  void work_exceeded();
+  // (Defined here, not in a .cpp: a call out of the file would make every
+  // add_work in the subset construction's loops reload what it holds.)
+  void work_exceeded() {
+    if (!status_.ok()) return;
+    status_ =
+        Status(ErrorCode::kLimitExceeded, "lowering the grammar takes too much work (more than " +
+                                              std::to_string(options_.max_lowering_work) +
+                                              " units; see RecognizerOptions::max_lowering_work)");
+  }
   // Counts NFA states built (and as much work); past
   // RecognizerOptions::max_states lowering fails.
   bool charge(size_t states) {
