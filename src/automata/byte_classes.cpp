@@ -1,6 +1,9 @@
-// Byte classes: the bytes cut at every boundary of every NFA byte range
-// edge, so that all bytes of a class lead to the same targets from every
-// state and the transition table has one column per class.
+// Byte classes. compute_byte_classes() cuts the 256 bytes at both ends of
+// every byte edge of every NFA, so that all bytes of a class lead to the
+// same targets from every NFA state, and sets the ByteGrammar's byte_class_
+// and num_classes_ (classes are byte ranges, numbered in byte order).
+// byte_classes_fit() tells whether the NFAs, after a rule was rebuilt
+// split, still respect the current cut. Both O(byte edges + 256).
 #include "automata/lowering_impl.h"
 
 namespace grammask::internal {

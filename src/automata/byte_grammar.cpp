@@ -1,7 +1,10 @@
-// The ByteGrammar's tables: the automata of all rules, as determinize()
-// left them, pruned of the states that cannot reach the end of their rule
-// and of the calls of rules that derive nothing; then the transition table,
-// the runs, scan sets, nullability and tails.
+// The ByteGrammar's tables. finish() runs once, after every rule is
+// determinized: it drops the transitions and rule edges into states that
+// cannot reach the end of their rule and the calls of rules that derive
+// nothing, then writes the transition table (16-bit entries when every state
+// number fits, else 32), the maximal runs, scan sets, packed rule edges,
+// nullability, tails and rule_tail_called. Linear in states x classes and
+// rule edges; returns no error.
 #include <vector>
 
 #include "automata/lowering_impl.h"

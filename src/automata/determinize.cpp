@@ -1,6 +1,10 @@
-// Determinization: the subset construction of one rule's DFA from its
-// NFA, over byte classes and rule edges, within a budget of states and of
-// work per rule (past either, the caller splits the rule and retries).
+// Determinization. determinize(rule) appends the DFA of lowered rule `rule`,
+// the subset construction of its frozen NFA over byte classes and rule
+// edges, to the ByteGrammar's state table, with its runs and rule edges
+// pending for finish(). Returns false once the DFA outgrows its per-rule
+// budget of states or of work (the caller drops its states, splits the rule
+// and retries); true otherwise, also when status_ holds a failure
+// (max_states, max_lowering_work). Its work is counted in work_.
 #include <algorithm>
 #include <memory>
 

@@ -1,9 +1,12 @@
-// NFA building: the Thompson-style construction of a rule's NFA from its
-// IR expression (terminals as UTF-8 byte sequences, sequences,
-// alternations, optional parts, references inlined in tail contexts or
-// kept as rule edges), the split construction that lifts parts into rules
-// of their own, and the table of lowered rules (source rules and lifted
-// parts). Repetition is in repetition.cpp.
+// NFA building. build_nfa(i) (re)builds and freezes the NFA of lowered rule
+// `i` from its IR expression, Thompson-style (terminals as UTF-8 byte
+// sequences; references inlined, in tail contexts where they are last, or
+// kept as rule edges), or with the split construction that lifts parts into
+// rules of their own if its body is marked. Building may add lowered rules
+// (source rules kept as rules, lifted parts; the table is here), which
+// build_pending_nfas() builds in turn. Failures (max_states,
+// max_lowering_work, nesting deeper than kMaxDepth) go to status_, after
+// which the builders return at once. Repetition is in repetition.cpp.
 #include <algorithm>
 #include <string>
 

@@ -1,6 +1,9 @@
-// Repetition: the min..max copies of a repeated part. The first copy is
-// built from the expression and the others stamped from it; a large repeat
-// of a large part repeats a call of the part lifted into a rule of its own.
+// Repetition. build_repeat(e, from, ...) adds the fragment for a repeat `e`
+// (max > 1) starting at `from` and returns its end state: min copies, then
+// a loop or max - min nested optional copies. The first copy is built from
+// the expression and the others stamped from it (the same NFA as building
+// each); a large repeat of a large part repeats a call of the part, lifted
+// into a rule of its own. build_repeat_of_rule() repeats a call of a rule.
 #include <algorithm>
 
 #include "automata/lowering_impl.h"
