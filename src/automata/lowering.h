@@ -1,13 +1,25 @@
-// Lowering of the grammar IR to byte automata (internal).
+// ByteGrammar: a grammar lowered to byte automata, the input of the Earley
+// engine and of the mask engine (internal).
 //
-// Every rule that survives lowering becomes a deterministic automaton over
-// byte classes and rule references. Rules are inlined into their callers
-// (within a size budget, larger for the rules on a cycle of references, so
-// that a nesting level is one rule call) unless one must stay to cut a
-// cycle of references, so most of a typical grammar runs as plain DFA
-// transitions and the Earley engine only sees the recursive skeleton. Code
-// point terminals become the UTF-8 byte sequences that spell them, so a
-// token that ends inside a character is simply a prefix.
+// ByteGrammar::lower(grammar, root, options) turns the rules of `grammar`
+// reachable from `root` into deterministic automata over bytes and rule
+// edges (a transition taken after another rule derives some input). The
+// root rule's automaton, rule edges expanded, accepts a byte string exactly
+// when it is the UTF-8 encoding of a string that `root` derives in
+// `grammar`; a token that ends inside a character is a prefix of an
+// accepted path. Which source rules stay rules (the others are copied into
+// the places that name them) and which parts become rules of their own
+// ("name#k") is the lowering's choice: only root_rule() is fixed.
+//
+// Transitions and rule edges lead only to live states (states from which
+// their rule can end), and rule edges name only rules that derive some
+// string. Lowering is deterministic:
+// the same grammar, root and options give the same automata, state numbers
+// included.
+//
+// A ByteGrammar is immutable once lower() returns it: it is shared, through
+// shared_ptr<const ByteGrammar>, by any number of engines and threads.
+// docs/lowering.md tells how lowering works.
 #ifndef GRAMMASK_SRC_AUTOMATA_LOWERING_H_
 #define GRAMMASK_SRC_AUTOMATA_LOWERING_H_
 
@@ -63,14 +75,30 @@ struct LoweredRule {
 // The immutable result of lowering. Shared by recognizers and matchers.
 class ByteGrammar {
  public:
+  // Lowers the rules of `grammar` reachable from the rule named `root`.
+  // Errors: kInvalidArgument if `root` names no rule; grammar.validate()'s
+  // status if that fails; kLimitExceeded if the automata need more than
+  // options.max_states states or more than options.max_lowering_work work
+  // units (bounds that apply to each of at most three attempts with fewer
+  // rules copied inline), if the grammar nests expressions too deeply, or if
+  // a rule still blows up once split into rules of its own (the status
+  // names its source position). Cost: time and memory proportional to the
+  // work units spent, which the options bound (at the defaults, at most
+  // about a second per attempt). Thread-safe: reads `grammar` and
+  // `options` only.
   static Result<std::shared_ptr<const ByteGrammar>> lower(const Grammar& grammar,
                                                           std::string_view root,
                                                           const RecognizerOptions& options);
 
+  // Unless noted, the accessors below are O(1), never fail, and only read.
   uint32_t root_rule() const noexcept { return root_rule_; }
+  // Indexed by rule number (RuleEdge::rule, AutomatonState::rule); states()
+  // by state number (kNoState is none).
   const std::vector<LoweredRule>& rules() const noexcept { return rules_; }
   const std::vector<AutomatonState>& states() const noexcept { return states_; }
   const std::vector<RuleEdge>& rule_edges() const noexcept { return rule_edges_; }
+  // Bytes in one class have the same transitions from every state; a class
+  // is a range of bytes, and classes are numbered in byte order.
   uint32_t num_classes() const noexcept { return num_classes_; }
   uint8_t byte_class(uint8_t b) const noexcept { return byte_class_[b]; }
   // RecognizerOptions::max_work_per_byte, kept with the grammar so that every
@@ -86,7 +114,7 @@ class ByteGrammar {
   }
   // The call of rule edge `edge`'s rule from the edge's target: the next
   // link of a call chain (a string body whose characters are calls), or
-  // kNoEdge.
+  // kNoEdge. O(rule edges of the target).
   static constexpr uint32_t kNoEdge = UINT32_MAX;
   uint32_t next_call_of_same_rule(uint32_t edge) const noexcept {
     const AutomatonState& target = states_[rule_edges_[edge].target];
@@ -106,7 +134,8 @@ class ByteGrammar {
   const uint32_t* wide_table() const noexcept {
     return wide_next_.empty() ? nullptr : wide_next_.data();
   }
-  // The same transitions as runs in class order: [runs_begin, runs_end).
+  // The same transitions as runs: [runs_begin, runs_end), in class order
+  // from class 0, consecutive runs with different targets.
   const ClassRun* runs_begin(uint32_t state) const noexcept {
     return runs_.data() + run_begin_[state];
   }
@@ -129,15 +158,6 @@ class ByteGrammar {
   std::vector<RuleEdge> rule_edges_;
   std::vector<LoweredRule> rules_;
 };
-
-// The UTF-8 encodings of the code points in [first, last] as a list of byte
-// range sequences: each element is 1-4 (lo, hi) pairs, one per byte.
-struct Utf8Sequence {
-  uint8_t length = 0;
-  uint8_t lo[4] = {};
-  uint8_t hi[4] = {};
-};
-void utf8_sequences(uint32_t first, uint32_t last, std::vector<Utf8Sequence>& out);
 
 }  // namespace grammask::internal
 

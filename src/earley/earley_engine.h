@@ -1,10 +1,21 @@
-// The Earley engine behind Recognizer (internal).
+// EarleyEngine: recognition of a ByteGrammar's root rule one byte at a
+// time, behind Recognizer and the mask engine (internal).
 //
-// Items are (automaton state, origin set). One set per input byte, kept on a
-// stack: pushing a byte builds the next set (scan, then complete/predict to
-// closure), popping truncates. Nullable rules are handled at prediction time
-// (Aycock-Horspool) and right recursion through tail positions uses Leo's
-// memoized topmost items, so unambiguous grammars cost linear time.
+// The engine keeps a stack of Earley sets, set 0 for the empty input and
+// one more per byte pushed. push_byte(b) succeeds when the bytes pushed so
+// far followed by `b` are a prefix of a string that the root rule derives,
+// unless a work bound stops it first; on failure nothing changes. pop() and
+// truncate() undo pushes. is_accepting() says whether the bytes pushed are
+// a whole string of the root rule; scan() holds the bytes that can be
+// pushed next.
+//
+// Cost: a push is linear in the size of the set it builds and the
+// completions that set causes, bounded by the grammar's
+// max_work_per_byte() and by the caller's work deadline; unambiguous
+// grammars cost linear time in the input. pop() and truncate() are O(1).
+// An engine is used by one thread at a time; engines built on one
+// ByteGrammar share it and may run on different threads. docs/lowering.md
+// tells how the engine runs the automata.
 #ifndef GRAMMASK_SRC_EARLEY_EARLEY_ENGINE_H_
 #define GRAMMASK_SRC_EARLEY_EARLEY_ENGINE_H_
 
@@ -125,6 +136,8 @@ class LeoMemo {
 
 class EarleyEngine {
  public:
+  // Builds set 0 (the root rule's start, closed), with no work bound: its
+  // size depends on the grammar alone, which lowering bounds.
   explicit EarleyEngine(std::shared_ptr<const ByteGrammar> grammar);
 
   // Pushes one byte if some item can scan it and the closure stays within the
@@ -165,10 +178,15 @@ class EarleyEngine {
   bool read_log_overflowed() const noexcept { return read_log_overflowed_; }
   // Pops the newest set. Precondition: size() > 0.
   void pop() noexcept;
+  // Keeps the first `length` bytes pushed; no-op if length >= size().
   void truncate(size_t length) noexcept;
+  // The number of bytes pushed.
   size_t size() const noexcept { return sets_.size() - 1; }
 
+  // Whether the bytes pushed form a string of the root rule.
   bool is_accepting() const noexcept { return sets_.back().accepting; }
+  // The bytes that some item of the newest set can read: push_byte() fails
+  // at once for any other byte.
   const ByteSet& scan() const noexcept { return sets_.back().scan; }
 
   const ByteGrammar& grammar() const noexcept { return *grammar_; }

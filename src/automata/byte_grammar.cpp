@@ -1,0 +1,212 @@
+// The ByteGrammar's tables. finish() runs once, after every rule is
+// determinized: it drops the transitions and rule edges into states that
+// cannot reach the end of their rule and the calls of rules that derive
+// nothing, then writes the transition table (16-bit entries when every state
+// number fits, else 32), the maximal runs, scan sets, packed rule edges,
+// nullability, tails and rule_tail_called. Linear in states x classes and
+// rule edges; returns no error.
+#include <vector>
+
+#include "automata/lowering_impl.h"
+
+namespace grammask::internal {
+
+// Prunes states that cannot reach the end of their rule, computes
+// nullability, scan sets, tails and the rules that some call site follows
+// with a tail, and packs the rule edges.
+void Lowering::finish() {
+  auto& states = out_->states_;
+  auto& rules = out_->rules_;
+  const uint32_t classes = out_->num_classes_;
+  const size_t n = states.size();
+  // Rule edges indexed by target and by rule, for the two worklists below
+  // (each state and edge is visited a constant number of times, so long
+  // counted chains do not make this quadratic).
+  struct Edge {
+    uint32_t source, rule, target;
+  };
+  std::vector<uint32_t>& edge_begin = pending_edge_begin_;
+  edge_begin.push_back(static_cast<uint32_t>(pending_edges_.size()));
+  std::vector<Edge> rule_edges;
+  rule_edges.reserve(pending_edges_.size());
+  for (size_t s = 0; s < n; ++s)
+    for (uint32_t i = edge_begin[s]; i < edge_begin[s + 1]; ++i)
+      rule_edges.push_back(
+          {static_cast<uint32_t>(s), pending_edges_[i].rule, pending_edges_[i].target});
+  auto index_by = [&](size_t buckets, auto key) {
+    std::vector<uint32_t> begin(buckets + 1, 0), order(rule_edges.size());
+    for (const Edge& e : rule_edges) ++begin[key(e) + 1];
+    for (size_t i = 0; i < buckets; ++i) begin[i + 1] += begin[i];
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (uint32_t i = 0; i < rule_edges.size(); ++i) order[fill[key(rule_edges[i])]++] = i;
+    return std::make_pair(std::move(begin), std::move(order));
+  };
+  const auto [by_target_begin, by_target] = index_by(n, [](const Edge& e) { return e.target; });
+  const auto [by_rule_begin, by_rule] =
+      index_by(rules.size(), [](const Edge& e) { return e.rule; });
+  // The rules that start at each state, as chains (first_rule_at, then
+  // next_rule_at_same_start), in rule order: one word per state instead
+  // of a vector each.
+  constexpr uint32_t kNoRule = UINT32_MAX;
+  std::vector<uint32_t> first_rule_at(n, kNoRule), next_rule_at_same_start(rules.size());
+  for (uint32_t r = static_cast<uint32_t>(rules.size()); r-- > 0;) {
+    next_rule_at_same_start[r] = first_rule_at[rules[r].start];
+    first_rule_at[rules[r].start] = r;
+  }
+
+  // Each state's transitions as runs of byte classes with one target (a
+  // state has a few distinct targets among dozens of classes), as
+  // determinize() made them: the passes below go over runs, and the
+  // transition table is written once at the end.
+  std::vector<ClassRun>& runs = pending_runs_;
+  std::vector<uint32_t>& run_begin = pending_run_begin_;
+  run_begin.push_back(static_cast<uint32_t>(runs.size()));
+
+  // Live states reach a final state; productive rules have a live start.
+  // Backward propagation over byte edges and productive rule edges.
+  // (The runs into each state were counted as determinize() made them,
+  // which saves a pass over all runs here.)
+  std::vector<uint32_t>& pred_begin = pending_pred_count_;
+  pred_begin.resize(n);
+  uint32_t total_preds = 0;
+  for (size_t t = 0; t < n; ++t) {
+    const uint32_t count = pred_begin[t];
+    pred_begin[t] = total_preds;
+    total_preds += count;
+  }
+  pred_begin.push_back(total_preds);
+  std::vector<uint32_t> preds(total_preds);
+  {
+    std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+    for (size_t s = 0; s < n; ++s)
+      for (uint32_t r = run_begin[s]; r < run_begin[s + 1]; ++r)
+        if (runs[r].target != kNoState) preds[fill[runs[r].target]++] = static_cast<uint32_t>(s);
+  }
+  std::vector<uint8_t> live(n, 0);  // (bytes, not bits: read per run below)
+  std::vector<uint8_t> productive(rules.size(), 0);
+  std::vector<uint32_t> work;
+  auto make_live = [&](uint32_t s) {
+    if (!live[s]) {
+      live[s] = 1;
+      work.push_back(s);
+    }
+  };
+  for (uint32_t s = 0; s < n; ++s)
+    if (states[s].is_final) make_live(s);
+  while (!work.empty()) {
+    const uint32_t t = work.back();
+    work.pop_back();
+    for (uint32_t i = pred_begin[t]; i < pred_begin[t + 1]; ++i) make_live(preds[i]);
+    for (uint32_t i = by_target_begin[t]; i < by_target_begin[t + 1]; ++i) {
+      const Edge& e = rule_edges[by_target[i]];
+      if (productive[e.rule]) make_live(e.source);
+    }
+    for (uint32_t r = first_rule_at[t]; r != kNoRule; r = next_rule_at_same_start[r]) {
+      if (productive[r]) continue;
+      productive[r] = 1;
+      for (uint32_t i = by_rule_begin[r]; i < by_rule_begin[r + 1]; ++i) {
+        const Edge& e = rule_edges[by_rule[i]];
+        if (live[e.target]) make_live(e.source);
+      }
+    }
+  }
+  // One pass over the states: dead targets dropped, the transition table
+  // and scan sets written, the runs merged again (maximal after pruning,
+  // for the passes of compile(); in place, as a state's runs only move
+  // down, and then moved out, not copied: a copy costs a second array's
+  // page faults), and the rule edges packed. A class is a range of bytes
+  // (compute_byte_classes), so a run of classes is one too.
+  std::vector<uint32_t> first_byte(classes + 1, 256);
+  for (int b = 255; b >= 0; --b) first_byte[out_->byte_class_[b]] = static_cast<uint32_t>(b);
+  // bytes_from[c]: the bytes of classes c and up, so that a run's bytes
+  // are two masks (no loop over the words a range touches).
+  std::vector<ByteSet> bytes_from(classes + 1);
+  for (uint32_t c = 0; c < classes; ++c) bytes_from[c].set_range(first_byte[c], 255);
+  auto settle_states = [&](auto& table, auto no_state) {
+    table.assign(n * classes, no_state);
+    uint32_t kept = 0;
+    for (size_t s = 0; s < n; ++s) {
+      AutomatonState& st = states[s];
+      auto* row = table.data() + s * classes;
+      const uint32_t first = run_begin[s], last = run_begin[s + 1];
+      run_begin[s] = kept;
+      // (The next run is read before this one is written back, and the
+      // scan set and the last kept target stay in locals: the writes to
+      // runs would otherwise make the compiler reload them.)
+      ByteSet scan;
+      uint32_t kept_target = 0;
+      ClassRun run = runs[first];
+      for (uint32_t r = first; r < last; ++r) {
+        const ClassRun next = r + 1 < last ? runs[r + 1] : ClassRun{classes, kNoState};
+        if (run.target != kNoState && !live[run.target]) run.target = kNoState;
+        if (run.target != kNoState) {
+          // (A plain loop: runs span a few classes, where std::fill's
+          // setup costs more than the stores.)
+          const auto target = static_cast<decltype(no_state)>(run.target);
+          for (uint32_t c = run.first_class; c < next.first_class; ++c) row[c] = target;
+          const ByteSet &from = bytes_from[run.first_class], &past = bytes_from[next.first_class];
+          for (int w = 0; w < 4; ++w) scan.bits[w] |= from.bits[w] & ~past.bits[w];
+        }
+        if (r == first || run.target != kept_target) {
+          runs[kept++] = run;
+          kept_target = run.target;
+        }
+        run = next;
+      }
+      st.scan = scan;
+      st.rule_edges_begin = static_cast<uint32_t>(out_->rule_edges_.size());
+      for (uint32_t i = edge_begin[s]; i < edge_begin[s + 1]; ++i) {
+        const RuleEdge& r = pending_edges_[i];
+        if (!productive[r.rule] || !live[r.target]) continue;
+        out_->rule_edges_.push_back(r);
+        st.waits_on |= uint64_t{1} << (r.rule & 63);
+      }
+      st.rule_edges_end = static_cast<uint32_t>(out_->rule_edges_.size());
+      st.is_tail = st.is_final && st.scan.empty() && st.calls_no_rule();
+    }
+    run_begin[n] = kept;
+    run_begin.resize(n + 1);
+    runs.resize(kept);
+  };
+  if (n < ByteGrammar::kNarrowNoState) {
+    settle_states(out_->narrow_next_, ByteGrammar::kNarrowNoState);
+  } else {
+    settle_states(out_->wide_next_, kNoState);
+  }
+  // Nullable rules: the start state reaches a final state through nullable
+  // rule edges only. Backward propagation over (still present) rule edges.
+  std::vector<uint8_t> nullable_state(n, 0);
+  auto make_nullable = [&](uint32_t s) {
+    if (!nullable_state[s]) {
+      nullable_state[s] = 1;
+      work.push_back(s);
+    }
+  };
+  auto edge_present = [&](const Edge& e) { return productive[e.rule] && live[e.target]; };
+  for (uint32_t s = 0; s < n; ++s)
+    if (states[s].is_final) make_nullable(s);
+  while (!work.empty()) {
+    const uint32_t t = work.back();
+    work.pop_back();
+    for (uint32_t i = by_target_begin[t]; i < by_target_begin[t + 1]; ++i) {
+      const Edge& e = rule_edges[by_target[i]];
+      if (edge_present(e) && rules[e.rule].nullable) make_nullable(e.source);
+    }
+    for (uint32_t r = first_rule_at[t]; r != kNoRule; r = next_rule_at_same_start[r]) {
+      if (rules[r].nullable) continue;
+      rules[r].nullable = true;
+      for (uint32_t i = by_rule_begin[r]; i < by_rule_begin[r + 1]; ++i) {
+        const Edge& e = rule_edges[by_rule[i]];
+        if (edge_present(e) && nullable_state[e.target]) make_nullable(e.source);
+      }
+    }
+  }
+  std::vector<uint8_t> tail_called(rules.size(), 0);
+  for (const RuleEdge& edge : out_->rule_edges_)
+    if (states[edge.target].is_tail) tail_called[edge.rule] = 1;
+  for (AutomatonState& st : states) st.rule_tail_called = tail_called[st.rule];
+  out_->runs_ = std::move(runs);
+  out_->run_begin_ = std::move(run_begin);
+}
+
+}  // namespace grammask::internal

@@ -1,0 +1,233 @@
+// The inlining policy: the cycles of references (which rules must stay
+// rules, which are on a cycle) and the estimated NFA sizes that decide
+// whether a reference is inlined. Contract in inlining.h.
+#include "automata/inlining.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "automata/lowering_impl.h"
+
+namespace grammask::internal {
+
+namespace {
+
+void collect_refs(const Expr& e, std::vector<uint32_t>& out) {
+  if (e.kind == Expr::Kind::kRuleRef) out.push_back(e.rule);
+  for (const Expr& c : e.children) collect_refs(c, out);
+}
+
+}  // namespace
+
+// Every cycle of references must keep one rule as a rule (a rule edge
+// the Earley engine follows); the others may be inlined. The kept ones are
+// the targets of the back edges of a depth-first search from the root:
+// every cycle has one. So `value` stays a rule in JSON, but `object` and
+// `array` inline into it, and in a schema whose objects nest through a
+// member, the member chain inlines into the object: their numbers and
+// keys are plain DFA states instead of rule calls. The same search finds
+// the rules on a cycle at all (on_cycle: a strongly connected component
+// of more than one rule, or a rule naming itself; Tarjan's algorithm),
+// which get a larger inline limit (see Lowering::within_limit). Iterative, so deep
+// grammars cannot overflow the stack.
+ReferenceCycles find_reference_cycles(const Grammar& grammar, uint32_t root) {
+  const size_t n = grammar.rules().size();
+  std::vector<std::vector<uint32_t>> refs(n);
+  for (size_t i = 0; i < n; ++i) collect_refs(grammar.rules()[i].body, refs[i]);
+  ReferenceCycles cycles;
+  cycles.recursive.assign(n, false);
+  cycles.on_cycle.assign(n, false);
+  constexpr uint32_t kUnvisited = UINT32_MAX;
+  std::vector<uint32_t> index(n, kUnvisited), low(n, 0);
+  // on_path: on the search's current path; in_component: on Tarjan's
+  // stack of rules whose component is not closed yet.
+  std::vector<uint8_t> on_path(n, 0), in_component(n, 0);
+  std::vector<uint32_t> component;
+  struct Frame {
+    uint32_t rule;
+    size_t next;
+  };
+  std::vector<Frame> frames;
+  uint32_t counter = 0;
+  auto enter = [&](uint32_t rule) {
+    index[rule] = low[rule] = counter++;
+    on_path[rule] = in_component[rule] = 1;
+    component.push_back(rule);
+    frames.push_back({rule, 0});
+  };
+  auto search_from = [&](uint32_t start) {
+    if (index[start] != kUnvisited) return;
+    enter(start);
+    while (!frames.empty()) {
+      Frame& f = frames.back();
+      const uint32_t v = f.rule;
+      if (f.next < refs[v].size()) {
+        const uint32_t w = refs[v][f.next++];
+        if (on_path[w]) cycles.recursive[w] = true;  // a back edge: w closes a cycle
+        if (w == v) cycles.on_cycle[v] = true;
+        if (index[w] == kUnvisited) {
+          enter(w);
+        } else if (in_component[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      on_path[v] = 0;
+      frames.pop_back();
+      if (!frames.empty()) low[frames.back().rule] = std::min(low[frames.back().rule], low[v]);
+      if (low[v] != index[v]) continue;
+      // v roots a component: the rules above it on Tarjan's stack.
+      const bool cycle = component.back() != v;
+      for (;;) {
+        const uint32_t w = component.back();
+        component.pop_back();
+        in_component[w] = 0;
+        if (cycle) cycles.on_cycle[w] = true;
+        if (w == v) break;
+      }
+    }
+  };
+  search_from(root);
+  for (uint32_t r = 0; r < n; ++r) search_from(r);
+  return cycles;
+}
+
+// Estimated NFA size of `e` with its non-recursive references inlined,
+// built where something follows it (so it is a tail context of its own
+// where build() makes one).
+size_t Lowering::estimated_size(const Expr& e, int depth) {
+  if (depth > 200) return SIZE_MAX / 4;
+  switch (e.kind) {
+    case Expr::Kind::kLiteral:
+      return e.literal.size() * 2 + 1;
+    case Expr::Kind::kCharClass:
+    case Expr::Kind::kAnyChar:
+      return 4 * (e.ranges.size() + 2) + 8;
+    case Expr::Kind::kRuleRef:
+      return inlined_here(e.rule, depth) ? inline_size(e.rule, depth + 1) : 1;
+    case Expr::Kind::kRepeat: {
+      if (e.max <= 1) return context_size(e, depth);
+      size_t child = estimated_size(e.children[0], depth + 1);
+      size_t copies = e.max == kUnbounded ? std::max<uint32_t>(e.min, 1) : e.max;
+      if (child * copies > kLiftProduct) return copies + 2;
+      return child * copies + 2;
+    }
+    case Expr::Kind::kAlternation:
+      return context_size(e, depth);
+    default: {
+      size_t total = 2;
+      for (const Expr& c : e.children) total += estimated_size(c, depth + 1);
+      return std::min(total, SIZE_MAX / 4);
+    }
+  }
+}
+
+// Whether a reference to `rule` is inlined (else it is a rule edge, one
+// state). should_inline() with the estimate's depth guard.
+bool Lowering::inlined_here(uint32_t rule, int depth) {
+  return !recursive_[rule] && within_limit(rule, inline_size(rule, depth + 1));
+}
+
+// Whether `rule`, of estimated size `size`, is small enough to inline.
+// A rule on a cycle that stays a rule adds an Earley set link per pass
+// round the cycle, so the rules on cycles get cycle_inline_factor_ times
+// the limit: one link per nesting level (an object's member chain
+// inlined into the object) keeps the engine's completions and the mask
+// cache's context keys short.
+bool Lowering::within_limit(uint32_t rule, size_t size) {
+  if (size <= inline_limit_) return true;
+  if (!on_cycle_[rule] || size > cycle_inline_factor_ * inline_limit_) return false;
+  cycle_limit_used_ = true;
+  return true;
+}
+
+// Estimated size of `e` built in a tail context, without the bodies of
+// the inlined rules it names in tail position: those it adds to
+// `tail_refs` (they are built once per context; the caller counts them).
+size_t Lowering::tail_local_size(const Expr& e, int depth, std::vector<uint32_t>& tail_refs) {
+  if (depth > 200) return SIZE_MAX / 4;
+  switch (e.kind) {
+    case Expr::Kind::kRuleRef:
+      if (!inlined_here(e.rule, depth)) return 1;
+      tail_refs.push_back(e.rule);
+      return 0;
+    case Expr::Kind::kSequence: {
+      if (e.children.empty()) return 2;
+      size_t total = 2;
+      for (size_t i = 0; i + 1 < e.children.size(); ++i)
+        total += estimated_size(e.children[i], depth + 1);
+      total += tail_local_size(e.children.back(), depth + 1, tail_refs);
+      return std::min(total, SIZE_MAX / 4);
+    }
+    case Expr::Kind::kAlternation: {
+      size_t total = 2;
+      for (const Expr& c : e.children) total += tail_local_size(c, depth + 1, tail_refs);
+      return std::min(total, SIZE_MAX / 4);
+    }
+    case Expr::Kind::kRepeat:
+      if (e.max <= 1) return 2 + tail_local_size(e.children[0], depth + 1, tail_refs);
+      return estimated_size(e, depth);
+    default:
+      return estimated_size(e, depth);
+  }
+}
+
+// Estimated size of a tail context rooted at `e`.
+size_t Lowering::context_size(const Expr& e, int depth) {
+  std::vector<uint32_t> tail_refs;
+  const size_t local = tail_local_size(e, depth, tail_refs);
+  return with_shared_rules(local, tail_refs, depth);
+}
+
+// `local` plus, once each, the bodies of the rules reachable through tail
+// references from `tail_refs` (and a start state for each). Stops counting
+// past kLiftProduct, the largest size any decision looks at.
+size_t Lowering::with_shared_rules(size_t local, const std::vector<uint32_t>& tail_refs,
+                                   int depth) {
+  if (tail_refs.empty()) return local;  // (the usual case: no set to allocate)
+  size_t total = local;
+  std::unordered_set<uint32_t> counted(tail_refs.begin(), tail_refs.end());
+  std::vector<uint32_t> pending(counted.begin(), counted.end());
+  while (!pending.empty() && total <= kLiftProduct) {
+    const uint32_t rule = pending.back();
+    pending.pop_back();
+    const TailSummary& summary = tail_summary(rule, depth + 1);
+    add_work(1 + summary.tail_refs.size());
+    total = std::min(total + 1 + summary.local_size, SIZE_MAX / 4);
+    for (uint32_t next : summary.tail_refs)
+      if (counted.insert(next).second) pending.push_back(next);
+  }
+  return total;
+}
+
+// A rule's body in a tail context: its size without the inlined rules it
+// names in tail position, and those rules (each once). Once per rule.
+const Lowering::TailSummary& Lowering::tail_summary(uint32_t rule, int depth) {
+  TailSummary& summary = tail_summaries_[rule];
+  if (!summary.known) {
+    std::vector<uint32_t> refs;
+    const size_t local = tail_local_size(grammar_.rules()[rule].body, depth, refs);
+    std::sort(refs.begin(), refs.end());
+    refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+    summary.local_size = local;
+    summary.tail_refs = std::move(refs);
+    summary.known = true;
+  }
+  return summary;
+}
+
+// The size of a rule inlined at one place: a tail context of its own.
+size_t Lowering::inline_size(uint32_t rule, int depth) {
+  if (inline_size_[rule] < 0) {
+    const TailSummary& summary = tail_summary(rule, depth);
+    inline_size_[rule] = static_cast<long long>(std::min<size_t>(
+        with_shared_rules(summary.local_size, summary.tail_refs, depth), 1u << 30));
+  }
+  return static_cast<size_t>(inline_size_[rule]);
+}
+
+bool Lowering::should_inline(uint32_t rule) {
+  return !recursive_[rule] && within_limit(rule, inline_size(rule, 0));
+}
+
+}  // namespace grammask::internal
