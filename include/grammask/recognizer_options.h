@@ -28,9 +28,9 @@ struct RecognizerOptions {
   // with kLimitExceeded (naming this option) instead of running for
   // seconds. The bundled grammars need under a million units; at the
   // default, lowering costs at most about a second. A grammar that passes
-  // max_states or this bound is lowered once more with fewer rules copied
-  // inline (more rule calls, fewer states) before failing, so the bound
-  // applies to each of the two attempts.
+  // max_states or this bound is lowered again with fewer rules copied
+  // inline (more rule calls, fewer states), up to three attempts in all,
+  // before failing; the bound applies to each attempt.
   uint64_t max_lowering_work = uint64_t{1} << 27;
 };
 
