@@ -29,47 +29,28 @@ std::string sub_key(const Sub& sub) {
   return key;
 }
 
+void add_key_part(std::string& key, const std::string& part) {
+  key += '|';
+  key += part;
+}
+
+std::string key_of_nodes(const std::vector<const Json*>& values) {
+  std::string out;
+  for (const Json* v : values) out += std::to_string(reinterpret_cast<uintptr_t>(v)) + ",";
+  return out;
+}
+
+std::string key_of_count(const std::optional<uint64_t>& n) {
+  return n ? std::to_string(*n) : std::string("-");
+}
+
 std::string clause_key(const Clause& c) {
   std::string key = std::to_string(static_cast<int>(c.type));
-  auto add = [&](const std::string& part) {
-    key += '|';
-    key += part;
-  };
-  auto pointers = [](const std::vector<const Json*>& values) {
-    std::string out;
-    for (const Json* v : values) out += std::to_string(reinterpret_cast<uintptr_t>(v)) + ",";
-    return out;
-  };
-  auto optional_number = [](const std::optional<uint64_t>& n) {
-    return n ? std::to_string(*n) : std::string("-");
-  };
-  add(c.has_values ? "v" + pointers(c.values) : "");
-  add(pointers(c.excluded));
-  add(std::string(c.integer ? "i" : "") + (c.non_integer ? "f" : "") +
-      (c.strict_integer ? "s" : ""));
-  add(c.lo ? (c.lo_exclusive ? ">" : ">=") + c.lo->to_string() : "");
-  add(c.hi ? (c.hi_exclusive ? "<" : "<=") + c.hi->to_string() : "");
-  for (const auto& [divisor, where] : c.multiple_of) add("m" + divisor.to_string());
-  add(std::to_string(c.min_length) + "," + optional_number(c.max_length));
-  for (const Sourced& p : c.patterns) add("p" + std::to_string(p.text.size()) + ":" + p.text);
-  for (const Sourced& p : c.negated_patterns)
-    add("!p" + std::to_string(p.text.size()) + ":" + p.text);
-  for (const Sourced& f : c.formats) add("f" + f.text);
-  for (const Sub& item : c.prefix) add("P" + sub_key(item));
-  add("I" + sub_key(c.items));
-  add(std::to_string(c.min_items) + "," + optional_number(c.max_items));
-  for (const Contains& k : c.contains)
-    add("C" + sub_key(k.schema) + std::to_string(k.min) + "," + optional_number(k.max));
-  add(c.unique ? "u" : "");
-  add("E" + pointers(c.contains_evaluates));
-  for (const auto& [name, sub] : c.properties)
-    add("p" + std::to_string(name.size()) + ":" + name + sub_key(sub));
-  for (const std::string& name : c.required) add("r" + std::to_string(name.size()) + ":" + name);
-  add("A" + sub_key(c.additional));
-  for (const auto& [pattern, sub] : c.pattern_properties)
-    add("R" + std::to_string(pattern.text.size()) + ":" + pattern.text + sub_key(sub));
-  add("N" + sub_key(c.property_names));
-  add(std::to_string(c.min_properties) + "," + optional_number(c.max_properties));
+  c.ValueKeywords::add_key(key);
+  c.NumberKeywords::add_key(key);
+  c.StringKeywords::add_key(key);
+  c.ArrayKeywords::add_key(key);
+  c.ObjectKeywords::add_key(key);
   return key;
 }
 

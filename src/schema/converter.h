@@ -13,8 +13,9 @@
 // keyword and the JSON pointer of the schema holding it.
 //
 // One Converter converts one document once; its methods are defined by
-// responsibility: normalize.cpp, algebra.cpp, validate.cpp, rules.cpp,
-// emit.cpp and emit_{number,string,object,array}.cpp.
+// responsibility: normalize.cpp, algebra.cpp, validate.cpp, the keyword
+// families' files (*_keywords.cpp), rules.cpp, emit.cpp and
+// emit_{number,string,object,array}.cpp.
 #ifndef GRAMMASK_SRC_SCHEMA_CONVERTER_H_
 #define GRAMMASK_SRC_SCHEMA_CONVERTER_H_
 
@@ -66,11 +67,6 @@ class Converter {
   Disj local_clauses(const Json* node, const NodeInfo& where);
   void apply_keyword(Disj& d, const Json* node, const std::string& key, const Json& value,
                      const NodeInfo& where);
-  // properties, patternProperties and additionalProperties (which read each
-  // other) into the object clauses of `local`.
-  void apply_properties(Disj& local, const Json* node, const NodeInfo& where);
-  // prefixItems, items and additionalItems into the array clauses.
-  void apply_items(Disj& local, const Json* node, const NodeInfo& where);
   // An applicator (see applicator_keywords()): `d` intersected with what
   // `key` asserts. `local` is the conjunction of the local keywords.
   void apply_applicator(Disj& d, const Disj& local, const Json* node, const std::string& key,
@@ -117,13 +113,82 @@ class Converter {
   // The complement of d among all JSON values; nullopt when some clause is
   // not simple enough to complement exactly.
   std::optional<Disj> negate(const Disj& d);
-  // The schema of property `name` in an object clause: declared, else the
-  // matching patternProperties, else additionalProperties.
-  Sub property_schema(const Clause& clause, const std::string& name);
   // True when no value satisfies both (false may mean "not proven").
   static constexpr int kMaxDisjointDepth = 8;
   bool disjoint(const Disj& a, const Disj& b, int depth = 0);
   bool objects_disjoint_by_required(const Clause& x, const Clause& y, int depth);
+
+  // --- keyword families -----------------------------------------------------
+  // Each family of Clause (see clause.h) has its functions in its own file:
+  // value_keywords.cpp, number_keywords.cpp, string_keywords.cpp,
+  // array_keywords.cpp, object_keywords.cpp.
+
+  // A keyword of a schema object, as its handler sees it.
+  struct Keyword {
+    const Json* node;  // the schema object
+    const std::string& key;
+    const Json& value;
+    const NodeInfo& where;
+  };
+  // Narrows the clauses of `d` by a local keyword; refuses (kSyntax) a
+  // malformed value.
+  using KeywordHandler = void (Converter::*)(Disj& d, const Keyword& keyword);
+  // Local keyword -> its handler (apply_keyword ignores other keywords).
+  static const std::unordered_map<std::string, KeywordHandler>& keyword_handlers();
+
+  // Intersection, family by family, of `c` (a copy of `a`) with `b`; false
+  // when provably empty.
+  void intersect_values(Clause& c, const Clause& b);
+  bool intersect_numbers(Clause& c, const Clause& b);
+  bool intersect_strings(Clause& c, const Clause& b);
+  bool intersect_arrays(Clause& c, const Clause& a, const Clause& b);
+  bool intersect_objects(Clause& c, const Clause& a, const Clause& b);
+
+  // The complement of `clause` within its type: appends clauses (each
+  // `base`, of the clause's type, narrowed) to `complement`; false when it
+  // cannot be written exactly.
+  bool negate_values(const Clause& clause, const Clause& base, Disj& complement);
+  bool negate_number(const Clause& clause, const Clause& base, Disj& complement);
+  bool negate_string(const Clause& clause, const Clause& base, Disj& complement);
+  bool negate_array(const Clause& clause, const Clause& base, Disj& complement);
+  bool negate_object(const Clause& clause, const Clause& base, Disj& complement);
+
+  // Whether `value`, of the clause's type, meets the family's keywords.
+  // Refuses where a check cannot be made exactly (numbers too large).
+  bool values_accept(const Clause& c, const Json& value, bool check_values);
+  bool number_accepts(const Clause& c, const Json& value);
+  bool string_accepts(const Clause& c, const Json& value);
+  bool array_accepts(const Clause& c, const Json& value);
+  bool object_accepts(const Clause& c, const Json& value);
+
+  // value_keywords.cpp
+  void apply_type(Disj& d, const Keyword& k);
+  void apply_values(Disj& d, const Keyword& k);  // enum, const
+  // number_keywords.cpp
+  void apply_minimum(Disj& d, const Keyword& k);  // minimum, exclusiveMinimum
+  void apply_maximum(Disj& d, const Keyword& k);  // maximum, exclusiveMaximum
+  void apply_multiple_of(Disj& d, const Keyword& k);
+  // string_keywords.cpp
+  void apply_length(Disj& d, const Keyword& k);  // minLength, maxLength
+  void apply_pattern(Disj& d, const Keyword& k);
+  void apply_format(Disj& d, const Keyword& k);
+  // array_keywords.cpp
+  // prefixItems, items and additionalItems (which read each other) into the
+  // array clauses of `local`.
+  void apply_items(Disj& local, const Json* node, const NodeInfo& where);
+  void apply_item_count(Disj& d, const Keyword& k);  // minItems, maxItems
+  void apply_contains(Disj& d, const Keyword& k);    // with minContains, maxContains
+  void apply_unique_items(Disj& d, const Keyword& k);
+  // object_keywords.cpp
+  // properties, patternProperties and additionalProperties (which read each
+  // other) into the object clauses of `local`.
+  void apply_properties(Disj& local, const Json* node, const NodeInfo& where);
+  void apply_required(Disj& d, const Keyword& k);
+  void apply_property_names(Disj& d, const Keyword& k);
+  void apply_property_count(Disj& d, const Keyword& k);  // minProperties, maxProperties
+  // The schema of property `name` in an object clause: declared, else the
+  // matching patternProperties, else additionalProperties.
+  Sub property_schema(const Clause& clause, const std::string& name);
 
   // --- validation of concrete values (validate.cpp) --------------------------
   bool accepts(const Sub& sub, const Json& value);

@@ -132,33 +132,7 @@ std::string Converter::emit_clause(const Clause& original, const std::string& hi
       return emit_clause_once(clause, hint, depth);
     } catch (Refusal& refusal) {
       if (refusal.status.code() != ErrorCode::kUnsupported) throw;
-      const std::string& k = refusal.keyword;
-      bool dropped = true;
-      if (k == "pattern")
-        clause.patterns.clear();
-      else if (k == "format")
-        clause.formats.clear();
-      else if (k == "multipleOf")
-        clause.multiple_of.clear();
-      else if (k == "minLength" || k == "maxLength")
-        clause.min_length = 0, clause.max_length.reset();
-      else if (k == "uniqueItems")
-        clause.unique = false;
-      else if (k == "contains")
-        clause.contains.clear();
-      else if (k == "propertyNames")
-        clause.property_names = Sub();
-      else if (k == "patternProperties")
-        clause.pattern_properties.clear();
-      else if (k == "not")
-        clause.excluded.clear(), clause.negated_patterns.clear();
-      else if (k == "minItems" || k == "maxItems")
-        clause.min_items = 0, clause.max_items.reset();
-      else if (k == "minProperties" || k == "maxProperties")
-        clause.min_properties = 0, clause.max_properties.reset();
-      else
-        dropped = false;
-      if (!dropped) throw;
+      if (!clause.drop(refusal.keyword)) throw;
       warn("dropped: " + refusal.status.message());
     }
   }

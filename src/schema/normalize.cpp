@@ -1,5 +1,7 @@
-// Normalization: schema objects into disjunctions of clauses, keyword by
-// keyword (members of Converter, declared in converter.h).
+// Normalization: schema objects into disjunctions of clauses. Local
+// keywords go through keyword_handlers() to their family's file;
+// applicators and unevaluated* are here (members of Converter, declared in
+// converter.h).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -8,19 +10,6 @@
 #include "schema/drafts.h"
 
 namespace grammask::internal::schema {
-
-namespace {
-
-uint64_t non_negative_integer(const Json& value, const std::string& keyword,
-                              const std::string& pointer) {
-  auto number = value.is_number() ? number_of(value) : std::nullopt;
-  if (!number || number->negative || !number->is_integer())
-    refuse(keyword, pointer, "must be a non-negative integer", ErrorCode::kSyntax);
-  if (number->int_digits.size() > 18) return UINT64_MAX / 4;
-  return number->int_digits.empty() ? 0 : std::stoull(number->int_digits);
-}
-
-}  // namespace
 
 void Converter::with_lenience(const std::string& keyword, const std::function<void()>& action) {
   try {
@@ -154,71 +143,6 @@ Disj Converter::local_clauses(const Json* node, const NodeInfo& where) {
   // Array items, which also read their siblings.
   with_lenience("items", [&] { apply_items(local, node, where); });
   return local;
-}
-
-void Converter::apply_properties(Disj& local, const Json* node, const NodeInfo& where) {
-  for (Clause& clause : local) {
-    if (clause.type != JType::kObject) continue;
-    auto properties = node->find("properties");
-    if (properties != node->end()) {
-      if (!properties->is_object())
-        refuse("properties", where.pointer, "must be an object", ErrorCode::kSyntax);
-      for (auto p = properties->begin(); p != properties->end(); ++p) {
-        clause.properties.emplace_back(p.key(), Sub::of(&p.value()));
-        clause.evaluated.insert(p.key());
-      }
-    }
-    auto patterns = node->find("patternProperties");
-    if (patterns != node->end()) {
-      if (!patterns->is_object())
-        refuse("patternProperties", where.pointer, "must be an object", ErrorCode::kSyntax);
-      for (auto p = patterns->begin(); p != patterns->end(); ++p) {
-        parse_pattern(p.key(), "patternProperties", where.pointer);
-        clause.pattern_properties.emplace_back(
-            Sourced{p.key(), where.pointer + "/patternProperties"}, Sub::of(&p.value()));
-        for (auto& [name, sub] : clause.properties) {
-          auto match = pattern_searcher_.search(p.key(), name);
-          if (!match.ok()) refuse("patternProperties", where.pointer, match.status().message());
-          if (*match) sub = conj(sub, Sub::of(&p.value()));
-        }
-      }
-    }
-    auto additional = node->find("additionalProperties");
-    if (additional != node->end()) {
-      clause.additional = Sub::of(&additional.value());
-      clause.properties_evaluated = true;
-    } else if (!options_.additional_properties_default && properties != node->end() &&
-               patterns == node->end() && !node->contains("unevaluatedProperties")) {
-      clause.additional = Sub::never();
-    }
-  }
-}
-
-void Converter::apply_items(Disj& local, const Json* node, const NodeInfo& where) {
-  for (Clause& clause : local) {
-    if (clause.type != JType::kArray) continue;
-    auto prefix = node->find("prefixItems");
-    auto items = node->find("items");
-    bool legacy_items_array = items != node->end() && items->is_array();
-    if (prefix != node->end() && !legacy(where.draft) && where.draft != Draft::kDraft2019_09) {
-      if (!prefix->is_array())
-        refuse("prefixItems", where.pointer, "must be an array", ErrorCode::kSyntax);
-      for (const Json& item : *prefix) clause.prefix.push_back(Sub::of(&item));
-      clause.evaluated_prefix = clause.prefix.size();
-    }
-    if (legacy_items_array) {
-      for (const Json& item : *items) clause.prefix.push_back(Sub::of(&item));
-      clause.evaluated_prefix = clause.prefix.size();
-      auto additional = node->find("additionalItems");
-      if (additional != node->end()) {
-        clause.items = Sub::of(&additional.value());
-        clause.items_evaluated = true;
-      }
-    } else if (items != node->end()) {
-      clause.items = Sub::of(&items.value());
-      clause.items_evaluated = true;
-    }
-  }
 }
 
 void Converter::apply_applicator(Disj& d, const Disj& local, const Json* node,
@@ -483,193 +407,44 @@ void Converter::apply_unevaluated(Disj& d, const Json* node, const NodeInfo& whe
   }
 }
 
+const std::unordered_map<std::string, Converter::KeywordHandler>& Converter::keyword_handlers() {
+  static const std::unordered_map<std::string, KeywordHandler> handlers = {
+      // value_keywords.cpp
+      {"type", &Converter::apply_type},
+      {"enum", &Converter::apply_values},
+      {"const", &Converter::apply_values},
+      // number_keywords.cpp
+      {"minimum", &Converter::apply_minimum},
+      {"exclusiveMinimum", &Converter::apply_minimum},
+      {"maximum", &Converter::apply_maximum},
+      {"exclusiveMaximum", &Converter::apply_maximum},
+      {"multipleOf", &Converter::apply_multiple_of},
+      // string_keywords.cpp
+      {"minLength", &Converter::apply_length},
+      {"maxLength", &Converter::apply_length},
+      {"pattern", &Converter::apply_pattern},
+      {"format", &Converter::apply_format},
+      // array_keywords.cpp
+      {"minItems", &Converter::apply_item_count},
+      {"maxItems", &Converter::apply_item_count},
+      {"contains", &Converter::apply_contains},
+      {"uniqueItems", &Converter::apply_unique_items},
+      // object_keywords.cpp
+      {"required", &Converter::apply_required},
+      {"propertyNames", &Converter::apply_property_names},
+      {"minProperties", &Converter::apply_property_count},
+      {"maxProperties", &Converter::apply_property_count},
+  };
+  return handlers;
+}
+
 void Converter::apply_keyword(Disj& d, const Json* node, const std::string& key, const Json& value,
                               const NodeInfo& where) {
-  (void)node;
-  const std::string& pointer = where.pointer;
-  auto each = [&](JType type, const std::function<void(Clause&)>& change) {
-    for (Clause& clause : d)
-      if (clause.type == type) change(clause);
-  };
-  auto number_bound = [&](const Json& v) {
-    auto number = v.is_number() ? number_of(v) : std::nullopt;
-    if (!number)
-      refuse(key, pointer, "must be a number (with at most 400 digits)", ErrorCode::kSyntax);
-    return *number;
-  };
-  if (key == "type") {
-    std::set<std::string> names;
-    if (value.is_string())
-      names.insert(value.get<std::string>());
-    else if (value.is_array())
-      for (const Json& name : value) {
-        if (!name.is_string()) refuse(key, pointer, "must name types", ErrorCode::kSyntax);
-        names.insert(name.get<std::string>());
-      }
-    else
-      refuse(key, pointer, "must be a string or an array", ErrorCode::kSyntax);
-    static const std::map<std::string, JType> kTypes = {
-        {"null", JType::kNull},      {"boolean", JType::kBoolean}, {"number", JType::kNumber},
-        {"integer", JType::kNumber}, {"string", JType::kString},   {"array", JType::kArray},
-        {"object", JType::kObject}};
-    for (const std::string& name : names)
-      if (!kTypes.count(name))
-        refuse(key, pointer, "unknown type \"" + name + "\"", ErrorCode::kSyntax);
-    Disj kept;
-    for (Clause& clause : d) {
-      bool keep = false;
-      for (const std::string& name : names)
-        if (kTypes.at(name) == clause.type) keep = true;
-      if (!keep) continue;
-      if (clause.type == JType::kNumber && !names.count("number")) {
-        clause.integer = true;
-        if (where.draft == Draft::kDraft4) clause.strict_integer = true;
-      }
-      kept.push_back(std::move(clause));
-    }
-    d = std::move(kept);
-  } else if (key == "enum" || key == "const") {
-    std::vector<const Json*> values;
-    if (key == "const") {
-      values.push_back(&value);
-    } else {
-      if (!value.is_array()) refuse(key, pointer, "must be an array", ErrorCode::kSyntax);
-      for (const Json& v : value) values.push_back(&v);
-    }
-    Disj kept;
-    for (Clause& clause : d) {
-      std::vector<const Json*> mine;
-      for (const Json* v : values)
-        if (type_of(*v) == clause.type) mine.push_back(v);
-      if (clause.has_values) {
-        std::vector<const Json*> both;
-        for (const Json* v : mine)
-          for (const Json* w : clause.values)
-            if (json_equal(*v, *w)) {
-              both.push_back(v);
-              break;
-            }
-        mine = std::move(both);
-      }
-      if (mine.empty()) continue;
-      clause.has_values = true;
-      clause.values = std::move(mine);
-      clause.values_pointer = pointer;
-      kept.push_back(std::move(clause));
-    }
-    d = std::move(kept);
-  } else if (key == "minimum" || key == "exclusiveMinimum") {
-    if (value.is_boolean()) return;  // draft-04 modifier: read next to "minimum"
-    Decimal bound = number_bound(value);
-    bool exclusive = key == "exclusiveMinimum";
-    auto modifier = node->find("exclusiveMinimum");
-    if (key == "minimum" && modifier != node->end() && modifier->is_boolean() &&
-        modifier->get<bool>())
-      exclusive = true;
-    each(JType::kNumber, [&](Clause& c) {
-      int cmp = c.lo ? internal::compare(bound, *c.lo) : 1;
-      if (cmp > 0 || (cmp == 0 && exclusive)) c.lo = bound, c.lo_exclusive = exclusive;
-      c.range_pointer = pointer;
-    });
-  } else if (key == "maximum" || key == "exclusiveMaximum") {
-    if (value.is_boolean()) return;
-    Decimal bound = number_bound(value);
-    bool exclusive = key == "exclusiveMaximum";
-    auto modifier = node->find("exclusiveMaximum");
-    if (key == "maximum" && modifier != node->end() && modifier->is_boolean() &&
-        modifier->get<bool>())
-      exclusive = true;
-    each(JType::kNumber, [&](Clause& c) {
-      int cmp = c.hi ? internal::compare(bound, *c.hi) : -1;
-      if (cmp < 0 || (cmp == 0 && exclusive)) c.hi = bound, c.hi_exclusive = exclusive;
-      c.range_pointer = pointer;
-    });
-  } else if (key == "multipleOf") {
-    Decimal divisor = number_bound(value);
-    if (divisor.negative || divisor.is_zero())
-      refuse(key, pointer, "must be greater than 0", ErrorCode::kSyntax);
-    each(JType::kNumber, [&](Clause& c) { c.multiple_of.emplace_back(divisor, pointer); });
-  } else if (key == "minLength" || key == "maxLength") {
-    uint64_t n = non_negative_integer(value, key, pointer);
-    each(JType::kString, [&](Clause& c) {
-      if (key == "minLength")
-        c.min_length = std::max(c.min_length, n);
-      else
-        c.max_length = c.max_length ? std::min(*c.max_length, n) : n;
-      c.length_pointer = pointer;
-    });
-  } else if (key == "pattern") {
-    if (!value.is_string()) refuse(key, pointer, "must be a string", ErrorCode::kSyntax);
-    parse_pattern(value.get<std::string>(), key, pointer);
-    each(JType::kString, [&](Clause& c) {
-      c.patterns.push_back({value.get<std::string>(), pointer});
-    });
-  } else if (key == "format") {
-    if (!options_.assert_formats || !value.is_string()) return;
-    internal::FormatLookup lookup = lookup_format(value.get<std::string>());
-    if (!lookup.known) {
-      warn("ignored unknown format \"" + value.get<std::string>() + "\" at " +
-           display_pointer(pointer));
-      return;
-    }
-    each(JType::kString, [&](Clause& c) {
-      c.formats.push_back({value.get<std::string>(), pointer});
-    });
-  } else if (key == "minItems" || key == "maxItems") {
-    uint64_t n = non_negative_integer(value, key, pointer);
-    each(JType::kArray, [&](Clause& c) {
-      if (key == "minItems")
-        c.min_items = std::max(c.min_items, n);
-      else
-        c.max_items = c.max_items ? std::min(*c.max_items, n) : n;
-      c.items_count_pointer = pointer;
-    });
-  } else if (key == "contains") {
-    Contains contains;
-    contains.schema = Sub::of(&value);
-    contains.pointer = pointer;
-    if (!legacy(where.draft)) {
-      if (node->contains("minContains"))
-        contains.min = non_negative_integer(node->at("minContains"), "minContains", pointer);
-      if (node->contains("maxContains"))
-        contains.max = non_negative_integer(node->at("maxContains"), "maxContains", pointer);
-    }
-    if (where.draft == Draft::kDraft2020_12)
-      each(JType::kArray, [&](Clause& c) { c.contains_evaluates.push_back(&value); });
-    if (contains.min == 0 && !contains.max) return;
-    each(JType::kArray, [&](Clause& c) { c.contains.push_back(contains); });
-  } else if (key == "uniqueItems") {
-    if (!value.is_boolean()) refuse(key, pointer, "must be a boolean", ErrorCode::kSyntax);
-    if (!value.get<bool>()) return;
-    each(JType::kArray, [&](Clause& c) {
-      c.unique = true;
-      c.unique_pointer = pointer;
-    });
-  } else if (key == "required") {
-    if (!value.is_array()) refuse(key, pointer, "must be an array", ErrorCode::kSyntax);
-    each(JType::kObject, [&](Clause& c) {
-      for (const Json& name : value) {
-        if (!name.is_string()) refuse(key, pointer, "names must be strings", ErrorCode::kSyntax);
-        c.required.insert(name.get<std::string>());
-      }
-    });
-  } else if (key == "propertyNames") {
-    each(JType::kObject, [&](Clause& c) {
-      c.property_names = conj(c.property_names, Sub::of(&value));
-      c.property_names_pointer = pointer;
-    });
-  } else if (key == "minProperties" || key == "maxProperties") {
-    uint64_t n = non_negative_integer(value, key, pointer);
-    each(JType::kObject, [&](Clause& c) {
-      if (key == "minProperties")
-        c.min_properties = std::max(c.min_properties, n);
-      else
-        c.max_properties = c.max_properties ? std::min(*c.max_properties, n) : n;
-      c.properties_count_pointer = pointer;
-    });
-  }
+  auto handler = keyword_handlers().find(key);
   // Everything else is an annotation or an unknown keyword: ignored, as the
   // spec requires.
+  if (handler == keyword_handlers().end()) return;
+  (this->*handler->second)(d, Keyword{node, key, value, where});
 }
 
 }  // namespace grammask::internal::schema
