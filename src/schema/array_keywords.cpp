@@ -62,6 +62,32 @@ void Converter::apply_items(Disj& local, const Json* node, const NodeInfo& where
   }
 }
 
+void Converter::apply_unevaluated_items(Disj& d, const Json* node) {
+  auto items = node->find("unevaluatedItems");
+  if (items != node->end()) {
+    for (Clause& clause : d) {
+      if (clause.type != JType::kArray || clause.items_evaluated) continue;
+      // An item that some `contains` matched is evaluated: the others must
+      // match unevaluatedItems.
+      Sub schema = Sub::of(&items.value());
+      if (!clause.contains_evaluates.empty()) {
+        std::vector<const Json*> group = clause.contains_evaluates;
+        group.push_back(&items.value());
+        bool always = false;
+        for (const Json* node : group) always = always || (node->is_boolean() && node->get<bool>());
+        std::sort(group.begin(), group.end());
+        group.erase(std::unique(group.begin(), group.end()), group.end());
+        schema = Sub();
+        if (!always) schema.any_of.push_back(std::move(group));
+      }
+      for (size_t i = clause.evaluated_prefix; i < clause.prefix.size(); ++i)
+        clause.prefix[i] = conj(clause.prefix[i], schema);
+      clause.items = conj(clause.items, schema);
+      clause.items_evaluated = true;
+    }
+  }
+}
+
 void Converter::apply_item_count(Disj& d, const Keyword& k) {
   const std::string& key = k.key;
   const std::string& pointer = k.where.pointer;

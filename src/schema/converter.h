@@ -43,6 +43,10 @@
 
 namespace grammask::internal::schema {
 
+// Converts one indexed Document, once; not thread-safe. Work and output are
+// bounded by the options' limits (max_rules, max_grammar_bytes,
+// max_ref_expansions, max_schema_depth, max_repeat ...): past one, a
+// Refusal with kLimitExceeded.
 class Converter {
  public:
   Converter(Document& document, const JsonSchemaOptions& options,
@@ -87,6 +91,8 @@ class Converter {
                        const NodeInfo& where, const std::string& pointer);
   void apply_dependencies(Disj& d, const std::string& key, const Json& value, const NodeInfo& where,
                           const std::string& pointer);
+  // unevaluatedProperties and unevaluatedItems: what the clauses of `d`
+  // leave unevaluated gets their schemas (the families' parts below).
   void apply_unevaluated(Disj& d, const Json* node, const NodeInfo& where);
   // The clauses of `d` less those that a required property makes empty.
   Disj satisfiable(Disj d);
@@ -179,6 +185,7 @@ class Converter {
   void apply_item_count(Disj& d, const Keyword& k);  // minItems, maxItems
   void apply_contains(Disj& d, const Keyword& k);    // with minContains, maxContains
   void apply_unique_items(Disj& d, const Keyword& k);
+  void apply_unevaluated_items(Disj& d, const Json* node);
   // object_keywords.cpp
   // properties, patternProperties and additionalProperties (which read each
   // other) into the object clauses of `local`.
@@ -186,6 +193,7 @@ class Converter {
   void apply_required(Disj& d, const Keyword& k);
   void apply_property_names(Disj& d, const Keyword& k);
   void apply_property_count(Disj& d, const Keyword& k);  // minProperties, maxProperties
+  void apply_unevaluated_properties(Disj& d, const Json* node, const NodeInfo& where);
   // The schema of property `name` in an object clause: declared, else the
   // matching patternProperties, else additionalProperties.
   Sub property_schema(const Clause& clause, const std::string& name);

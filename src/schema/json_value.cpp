@@ -47,6 +47,14 @@ JType type_of(const Json& value) {
   return JType::kObject;
 }
 
+const std::map<std::string, JType>& type_names() {
+  static const std::map<std::string, JType> names = {
+      {"null", JType::kNull},      {"boolean", JType::kBoolean}, {"number", JType::kNumber},
+      {"integer", JType::kNumber}, {"string", JType::kString},   {"array", JType::kArray},
+      {"object", JType::kObject}};
+  return names;
+}
+
 size_t code_point_length(const std::string& utf8) {
   size_t count = 0;
   for (char c : utf8)

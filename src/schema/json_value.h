@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -35,6 +36,10 @@ inline constexpr JType kAllTypes[] = {JType::kNull,   JType::kBoolean, JType::kN
                                       JType::kString, JType::kArray,   JType::kObject};
 
 JType type_of(const Json& value);
+
+// The names that the keyword `type` takes, each with its JSON type
+// ("integer" is kNumber).
+const std::map<std::string, JType>& type_names();
 
 // The number of code points of valid UTF-8 text (what minLength counts).
 size_t code_point_length(const std::string& utf8);

@@ -114,12 +114,9 @@ Disj Converter::local_clauses(const Json* node, const NodeInfo& where) {
     auto type = node->find("type");
     std::set<JType> types;
     auto add = [&](const Json& name) {
-      static const std::map<std::string, JType> kTypes = {
-          {"null", JType::kNull},      {"boolean", JType::kBoolean}, {"number", JType::kNumber},
-          {"integer", JType::kNumber}, {"string", JType::kString},   {"array", JType::kArray},
-          {"object", JType::kObject}};
-      auto known = name.is_string() ? kTypes.find(name.get<std::string>()) : kTypes.end();
-      if (known == kTypes.end()) return false;
+      auto known =
+          name.is_string() ? type_names().find(name.get<std::string>()) : type_names().end();
+      if (known == type_names().end()) return false;
       types.insert(known->second);
       return true;
     };
@@ -360,51 +357,8 @@ Disj Converter::satisfiable(Disj d) {
 }
 
 void Converter::apply_unevaluated(Disj& d, const Json* node, const NodeInfo& where) {
-  auto props = node->find("unevaluatedProperties");
-  if (props != node->end()) {
-    Sub schema = Sub::of(&props.value());
-    for (Clause& clause : d) {
-      if (clause.type != JType::kObject || clause.properties_evaluated) continue;
-      // Names that a pattern matches are evaluated (patternProperties only
-      // enter a clause from the keyword itself); `additional` covers the
-      // names that neither a declared property nor a pattern takes.
-      for (auto& [name, sub] : clause.properties) {
-        if (clause.evaluated.count(name)) continue;
-        bool matched = false;
-        for (const auto& [pattern, value] : clause.pattern_properties) {
-          auto match = pattern_searcher_.search(pattern.text, name);
-          if (!match.ok()) refuse("unevaluatedProperties", where.pointer, match.status().message());
-          matched = matched || *match;
-        }
-        if (!matched) sub = conj(sub, schema);
-      }
-      clause.additional = conj(clause.additional, schema);
-      clause.properties_evaluated = true;
-    }
-  }
-  auto items = node->find("unevaluatedItems");
-  if (items != node->end()) {
-    for (Clause& clause : d) {
-      if (clause.type != JType::kArray || clause.items_evaluated) continue;
-      // An item that some `contains` matched is evaluated: the others must
-      // match unevaluatedItems.
-      Sub schema = Sub::of(&items.value());
-      if (!clause.contains_evaluates.empty()) {
-        std::vector<const Json*> group = clause.contains_evaluates;
-        group.push_back(&items.value());
-        bool always = false;
-        for (const Json* node : group) always = always || (node->is_boolean() && node->get<bool>());
-        std::sort(group.begin(), group.end());
-        group.erase(std::unique(group.begin(), group.end()), group.end());
-        schema = Sub();
-        if (!always) schema.any_of.push_back(std::move(group));
-      }
-      for (size_t i = clause.evaluated_prefix; i < clause.prefix.size(); ++i)
-        clause.prefix[i] = conj(clause.prefix[i], schema);
-      clause.items = conj(clause.items, schema);
-      clause.items_evaluated = true;
-    }
-  }
+  apply_unevaluated_properties(d, node, where);
+  apply_unevaluated_items(d, node);
 }
 
 const std::unordered_map<std::string, Converter::KeywordHandler>& Converter::keyword_handlers() {

@@ -77,6 +77,31 @@ void Converter::apply_properties(Disj& local, const Json* node, const NodeInfo& 
   }
 }
 
+void Converter::apply_unevaluated_properties(Disj& d, const Json* node, const NodeInfo& where) {
+  auto props = node->find("unevaluatedProperties");
+  if (props != node->end()) {
+    Sub schema = Sub::of(&props.value());
+    for (Clause& clause : d) {
+      if (clause.type != JType::kObject || clause.properties_evaluated) continue;
+      // Names that a pattern matches are evaluated (patternProperties only
+      // enter a clause from the keyword itself); `additional` covers the
+      // names that neither a declared property nor a pattern takes.
+      for (auto& [name, sub] : clause.properties) {
+        if (clause.evaluated.count(name)) continue;
+        bool matched = false;
+        for (const auto& [pattern, value] : clause.pattern_properties) {
+          auto match = pattern_searcher_.search(pattern.text, name);
+          if (!match.ok()) refuse("unevaluatedProperties", where.pointer, match.status().message());
+          matched = matched || *match;
+        }
+        if (!matched) sub = conj(sub, schema);
+      }
+      clause.additional = conj(clause.additional, schema);
+      clause.properties_evaluated = true;
+    }
+  }
+}
+
 void Converter::apply_required(Disj& d, const Keyword& k) {
   const std::string& key = k.key;
   const Json& value = k.value;

@@ -40,9 +40,7 @@ UriParts split_uri(const std::string& uri) {
 
 std::string remove_dot_segments(const std::string& path) {
   std::vector<std::string> output;
-  size_t i = 0;
   bool absolute = !path.empty() && path[0] == '/';
-  std::string segment;
   std::vector<std::string> segments;
   std::string current;
   for (char c : path) {
@@ -54,8 +52,6 @@ std::string remove_dot_segments(const std::string& path) {
     }
   }
   segments.push_back(current);
-  (void)i;
-  (void)segment;
   for (size_t k = absolute ? 1 : 0; k < segments.size(); ++k) {
     const std::string& s = segments[k];
     if (s == ".") {

@@ -37,18 +37,14 @@ void Converter::apply_type(Disj& d, const Keyword& k) {
     }
   else
     refuse(key, pointer, "must be a string or an array", ErrorCode::kSyntax);
-  static const std::map<std::string, JType> kTypes = {
-      {"null", JType::kNull},      {"boolean", JType::kBoolean}, {"number", JType::kNumber},
-      {"integer", JType::kNumber}, {"string", JType::kString},   {"array", JType::kArray},
-      {"object", JType::kObject}};
   for (const std::string& name : names)
-    if (!kTypes.count(name))
+    if (!type_names().count(name))
       refuse(key, pointer, "unknown type \"" + name + "\"", ErrorCode::kSyntax);
   Disj kept;
   for (Clause& clause : d) {
     bool keep = false;
     for (const std::string& name : names)
-      if (kTypes.at(name) == clause.type) keep = true;
+      if (type_names().at(name) == clause.type) keep = true;
     if (!keep) continue;
     if (clause.type == JType::kNumber && !names.count("number")) {
       clause.integer = true;
