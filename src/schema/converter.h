@@ -62,6 +62,8 @@ class Converter {
  private:
   // --- normalization (normalize.cpp) ----------------------------------------
   // The normal form of a Sub or a schema node, memoized for the conversion.
+  // Refuses a schema that reaches itself without consuming input
+  // (kSelfReference) and nesting through references past max_schema_depth.
   const Disj& normalize(const Sub& sub);
   const Disj& normalize_node(const Json* node);
   Disj normalize_object(const Json* node);
@@ -69,6 +71,7 @@ class Converter {
   // their own type) as one conjunction, starting from the types that `type`
   // names when it is well formed.
   Disj local_clauses(const Json* node, const NodeInfo& where);
+  // A local keyword, through keyword_handlers(); others are ignored.
   void apply_keyword(Disj& d, const Json* node, const std::string& key, const Json& value,
                      const NodeInfo& where);
   // An applicator (see applicator_keywords()): `d` intersected with what
@@ -85,10 +88,15 @@ class Converter {
   // anyOf under unevaluated*: the union split by which branches hold. False
   // (and `d` untouched) when that is not possible exactly.
   bool apply_any_of_cells(Disj& d, const Json& value, const std::string& pointer);
+  // if/then/else.
   void apply_conditional(Disj& d, const Json* node, const Json& value, const NodeInfo& where,
                          const std::string& pointer);
+  // $ref, $dynamicRef, $recursiveRef; counts against max_ref_expansions.
   void apply_reference(Disj& d, const Json* node, const std::string& key, const Json& value,
                        const NodeInfo& where, const std::string& pointer);
+  // dependentRequired, dependentSchemas, dependencies: per trigger, the
+  // object clauses without it or with it and its dependencies; refuses past
+  // 512 clauses.
   void apply_dependencies(Disj& d, const std::string& key, const Json& value, const NodeInfo& where,
                           const std::string& pointer);
   // unevaluatedProperties and unevaluatedItems: what the clauses of `d`
@@ -96,6 +104,7 @@ class Converter {
   void apply_unevaluated(Disj& d, const Json* node, const NodeInfo& where);
   // The clauses of `d` less those that a required property makes empty.
   Disj satisfiable(Disj d);
+  // Runs `action`; in lenient mode a kUnsupported refusal becomes a warning.
   void with_lenience(const std::string& keyword, const std::function<void()>& action);
   void warn(const std::string& message) {
     if (warnings_) warnings_->push_back(message);
@@ -204,12 +213,20 @@ class Converter {
   bool clause_accepts(const Clause& clause, const Json& value, bool check_values);
 
   // --- emission of clauses (emit.cpp) ----------------------------------------
-  // The rule (or expression) for a Sub; "" when it accepts no value.
+  // Emitters return a GBNF expression (often a rule name) for the values a
+  // clause allows, or "" when it allows none; they define the rules they
+  // need as they go, and refuse what they cannot enforce exactly. `hint`
+  // names new rules; `depth` is the nesting, for the indented layout.
+  //
+  // The rule (or expression) for a Sub, memoized by its nodes.
   std::string rule_for(const Sub& sub, const std::string& hint, uint32_t depth);
+  // Memoized by clause_key (for `own_rule` see the definition).
   std::string clause_expression(const Clause& clause, const std::string& own_rule,
                                 const std::string& hint, uint32_t depth);
+  // emit_clause_once; in lenient mode, again without each keyword it refuses.
   std::string emit_clause(const Clause& clause, const std::string& hint, uint32_t depth);
   std::string emit_clause_once(const Clause& clause, const std::string& hint, uint32_t depth);
+  // Exactly `value` (numbers in any of their plain spellings).
   std::string emit_value(const Json& value, uint32_t depth);
 
   // --- numbers (emit_number.cpp) ---------------------------------------------
@@ -219,12 +236,17 @@ class Converter {
   std::string emit_string(const Clause& clause, const std::string& hint);
   std::string emit_string_automaton(const Clause& clause, std::optional<uint64_t> max_length,
                                     const std::string& hint);
+  // The strings a string clause allows (with `max_length` for its own), as
+  // an automaton; refuses past the state budgets.
   internal::CharDfa string_dfa(const Clause& clause, std::optional<uint64_t> max_length);
   // The rules of a string automaton: the JSON strings it leads to a label
   // passing `keep`, closing quote included (without the opening one).
   std::string dfa_rules(const internal::CharDfa& dfa, const std::function<bool(uint32_t)>& keep,
                         const std::string& hint);
+  // A rule for the keys a propertyNames schema accepts; "" when none.
   std::string emit_string_key_rule(const Sub& names, const std::string& hint);
+  // JSON strings (canonically encoded) other than `names`, memoized by the
+  // set of names; linear in their total length.
   std::string key_not_in(const std::vector<std::string>& names, const std::string& hint);
   std::string key_not_in_uncached(const std::vector<std::string>& names, const std::string& hint);
 
@@ -234,31 +256,50 @@ class Converter {
     bool required = false;
   };
   std::string emit_object(const Clause& clause, const std::string& hint, uint32_t depth);
+  // Members with undeclared keys where patternProperties (or propertyNames
+  // next to declared properties) apply: one alternative per set of patterns
+  // a key may match.
   std::string other_members(const Clause& clause, const std::vector<std::string>& declared,
                             const std::string& hint, uint32_t depth);
+  // The non-empty member lists of an object: `members` (in order, or in any
+  // order per options), `additional` members between them, min_count to
+  // max_count members in all; "" when there are none.
   std::string emit_members(const std::vector<Member>& members, const std::string& additional,
                            uint64_t min_count, std::optional<uint64_t> max_count,
                            const std::string& hint, uint32_t depth, const std::string& pointer);
 
   // --- arrays (emit_array.cpp) -----------------------------------------------
   std::string emit_array(const Clause& clause, const std::string& hint, uint32_t depth);
+  // Several `contains`, each with a minimum and no maximum.
   std::string emit_contains_all(const Clause& clause, const std::string& hint, uint32_t depth);
 
   // --- the rule table and layout (rules.cpp) ---------------------------------
+  // A named rule for `body`, shared by identical bodies.
   std::string add_rule(const std::string& hint, const std::string& body);
+  // add_rule for a rule kept whole (see kept_whole).
   std::string unshared_rule(const std::string& hint, const std::string& body);
   // `body` as the body of rule `name`, with an alternative that matches
   // nothing and names the rule itself (see the definition for why).
   std::string kept_whole(const std::string& name, const std::string& body);
+  // A rule name made from `hint`, unused so far and not a base rule's.
   std::string unique_name(const std::string& hint);
   // Refuses past max_grammar_bytes and max_rules.
   void define_rule(const std::string& name, const std::string& body);
+  // The base rule `name` (value, string, number, ws, never...), defined on
+  // first use.
   std::string base_rule(const std::string& name);
+  // One encoded code point of a JSON string (surrogate escapes only as
+  // valid pairs).
   std::string char_body();
+  // `item` repeated lo..hi times, in size logarithmic in the bounds.
   std::string counted(const std::string& item, uint64_t lo, std::optional<uint64_t> hi,
                       const std::string& hint);
+  // `open`, the body and `close` in the layout; the empty container too
+  // when `allow_empty`.
   std::string wrap_container(const std::string& open, const std::string& close,
                              const std::string& nonempty_body, bool allow_empty, uint32_t depth);
+  // The layout's whitespace before a member or item at `depth`, after it,
+  // and around a colon.
   std::string inner(uint32_t depth) const;
   std::string after() const;
   std::string colon() const;

@@ -20,6 +20,8 @@
 
 namespace grammask::internal::schema {
 
+// Where a schema node is: its JSON pointer in its document, its base URI
+// and the draft it is read in.
 struct NodeInfo {
   std::string pointer;
   std::string base;
@@ -38,6 +40,9 @@ struct NodeInfo {
 // so that a copy's nodes (and the rules made from them) carry their
 // scope. Copies are made only for such documents, and bounded by
 // max_dynamic_scopes.
+//
+// Nodes (of the documents and of the copies) keep their addresses for the
+// Document's lifetime; converters key their memos by them.
 class Document {
  public:
   Document(Json root, const JsonSchemaOptions& options)
@@ -66,6 +71,7 @@ class Document {
   bool has_recursive_anchor() const { return has_recursive_anchor_; }
 
  private:
+  // The node a reference names, before dynamic scopes.
   const Json* resolve_static(const Json* from, const std::string& keyword, const std::string& ref);
   // Reads, before conversion, every document that a reference in the
   // schema (or in a document read so far) names and that is not already
@@ -73,6 +79,7 @@ class Document {
   // that cannot be had is remembered with the reason; only following a
   // reference into it refuses.
   void load_referenced_documents();
+  // Indexes `node` and the schemas below it; refuses past max_schema_depth.
   void walk(const Json& node, const std::string& pointer, std::string base, Draft draft,
             uint32_t depth, const Json* resource);
 

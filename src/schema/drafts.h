@@ -27,7 +27,8 @@ Draft draft_from_uri(const std::string& uri, Draft fallback);
 
 // Keywords a draft does not define are annotations in schemas of that
 // draft (validators ignore unknown keywords): a draft-04 schema's `const`
-// or `if` asserts nothing. True for keywords of every draft.
+// or `if` asserts nothing. True for the keywords of every draft, and for
+// keywords of no draft.
 bool defined_in(const std::string& keyword, Draft draft);
 
 // Keywords that combine whole schemas (allOf, not, if, $ref, dependencies

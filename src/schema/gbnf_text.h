@@ -11,8 +11,9 @@
 
 namespace grammask::internal::schema {
 
-// A rule name made of the letters and digits of `hint`: lower case, other
-// characters as single '-', at most 16 characters, "r" when none is left.
+// A rule name made from `hint`: its letters and digits in lower case, each
+// run of other characters as one '-' (none at either end), at most 16
+// characters; "r" when nothing is left.
 std::string sanitize(const std::string& hint);
 
 // The non-empty parts, separated by spaces.

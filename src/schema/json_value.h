@@ -23,12 +23,14 @@ using Json = nlohmann::ordered_json;
 const Json& false_node();
 const Json& null_value();
 
-// The exact value of a number; nullopt when it has more than 400 digits.
+// The exact value of a number; nullopt when written out it would need more
+// than 400 digits.
 std::optional<Decimal> number_of(const Json& value);
 
 // Equality of JSON Schema's `const`, `enum` and `uniqueItems`: numbers
-// compare by value (1 == 1.0), objects ignore key order. Recursive: cost
-// linear in the sizes of the values.
+// compare by value (1 == 1.0), objects ignore key order. Cost: linear in
+// the sizes of the values, but quadratic in an object's member count (keys
+// are looked up one by one).
 bool json_equal(const Json& a, const Json& b);
 
 enum class JType : uint8_t { kNull, kBoolean, kNumber, kString, kArray, kObject };

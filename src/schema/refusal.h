@@ -20,9 +20,9 @@ struct Refusal {
 // A JSON pointer as messages show it: "/" for the root's empty pointer.
 std::string display_pointer(const std::string& pointer);
 
-// Throws a Refusal naming `keyword` at `pointer`, with `why` appended. The
-// message says "unsupported keyword", "invalid keyword" (kSyntax) or that
-// the keyword "exceeds a limit" (kLimitExceeded), after `code`.
+// Throws a Refusal with status `code`, naming `keyword` at `pointer`, with
+// `why` appended. The message reads "invalid keyword" for kSyntax, "...
+// exceeds a limit" for kLimitExceeded, else "unsupported keyword".
 [[noreturn]] void refuse(const std::string& keyword, const std::string& pointer,
                          const std::string& why, ErrorCode code = ErrorCode::kUnsupported);
 
