@@ -1,0 +1,175 @@
+// The algebra of clauses: intersection, complement and disjointness (each
+// family's part in its own *_keywords.cpp), and the document order that
+// makes their results independent of node addresses (members of Converter,
+// declared in converter.h).
+#include <algorithm>
+#include <tuple>
+
+#include "schema/converter.h"
+
+namespace grammask::internal::schema {
+
+std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause& b) {
+  Clause c = a;
+  intersect_values(c, b);
+  bool satisfiable = true;
+  switch (a.type) {
+    case JType::kNull:
+    case JType::kBoolean:
+      break;
+    case JType::kNumber:
+      satisfiable = intersect_numbers(c, b);
+      break;
+    case JType::kString:
+      satisfiable = intersect_strings(c, b);
+      break;
+    case JType::kArray:
+      satisfiable = intersect_arrays(c, a, b);
+      break;
+    case JType::kObject:
+      satisfiable = intersect_objects(c, a, b);
+      break;
+  }
+  if (!satisfiable) return std::nullopt;
+  if (c.has_values) {
+    std::vector<const Json*> kept;
+    for (const Json* v : c.values)
+      if (clause_accepts(c, *v, false)) kept.push_back(v);
+    c.values = std::move(kept);
+    if (c.values.empty()) return std::nullopt;
+  }
+  return c;
+}
+
+Disj Converter::intersect(const Disj& a, const Disj& b, const std::string& pointer) {
+  Disj result;
+  result.reserve(std::max(a.size(), b.size()));
+  for (const Clause& x : a)
+    for (const Clause& y : b) {
+      if (x.type != y.type) continue;
+      if (y.unconstrained()) {
+        result.push_back(x);
+      } else if (x.unconstrained()) {
+        result.push_back(y);
+      } else if (auto c = intersect_clauses(x, y)) {
+        result.push_back(std::move(*c));
+      }
+      if (result.size() > 1024)
+        fail(ErrorCode::kLimitExceeded,
+             "schema at " + display_pointer(pointer) + " expands to more than 1024 alternatives");
+    }
+  return result;
+}
+
+bool Converter::disjoint(const Disj& a, const Disj& b, int depth) {
+  for (const Clause& x : a)
+    for (const Clause& y : b) {
+      if (x.type != y.type) continue;
+      if (x.type == JType::kObject && depth < kMaxDisjointDepth &&
+          objects_disjoint_by_required(x, y, depth))
+        continue;
+      if (intersect_clauses(x, y)) return false;
+    }
+  return true;
+}
+
+// Two object clauses are disjoint when one requires a property whose value
+// the other cannot accept: both require it with disjoint schemas (the
+// tagged union: {"kind": {"const": "a"}} against {"kind": {"const": "b"}}),
+// or the other forbids it (not declared, additionalProperties false).
+bool Converter::objects_disjoint_by_required(const Clause& x, const Clause& y, int depth) {
+  for (const Clause* a : {&x, &y}) {
+    const Clause* b = a == &x ? &y : &x;
+    for (const std::string& name : a->required) {
+      const Sub in_a = property_schema(*a, name);
+      const Sub in_b = property_schema(*b, name);
+      if (disjoint(normalize(in_a), normalize(in_b), depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
+bool Converter::before_in_document(const Json* a, const Json* b) const {
+  const NodeInfo& x = doc_.info(a);
+  const NodeInfo& y = doc_.info(b);
+  return std::tie(x.pointer, x.scope) < std::tie(y.pointer, y.scope);
+}
+
+std::vector<const Json*> Converter::in_document_order(std::vector<const Json*> nodes) const {
+  // (Stable: nodes outside the document, such as false_node(), keep their
+  // relative order.)
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [&](const Json* a, const Json* b) { return before_in_document(a, b); });
+  return nodes;
+}
+
+std::vector<std::vector<const Json*>> Converter::in_document_order(
+    const std::vector<std::vector<const Json*>>& groups) const {
+  // Each group stays sorted by address (negated groups are Sub sets); the
+  // groups are ordered by their members in pointer order.
+  std::vector<std::pair<std::vector<const Json*>, size_t>> keyed;
+  for (size_t i = 0; i < groups.size(); ++i) keyed.emplace_back(in_document_order(groups[i]), i);
+  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+    return std::lexicographical_compare(
+        a.first.begin(), a.first.end(), b.first.begin(), b.first.end(),
+        [&](const Json* x, const Json* y) { return before_in_document(x, y); });
+  });
+  std::vector<std::vector<const Json*>> ordered;
+  for (const auto& [members, i] : keyed) ordered.push_back(groups[i]);
+  return ordered;
+}
+
+// not (S1 and S2 ...) as a list of alternatives: one per conjunct.
+std::vector<Sub> Converter::negate_sub(const Sub& sub) const {
+  std::vector<Sub> alternatives;
+  for (const Json* node : in_document_order(sub.nodes)) {
+    Sub s;
+    s.negated.push_back(node);
+    alternatives.push_back(s);
+  }
+  for (const Json* node : in_document_order(sub.negated)) alternatives.push_back(Sub::of(node));
+  for (const auto& group : in_document_order(sub.any_of)) {
+    Sub none;
+    none.negated = group;
+    alternatives.push_back(none);
+  }
+  return alternatives;
+}
+
+// The complement of d among all JSON values, when each clause is simple
+// enough to complement exactly.
+std::optional<Disj> Converter::negate(const Disj& d) {
+  Disj result = all_types();
+  for (const Clause& clause : d) {
+    Disj complement;
+    for (JType type : kAllTypes) {
+      if (type == clause.type) continue;
+      Clause other;
+      other.type = type;
+      complement.push_back(std::move(other));
+    }
+    Clause base;
+    base.type = clause.type;
+    bool exact = true;
+    if (clause.unconstrained()) {
+      // nothing of this type
+    } else if (clause.has_values || !clause.excluded.empty()) {
+      exact = negate_values(clause, base, complement);
+    } else if (clause.type == JType::kNumber) {
+      exact = negate_number(clause, base, complement);
+    } else if (clause.type == JType::kString) {
+      exact = negate_string(clause, base, complement);
+    } else if (clause.type == JType::kArray) {
+      exact = negate_array(clause, base, complement);
+    } else if (clause.type == JType::kObject) {
+      exact = negate_object(clause, base, complement);
+    } else {
+      exact = false;
+    }
+    if (!exact) return std::nullopt;
+    result = intersect(result, complement, "");
+  }
+  return result;
+}
+
+}  // namespace grammask::internal::schema

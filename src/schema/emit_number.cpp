@@ -1,0 +1,173 @@
+// Emission of number clauses: ranges, exclusions and multipleOf (a member
+// of Converter, declared in converter.h).
+#include <algorithm>
+#include <numeric>
+
+#include "schema/converter.h"
+#include "schema/gbnf_text.h"
+#include "schema/numbers.h"
+
+namespace grammask::internal::schema {
+
+namespace {
+
+// value * 10^scale as an integer, when it fits comfortably in 63 bits.
+std::optional<int64_t> scaled_integer(const Decimal& value, size_t scale) {
+  if (value.frac_digits.size() > scale) return std::nullopt;
+  std::string digits =
+      value.int_digits + value.frac_digits + std::string(scale - value.frac_digits.size(), '0');
+  size_t start = digits.find_first_not_of('0');
+  digits = start == std::string::npos ? "0" : digits.substr(start);
+  if (digits.size() > 17) return std::nullopt;
+  int64_t magnitude = std::stoll(digits);
+  return value.negative ? -magnitude : magnitude;
+}
+
+Decimal from_scaled(int64_t value, size_t scale) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  if (digits.size() <= scale) digits = std::string(scale - digits.size() + 1, '0') + digits;
+  std::string text = (value < 0 ? "-" : "") + digits.substr(0, digits.size() - scale);
+  if (scale > 0) text += "." + digits.substr(digits.size() - scale);
+  return *internal::parse_decimal(text);
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
+}  // namespace
+
+std::string Converter::emit_number(const Clause& clause, const std::string& hint) {
+  if (clause.integer && clause.non_integer) return "";
+  bool bounded = clause.lo || clause.hi;
+  // Exclusions (from `not` of a constant) split the range into intervals.
+  struct Interval {
+    std::optional<Bound> lo, hi;
+  };
+  std::vector<Interval> intervals(1);
+  if (clause.lo) intervals[0].lo = Bound{*clause.lo, clause.lo_exclusive};
+  if (clause.hi) intervals[0].hi = Bound{*clause.hi, clause.hi_exclusive};
+  for (const Json* excluded : clause.excluded) {
+    auto v = number_of(*excluded);
+    if (!v) refuse("not", clause.values_pointer, "number too large");
+    // Only the interval that holds v splits (the others stay whole: an
+    // interval past v must not be widened to start at it).
+    std::vector<Interval> next;
+    for (const Interval& interval : intervals) {
+      const bool above_lo =
+          !interval.lo || internal::compare(*v, interval.lo->value) > 0 ||
+          (internal::compare(*v, interval.lo->value) == 0 && !interval.lo->exclusive);
+      const bool below_hi =
+          !interval.hi || internal::compare(*v, interval.hi->value) < 0 ||
+          (internal::compare(*v, interval.hi->value) == 0 && !interval.hi->exclusive);
+      if (!above_lo || !below_hi) {
+        next.push_back(interval);
+        continue;
+      }
+      next.push_back({interval.lo, Bound{*v, true}});
+      next.push_back({Bound{*v, true}, interval.hi});
+    }
+    intervals = std::move(next);
+    bounded = true;
+  }
+  if (!clause.multiple_of.empty()) {
+    // Multiples of several divisors are the multiples of their lcm.
+    const std::string& pointer = clause.multiple_of[0].second;
+    size_t scale = 0;
+    for (const auto& [divisor, where] : clause.multiple_of)
+      scale = std::max(scale, divisor.frac_digits.size());
+    int64_t lcm = 1;
+    for (const auto& [divisor, where] : clause.multiple_of) {
+      auto scaled = scaled_integer(divisor, scale);
+      if (!scaled || *scaled > 1000000000000LL) refuse("multipleOf", where, "divisor too large");
+      lcm = lcm / std::gcd(lcm, *scaled) * *scaled;
+      if (lcm > 1000000000000LL)
+        refuse("multipleOf", where, "divisors with too large a common multiple");
+    }
+    Decimal divisor = from_scaled(lcm, scale);
+    if (clause.non_integer) refuse("multipleOf", pointer, "combined with `not integer`");
+    if (!clause.excluded.empty()) refuse("multipleOf", pointer, "combined with excluded values");
+    bool lower_zero = clause.lo && clause.lo->is_zero() && !clause.lo_exclusive && !clause.hi;
+    bool upper_zero = clause.hi && clause.hi->is_zero() && !clause.hi_exclusive && !clause.lo;
+    if (bounded && !lower_zero && !upper_zero) {
+      // A finite range: list the multiples when there are few.
+      if (!clause.lo || !clause.hi)
+        refuse("multipleOf", pointer, "combined with a one-sided range");
+      size_t range_scale =
+          std::max({scale, clause.lo->frac_digits.size(), clause.hi->frac_digits.size()});
+      auto d = scaled_integer(divisor, range_scale), lo = scaled_integer(*clause.lo, range_scale),
+           hi = scaled_integer(*clause.hi, range_scale);
+      if (!d || !lo || !hi)
+        refuse("multipleOf", pointer, "numbers too large to list the multiples");
+      int64_t first = -floor_div(-*lo, *d), last = floor_div(*hi, *d);
+      if (clause.lo_exclusive && first * *d == *lo) ++first;
+      if (clause.hi_exclusive && last * *d == *hi) --last;
+      if (last - first > 1000)
+        refuse("multipleOf", pointer, "more than 1000 multiples in the range");
+      std::vector<std::string> options;
+      for (int64_t k = first; k <= last; ++k) {
+        Decimal value = from_scaled(k * *d, range_scale);
+        if (clause.integer && !value.is_integer()) continue;
+        options.push_back(decimal_literal(value, !clause.strict_integer));
+      }
+      if (options.empty()) return "";
+      return add_rule(hint + "-num", alternatives(options));
+    }
+    bool integer_only = clause.integer && !divisor.is_integer();
+    std::string rules;
+    std::string name = unique_name(hint + "-mult");
+    auto start = internal::multiple_of_gbnf(divisor, integer_only, !clause.strict_integer, name,
+                                            4096, &rules);
+    if (!start)
+      refuse("multipleOf", pointer, "divisor " + divisor.to_string() + " needs too many states");
+    // Register the generated rules (their names share the unique prefix).
+    size_t line_start = 0;
+    while (line_start < rules.size()) {
+      size_t end = rules.find('\n', line_start);
+      std::string line = rules.substr(line_start, end - line_start);
+      size_t sep = line.find(" ::= ");
+      names_.insert(line.substr(0, sep));
+      define_rule(line.substr(0, sep), line.substr(sep + 5));
+      line_start = end + 1;
+    }
+    std::string unsigned_part = *start;
+    if (lower_zero)
+      define_rule(name, unsigned_part);
+    else if (upper_zero)
+      define_rule(name, "\"-\" " + unsigned_part + " | \"0\"" +
+                            (clause.strict_integer ? "" : " (\".\" \"0\"+)?"));
+    else
+      define_rule(name, "\"-\"? " + unsigned_part);
+    return name;
+  }
+  if (!bounded && clause.non_integer)
+    return add_rule(hint + "-num", "\"-\"? (\"0\" | [1-9] [0-9]*) \".\" [0-9]* [1-9] [0-9]*");
+  if (!bounded)
+    return base_rule(clause.strict_integer ? "integer-strict"
+                                           : (clause.integer ? "integer" : "number"));
+  std::vector<std::string> options;
+  for (const Interval& interval : intervals) {
+    if (clause.integer) {
+      std::optional<Decimal> lo, hi;
+      if (interval.lo) {
+        lo = internal::ceil_decimal(interval.lo->value);
+        if (interval.lo->exclusive && interval.lo->value.is_integer())
+          lo = internal::add_integer(*lo, 1);
+      }
+      if (interval.hi) {
+        hi = internal::floor_decimal(interval.hi->value);
+        if (interval.hi->exclusive && interval.hi->value.is_integer())
+          hi = internal::add_integer(*hi, -1);
+      }
+      if (auto text = internal::integer_range_gbnf(lo, hi))
+        options.push_back(group(*text) + (clause.strict_integer ? "" : " (\".\" \"0\"+)?"));
+    } else {
+      if (auto text = internal::decimal_range_gbnf(interval.lo, interval.hi, clause.non_integer))
+        options.push_back(*text);
+    }
+  }
+  if (options.empty()) return "";
+  return add_rule(hint + "-num", alternatives(options));
+}
+
+}  // namespace grammask::internal::schema

@@ -1,0 +1,332 @@
+// Emission of object clauses: declared members in order or in any order,
+// counted members, and keys that patterns or propertyNames constrain
+// (members of Converter, declared in converter.h).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "schema/converter.h"
+#include "schema/gbnf_text.h"
+
+namespace grammask::internal::schema {
+
+std::string Converter::emit_members(const std::vector<Member>& members,
+                                    const std::string& additional, uint64_t min_count,
+                                    std::optional<uint64_t> max_count, const std::string& hint,
+                                    uint32_t depth, const std::string& pointer) {
+  (void)hint;  // state rules get short names of their own
+  // Non-empty member lists only: callers add the empty object themselves.
+  uint64_t minimum = std::max<uint64_t>(min_count, 1);
+  if (max_count && *max_count == 0) return "";
+  size_t n = members.size();
+  auto member_text = [&](const std::string& text, bool first) {
+    return seq({first ? "" : "\",\"", inner(depth), text, after()});
+  };
+  bool any_order = options_.property_order == JsonSchemaOptions::PropertyOrder::kAny &&
+                   n <= options_.any_order_max_properties && n > 1;
+  uint64_t cap = std::max<uint64_t>(minimum, max_count ? *max_count : 0);
+  if (max_count) check_repeat(*max_count, "maxProperties", pointer);
+  check_repeat(minimum, "minProperties", pointer);
+  std::string base = unique_name("o");  // short: one rule per state
+  // State: (position or subset, members so far capped at `cap`).
+  std::map<std::pair<uint64_t, uint64_t>, std::string> names;
+  std::map<std::pair<uint64_t, uint64_t>, bool> productive;
+  auto state_name = [&](uint64_t where, uint64_t count) {
+    auto key = std::make_pair(where, count);
+    auto it = names.find(key);
+    if (it != names.end()) return it->second;
+    std::string name = base + "-" + std::to_string(where) + "-" + std::to_string(count);
+    names_.insert(name);
+    names[key] = name;
+    return name;
+  };
+  auto next_count = [&](uint64_t count) -> std::optional<uint64_t> {
+    if (max_count && count + 1 > *max_count) return std::nullopt;
+    return std::min(count + 1, cap);
+  };
+  std::vector<std::pair<std::string, std::string>> pending;
+  // Past a few members, each state stays a rule of its own: a long member
+  // list outgrows the lowering's inline budget, and each state then still
+  // inlined would be a rule holding a copy of the members after it
+  // (quadratic space).
+  constexpr size_t kInlinedMembers = 8;
+  auto define_states = [&]() {
+    for (auto& [name, body] : pending) {
+      std::string text = body.empty() ? "\"\"" : body;
+      if (n > kInlinedMembers) text = "(" + text + ") | " + base_rule("never") + " " + name;
+      define_rule(name, text);
+    }
+  };
+  if (!any_order && !max_count && minimum == 1) {
+    // Any number of members: one parse per object. Other members go right
+    // after the member they follow (or first); declared ones in order.
+    //   first ::= A ("," A)* after_0 | take_0
+    //   take_i ::= m_i ("," A)* after_(i+1) | take_(i+1)     (the latter if m_i is optional)
+    //   after_i ::= ("," m_i ("," A)*)? after_(i+1)           (no "?" if m_i is required)
+    const std::string others =
+        additional.empty() ? "" : group(member_text(additional, false)) + "*";
+    auto after = [&](size_t i) { return base + "-a" + std::to_string(i); };
+    auto take = [&](size_t i) { return base + "-t" + std::to_string(i); };
+    // The first declared member that is required: none can be skipped past it.
+    size_t first_required = n;
+    for (size_t i = 0; i < n; ++i)
+      if (members[i].required) {
+        first_required = i;
+        break;
+      }
+    for (size_t i = 0; i <= n; ++i) {
+      names_.insert(after(i));
+      std::string body;
+      if (i < n) {
+        // Member i and the other members after it, named once: both the
+        // first member and a later one write it.
+        const std::string member = base + "-m" + std::to_string(i);
+        names_.insert(member);
+        pending.emplace_back(member, seq({member_text(members[i].text, true), others}));
+        std::string written = seq({"\",\"", member});
+        body = seq({members[i].required ? written : group(written) + "?", after(i + 1)});
+      }
+      pending.emplace_back(after(i), body);
+    }
+    for (size_t i = 0; i < n && i <= first_required; ++i) {
+      names_.insert(take(i));
+      std::vector<std::string> options = {seq({base + "-m" + std::to_string(i), after(i + 1)})};
+      if (!members[i].required && i + 1 < n && i + 1 <= first_required)
+        options.push_back(take(i + 1));
+      pending.emplace_back(take(i), alternatives(options));
+    }
+    std::vector<std::string> first;
+    if (!additional.empty())
+      first.push_back(seq({member_text(additional, true), others, after(0)}));
+    if (n > 0) first.push_back(take(0));
+    if (first.empty()) return "";
+    define_states();
+    return group(alternatives(first));
+  }
+  if (!any_order) {
+    // Productive states, computed from the end.
+    for (int i = static_cast<int>(n); i >= 0; --i) {
+      for (int64_t count = static_cast<int64_t>(cap); count >= 0; --count) {
+        auto c = static_cast<uint64_t>(count);
+        bool ok = false;
+        if (static_cast<size_t>(i) == n && c >= minimum) ok = true;
+        if (static_cast<size_t>(i) < n) {
+          auto next = next_count(c);
+          if (next && productive[{static_cast<uint64_t>(i) + 1, *next}]) ok = true;
+          if (!members[static_cast<size_t>(i)].required &&
+              productive[{static_cast<uint64_t>(i) + 1, c}])
+            ok = true;
+        }
+        if (!additional.empty()) {
+          auto next = next_count(c);
+          if (next && *next != c && productive[{static_cast<uint64_t>(i), *next}]) ok = true;
+        }
+        productive[{static_cast<uint64_t>(i), c}] = ok;
+      }
+    }
+    if (!productive[{0, 0}]) return "";
+    for (size_t i = 0; i <= n; ++i) {
+      for (uint64_t c = 0; c <= cap; ++c) {
+        if (!productive[{i, c}]) continue;
+        std::vector<std::string> options;
+        auto next = next_count(c);
+        if (next && *next == c) {
+          // The count no longer changes: other members loop here, then
+          // member i or not, and the next state is referenced once (a
+          // choice between two references to it would double its size
+          // wherever the lowering inlines it).
+          std::string loop = additional.empty() ? "" : group(member_text(additional, c == 0)) + "*";
+          std::string body = loop;
+          if (i < n) {
+            std::string take = member_text(members[i].text, c == 0);
+            body =
+                seq({loop, members[i].required ? take : group(take) + "?", state_name(i + 1, c)});
+          }
+          pending.emplace_back(state_name(i, c), body);
+          continue;
+        }
+        if (!additional.empty()) {
+          auto next = next_count(c);
+          if (next && productive[{i, *next}])
+            options.push_back(seq({member_text(additional, c == 0), state_name(i, *next)}));
+        }
+        if (i < n) {
+          auto next = next_count(c);
+          if (next && productive[{i + 1, *next}])
+            options.push_back(
+                seq({member_text(members[i].text, c == 0), state_name(i + 1, *next)}));
+          if (!members[i].required && productive[{i + 1, c}])
+            options.push_back(state_name(i + 1, c));
+        }
+        bool can_end = i == n && c >= minimum;
+        std::string body = alternatives(options);
+        if (can_end) body = body.empty() ? "" : "(" + body + ")?";
+        pending.emplace_back(state_name(i, c), body);
+      }
+    }
+  } else {
+    uint64_t all = (uint64_t{1} << n) - 1;
+    uint64_t required_mask = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (members[i].required) required_mask |= uint64_t{1} << i;
+    // Productive states: iterate to a fixed point (subsets only grow).
+    for (int64_t mask = static_cast<int64_t>(all); mask >= 0; --mask) {
+      for (int64_t count = static_cast<int64_t>(cap); count >= 0; --count) {
+        auto m = static_cast<uint64_t>(mask);
+        auto c = static_cast<uint64_t>(count);
+        bool ok = (m & required_mask) == required_mask && c >= minimum;
+        auto next = next_count(c);
+        for (size_t j = 0; j < n && !ok; ++j)
+          if (!(m & (uint64_t{1} << j)) && next && productive[{m | (uint64_t{1} << j), *next}])
+            ok = true;
+        if (!additional.empty() && next && *next != c && productive[{m, *next}]) ok = true;
+        productive[{m, c}] = ok;
+      }
+    }
+    if (!productive[{0, 0}]) return "";
+    for (uint64_t m = 0; m <= all; ++m) {
+      for (uint64_t c = 0; c <= cap; ++c) {
+        if (!productive[{m, c}]) continue;
+        std::vector<std::string> options;
+        auto next = next_count(c);
+        if (!additional.empty() && next && productive[{m, *next}])
+          options.push_back(seq({member_text(additional, c == 0), state_name(m, *next)}));
+        for (size_t j = 0; j < n; ++j) {
+          uint64_t bit = uint64_t{1} << j;
+          if (!(m & bit) && next && productive[{m | bit, *next}])
+            options.push_back(
+                seq({member_text(members[j].text, c == 0), state_name(m | bit, *next)}));
+        }
+        bool can_end = (m & required_mask) == required_mask && c >= minimum;
+        std::string body = alternatives(options);
+        if (can_end) body = body.empty() ? "" : "(" + body + ")?";
+        pending.emplace_back(state_name(m, c), body);
+      }
+    }
+  }
+  define_states();
+  return state_name(0, 0);
+}
+
+// Members with undeclared keys when patternProperties (or propertyNames
+// next to declared properties) apply: one automaton over keys labels each
+// key with the patterns it matches, so that its value gets all their
+// schemas, or the additionalProperties schema when it matches none;
+// declared names and names propertyNames rejects are left out. One
+// alternative per label that occurs.
+std::string Converter::other_members(const Clause& clause, const std::vector<std::string>& declared,
+                                     const std::string& hint, uint32_t depth) {
+  constexpr uint32_t kKey = 1u << 31;  // a key that may be written here
+  constexpr size_t kMaxPatterns = 16;
+  const std::string& pattern_pointer = clause.pattern_properties.empty()
+                                           ? clause.property_names_pointer
+                                           : clause.pattern_properties[0].first.pointer;
+  if (clause.pattern_properties.size() > kMaxPatterns)
+    refuse("patternProperties", pattern_pointer,
+           "more than " + std::to_string(kMaxPatterns) + " patterns");
+  auto limited = [&](Result<internal::CharDfa> dfa, const std::string& keyword,
+                     const std::string& pointer) {
+    if (!dfa.ok()) refuse(keyword, pointer, dfa.status().message(), dfa.status().code());
+    return std::move(dfa).value();
+  };
+  internal::CharDfa keys = internal::dfa_complement(internal::dfa_words(declared), kKey);
+  if (!clause.property_names.is_true()) {
+    // The union of the string clauses of propertyNames.
+    std::optional<internal::CharDfa> names;
+    for (const Clause& c : normalize(clause.property_names)) {
+      if (c.type != JType::kString) continue;
+      internal::CharDfa part = string_dfa(c, c.max_length);
+      names = names ? limited(internal::dfa_product(
+                                  *names, part,
+                                  [](uint32_t x, uint32_t y) -> uint32_t { return x | y ? 1 : 0; }),
+                              "propertyNames", clause.property_names_pointer)
+                    : part;
+    }
+    if (!names) return "";
+    keys = limited(
+        internal::dfa_product(keys, *names, [](uint32_t x, uint32_t y) { return y != 0 ? x : 0u; }),
+        "propertyNames", clause.property_names_pointer);
+  }
+  for (size_t i = 0; i < clause.pattern_properties.size(); ++i) {
+    const Sourced& pattern = clause.pattern_properties[i].first;
+    const internal::RegexNode parsed =
+        parse_pattern(pattern.text, "patternProperties", pattern.pointer);
+    internal::CharDfa matches =
+        limited(internal::dfa_from_regex(parsed, 1u << i), "patternProperties", pattern.pointer);
+    keys = limited(internal::dfa_product(
+                       keys, matches, [](uint32_t x, uint32_t y) { return x != 0 ? x | y : 0u; }),
+                   "patternProperties", pattern.pointer);
+    keys = internal::dfa_minimize(keys, [](uint32_t label) { return label != 0; });
+  }
+  std::set<uint32_t> labels;
+  for (const internal::CharDfa::State& state : keys.states)
+    if (state.label & kKey) labels.insert(state.label);
+  std::vector<std::string> options;
+  for (uint32_t label : labels) {
+    Sub value;
+    const uint32_t matched = label & ~kKey;
+    if (matched == 0) {
+      value = clause.additional;
+    } else {
+      for (size_t i = 0; i < clause.pattern_properties.size(); ++i)
+        if (matched & (1u << i)) value = conj(value, clause.pattern_properties[i].second);
+    }
+    std::string value_rule = rule_for(value, hint + "-pattern-value", depth + 1);
+    if (value_rule.empty()) continue;
+    std::string key = dfa_rules(
+        keys, [label](uint32_t l) { return l == label; }, "pk");
+    if (key.empty()) continue;
+    options.push_back(seq({"\"\\\"\"", key, colon(), value_rule}));
+  }
+  return alternatives(options);
+}
+
+std::string Converter::emit_object(const Clause& clause, const std::string& hint, uint32_t depth) {
+  // Which keys may appear beyond the declared ones, and with what values.
+  bool additional_allowed = !normalize(clause.additional).empty();
+  // Declared members, then required names that were not declared.
+  std::vector<std::pair<std::string, Sub>> declared = clause.properties;
+  for (const std::string& name : clause.required)
+    if (!find_property(clause, name)) declared.emplace_back(name, property_schema(clause, name));
+  std::vector<std::string> declared_names;
+  std::vector<Member> members;
+  for (const auto& [name, sub] : declared) {
+    declared_names.push_back(name);
+    bool required = clause.required.count(name) > 0;
+    bool name_ok = clause.property_names.is_true() || accepts(clause.property_names, Json(name));
+    std::string value_rule = name_ok ? rule_for(sub, hint + "-" + name, depth + 1) : "";
+    if (value_rule.empty()) {
+      if (required) return "";
+      continue;
+    }
+    members.push_back(
+        {seq({internal::gbnf_literal(internal::json_quote(name)), colon(), value_rule}), required});
+  }
+  std::string additional_member;
+  if (!clause.pattern_properties.empty() ||
+      (!clause.property_names.is_true() && !declared_names.empty())) {
+    std::string options = other_members(clause, declared_names, hint, depth);
+    if (!options.empty()) additional_member = unshared_rule("m", options);
+  } else if (additional_allowed) {
+    std::string additional_key;
+    if (!clause.property_names.is_true())
+      additional_key = emit_string_key_rule(clause.property_names, hint + "-name");
+    else if (declared_names.empty())
+      additional_key = base_rule("string");
+    else
+      additional_key = add_rule(hint + "-key", key_not_in(declared_names, hint + "-key"));
+    std::string value_rule =
+        additional_key.empty() ? "" : rule_for(clause.additional, hint + "-additional", depth + 1);
+    // Written between every two declared members: one rule, not a copy each.
+    if (!value_rule.empty())
+      additional_member = unshared_rule("m", seq({additional_key, colon(), value_rule}));
+  }
+  bool empty_ok = clause.required.empty() && clause.min_properties == 0;
+  std::string body =
+      emit_members(members, additional_member, clause.min_properties, clause.max_properties, hint,
+                   depth, clause.properties_count_pointer);
+  if (body.empty() && !empty_ok) return "";
+  return add_rule(hint + "-object", wrap_container("\"{\"", "\"}\"", body, empty_ok, depth));
+}
+
+}  // namespace grammask::internal::schema

@@ -1,0 +1,393 @@
+// Emission of string clauses: lengths, patterns, formats, negated patterns
+// and excluded values, as regex translations or string automata; keys other
+// than a set of names (members of Converter, declared in converter.h).
+#include <algorithm>
+#include <bitset>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "schema/converter.h"
+#include "schema/gbnf_text.h"
+
+namespace grammask::internal::schema {
+
+std::string Converter::emit_string(const Clause& clause, const std::string& hint) {
+  std::vector<Sourced> regexes = clause.patterns;
+  std::vector<std::string> keywords(regexes.size(), "pattern");
+  for (const Sourced& format : clause.formats) {
+    internal::FormatLookup lookup = lookup_format(format.text);
+    if (!lookup.supported)
+      refuse("format", format.pointer, "format \"" + format.text + "\" cannot be enforced exactly");
+    if (!lookup.narrowed.empty())
+      warn("format \"" + format.text + "\" at " + display_pointer(format.pointer) +
+           " accepts only " + lookup.narrowed);
+    regexes.push_back({lookup.pattern, format.pointer});
+    keywords.push_back("format");
+  }
+  std::optional<uint64_t> max_length = clause.max_length;
+  if (!max_length && options_.default_max_length > 0 && regexes.empty()) {
+    max_length = options_.default_max_length;
+    warn("strings without maxLength limited to " + std::to_string(*max_length));
+  }
+  const bool lengths = clause.min_length > 0 || max_length.has_value();
+  if (!clause.excluded.empty() && regexes.empty() && !lengths && clause.negated_patterns.empty()) {
+    std::vector<std::string> names;
+    for (const Json* v : clause.excluded) names.push_back(v->get<std::string>());
+    return key_not_in(names, hint + "-str");
+  }
+  if (regexes.size() == 1 && clause.excluded.empty() && clause.negated_patterns.empty()) {
+    // ecma_regex_to_gbnf with the parse shared with the rest of the conversion.
+    const Result<internal::RegexNode>& parsed = parsed_pattern(regexes[0].text);
+    auto translate = [&](uint64_t min_length,
+                         std::optional<uint64_t> max_length) -> Result<internal::RegexTranslation> {
+      const std::string any_char = base_rule("char");  // defined either way, as before
+      if (!parsed.ok()) return parsed.status();
+      return internal::regex_to_gbnf(*parsed, any_char, min_length, max_length);
+    };
+    auto translated = translate(0, std::nullopt);
+    if (!translated.ok())
+      refuse(keywords[0], regexes[0].pointer, translated.status().message(),
+             translated.status().code());
+    bool min_ok = clause.min_length <= translated->min_length;
+    bool max_ok = !max_length || (translated->max_length && *translated->max_length <= *max_length);
+    if (!min_ok || !max_ok) {
+      // Intersect the lengths with the pattern where its shape allows;
+      // otherwise the automaton below does it.
+      translated = translate(clause.min_length, max_length);
+      if (!translated.ok() && translated.status().message() == "pattern matches no string")
+        return "";
+    }
+    if (translated.ok()) {
+      std::string body = translated->gbnf;
+      return add_rule(hint + "-str",
+                      seq({"\"\\\"\"", body.empty() ? "" : group(body), "\"\\\"\""}));
+    }
+  }
+  if (!regexes.empty() || !clause.negated_patterns.empty() || !clause.excluded.empty())
+    return emit_string_automaton(clause, max_length, hint);
+  if (clause.min_length == 0 && !max_length) return base_rule("string");
+  // The character written out rather than as `char`: the lowering copies a
+  // referenced rule into every repetition, but lifts a large repeated
+  // expression into one rule.
+  std::string chars = counted(group(char_body()), clause.min_length, max_length, hint + "-chars");
+  return add_rule(hint + "-str", seq({"\"\\\"\"", chars, "\"\\\"\""}));
+}
+
+namespace {
+
+// The minimal automaton of a format's pattern, built once per process
+// (formats are a fixed set of patterns, and determinizing some, such as
+// email, takes tens of milliseconds). `build` makes it on a miss; failures
+// are not kept.
+Result<internal::CharDfa> format_dfa(const std::string& pattern,
+                                     const std::function<Result<internal::CharDfa>()>& build) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const internal::CharDfa>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(pattern);
+    if (it != cache.end()) return *it->second;
+  }
+  Result<internal::CharDfa> built = build();
+  if (!built.ok()) return built;
+  auto minimal = std::make_shared<const internal::CharDfa>(
+      internal::dfa_minimize(*built, [](uint32_t l) { return l != 0; }));
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.emplace(pattern, minimal);
+  return *minimal;
+}
+
+}  // namespace
+
+// The strings a string clause allows, as an automaton: the intersection
+// of its patterns and formats, the complements of the patterns it must not
+// match and of excluded values, and its length bounds; its values when it
+// has some. Refuses (naming the keyword) past the state budget.
+internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint64_t> max_length) {
+  if (clause.has_values) {
+    std::vector<std::string> words;
+    for (const Json* v : clause.values)
+      if (clause_accepts(clause, *v, false)) words.push_back(v->get<std::string>());
+    return internal::dfa_words(words);
+  }
+  internal::CharDfa dfa = internal::dfa_any();
+  bool any = true;  // dfa is still dfa_any(): the first part is the intersection
+  auto narrow = [&](Result<internal::CharDfa> part, const std::string& keyword,
+                    const std::string& pointer, size_t budget = internal::kDefaultDfaStates,
+                    bool minimal = false) {
+    if (!part.ok()) refuse(keyword, pointer, part.status().message(), part.status().code());
+    if (any && part->states.size() <= budget) {
+      // Every string and the part: the part itself, minimized.
+      dfa = minimal ? *part : internal::dfa_minimize(*part, [](uint32_t l) { return l != 0; });
+    } else {
+      Result<internal::CharDfa> both = internal::dfa_intersection(dfa, *part, budget);
+      if (!both.ok()) refuse(keyword, pointer, both.status().message(), both.status().code());
+      dfa = std::move(both).value();
+    }
+    any = false;
+    charge_automaton(dfa.states.size() + part->states.size(), keyword, pointer);
+  };
+  auto regex_dfa = [&](const std::string& text, const std::string& keyword,
+                       const std::string& pointer) {
+    return internal::dfa_from_regex(parse_pattern(text, keyword, pointer));
+  };
+  for (const Sourced& pattern : clause.patterns)
+    narrow(regex_dfa(pattern.text, "pattern", pattern.pointer), "pattern", pattern.pointer);
+  for (const Sourced& format : clause.formats) {
+    internal::FormatLookup lookup = lookup_format(format.text);
+    if (!lookup.supported)
+      refuse("format", format.pointer, "format \"" + format.text + "\" cannot be enforced exactly");
+    narrow(format_dfa(lookup.pattern,
+                      [&] { return regex_dfa(lookup.pattern, "format", format.pointer); }),
+           "format", format.pointer, internal::kDefaultDfaStates, true);
+  }
+  for (const Sourced& negated : clause.negated_patterns) {
+    Result<internal::CharDfa> matching = regex_dfa(negated.text, "not", negated.pointer);
+    if (!matching.ok())
+      refuse("not", negated.pointer, matching.status().message(), matching.status().code());
+    narrow(internal::dfa_complement(*matching), "not", negated.pointer);
+  }
+  if (!clause.excluded.empty()) {
+    std::vector<std::string> names;
+    for (const Json* v : clause.excluded) names.push_back(v->get<std::string>());
+    narrow(internal::dfa_complement(internal::dfa_words(names)), "not", clause.values_pointer);
+  }
+  // A length bound multiplies the states by the bound (maxLength 1024 on
+  // an e-mail address is some ten thousand).
+  constexpr size_t kLengthStates = size_t{1} << 15;
+  // Each state is counted up to the bound: past the budget, refuse before
+  // building most of it.
+  if (max_length && static_cast<double>(dfa.states.size()) * static_cast<double>(*max_length + 1) >
+                        static_cast<double>(kLengthStates))
+    refuse("maxLength", clause.length_pointer,
+           "the pattern's " + std::to_string(dfa.states.size()) +
+               " automaton states times the length bound are more than " +
+               std::to_string(kLengthStates));
+  if (clause.min_length > 0 || max_length)
+    narrow(internal::dfa_length(clause.min_length, max_length, kLengthStates),
+           clause.min_length > 0 && !max_length ? "minLength" : "maxLength", clause.length_pointer,
+           kLengthStates);
+  return dfa;
+}
+
+// GBNF for the JSON string bodies an automaton accepts with a label that
+// passes `keep`: one rule per state. "" when there are none.
+std::string Converter::dfa_rules(const internal::CharDfa& dfa,
+                                 const std::function<bool(uint32_t)>& keep,
+                                 const std::string& hint) {
+  // The state rules name each other last, so the lowering inlines them into
+  // plain DFA states of the caller, in linear size (as a rule call per
+  // byte, a key automaton cost milliseconds per mask). Past a couple of
+  // thousand states, copies at every place that names the automaton can
+  // take the lowering past its state budget (one MaskBench schema went past
+  // a million states): there each state stays a rule of its own.
+  constexpr size_t kInlinedStates = 2048;
+  const bool separate = dfa.states.size() > kInlinedStates;
+  return internal::dfa_to_gbnf(
+      dfa, keep, [&] { return unique_name(hint); },
+      [&](const std::string& name, const std::string& body) {
+        define_rule(name, separate ? kept_whole(name, body) : body);
+      },
+      "\"\\\"\"");
+}
+
+// Several patterns, a pattern the string must not match, excluded values or
+// lengths a pattern's shape does not allow to intersect directly.
+std::string Converter::emit_string_automaton(const Clause& clause,
+                                             std::optional<uint64_t> max_length,
+                                             const std::string& hint) {
+  std::string start = dfa_rules(
+      string_dfa(clause, max_length), [](uint32_t label) { return label != 0; }, "s");
+  if (start.empty()) return "";
+  return add_rule(hint + "-str", seq({"\"\\\"\"", start}));
+}
+
+// Strings (canonically encoded) other than the given ones, via a trie.
+std::string Converter::key_not_in(const std::vector<std::string>& names, const std::string& hint) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  auto known = key_not_in_memo_.find(sorted);
+  if (known != key_not_in_memo_.end()) return known->second;
+  std::string result = key_not_in_uncached(names, hint);
+  key_not_in_memo_.emplace(std::move(sorted), result);
+  return result;
+}
+
+std::string Converter::key_not_in_uncached(const std::vector<std::string>& names,
+                                           const std::string& hint) {
+  (void)hint;
+  // A trie of the names, its nodes merged where their futures are equal
+  // (names sharing their ends): the minimal automaton of the names, built
+  // bottom-up since children come after their parents.
+  // Children in a short vector (found by a linear search, sorted by code
+  // point once the trie is built).
+  struct Node {
+    std::vector<std::pair<uint32_t, uint32_t>> children;  // code point, node
+    bool terminal = false;
+  };
+  std::vector<Node> trie(1);
+  for (const std::string& name : names) {
+    uint32_t at = 0;
+    for (size_t i = 0; i < name.size();) {
+      // UTF-8 from a JSON parser: valid.
+      const auto b = static_cast<uint8_t>(name[i]);
+      const size_t extra = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : 3;
+      uint32_t cp = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
+      for (size_t k = 1; k <= extra && i + k < name.size(); ++k)
+        cp = (cp << 6) | (static_cast<uint8_t>(name[i + k]) & 0x3F);
+      i += extra + 1;
+      auto& children = trie[at].children;
+      auto it =
+          std::find_if(children.begin(), children.end(),
+                       [cp](const std::pair<uint32_t, uint32_t>& c) { return c.first == cp; });
+      if (it != children.end()) {
+        at = it->second;
+        continue;
+      }
+      trie.emplace_back();
+      const auto index = static_cast<uint32_t>(trie.size() - 1);
+      trie[at].children.emplace_back(cp, index);
+      at = index;
+    }
+    trie[at].terminal = true;
+  }
+  for (Node& node : trie) std::sort(node.children.begin(), node.children.end());
+  std::vector<uint32_t> canonical(trie.size());
+  std::vector<uint32_t> representative;  // canonical id -> a node
+  std::unordered_map<std::string, uint32_t> ids;
+  std::string signature;
+  for (size_t i = trie.size(); i-- > 0;) {
+    signature.assign(1, trie[i].terminal ? '1' : '0');
+    for (const auto& [cp, child] : trie[i].children) {
+      const uint32_t words[2] = {cp, canonical[child]};
+      signature.append(reinterpret_cast<const char*>(words), sizeof words);
+    }
+    auto [it, inserted] = ids.emplace(signature, static_cast<uint32_t>(ids.size()));
+    if (inserted) representative.push_back(static_cast<uint32_t>(i));
+    canonical[i] = it->second;
+  }
+  // One rule per merged state: characters that continue some name lead to
+  // other states, the others leave the names, then anything (the shared
+  // rule `key-tail`); states that end no name may end the key, closing
+  // quote included (so that no state before it ends a rule). Every state
+  // rule, `key-tail` and `key-leave` is named only last in a rule, so the
+  // lowering builds each once where the key is named: the whole automaton
+  // becomes plain states of the caller.
+  const internal::CodePointSet shared = internal::normalize_set(
+      {{0x00, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {0x80, kMaxCodePoint}});
+  if (key_tail_rule_.empty()) {
+    key_tail_rule_ = add_rule("key-tail", base_rule("cchar") + "* \"\\\"\"");
+    key_leave_rule_ = add_rule(
+        "key-leave", add_rule("key-char", internal::json_char_gbnf(shared)) + " " + key_tail_rule_);
+  }
+  const std::string base = unique_name("k");
+  std::vector<std::string> state_names(representative.size());
+  for (uint32_t id = 0; id < representative.size(); ++id)
+    state_names[id] = id == canonical[0] ? base : base + "s" + std::to_string(id);
+  // The class gbnf_char_class writes for a set of ASCII code points (a
+  // bitmap here): ranges in order, letters and digits as themselves.
+  auto ascii_class = [](const std::bitset<128>& set) {
+    auto write = [](std::string& out, uint32_t cp) {
+      if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
+        out += static_cast<char>(cp);
+      } else {
+        static const char kHex[] = "0123456789ABCDEF";
+        out += "\\x";
+        out += kHex[cp >> 4];
+        out += kHex[cp & 15];
+      }
+    };
+    std::string out = "[";
+    for (uint32_t cp = 0; cp < 128;) {
+      if (!set[cp]) {
+        ++cp;
+        continue;
+      }
+      uint32_t last = cp;
+      while (last + 1 < 128 && set[last + 1]) ++last;
+      write(out, cp);
+      if (last != cp) {
+        out += '-';
+        write(out, last);
+      }
+      cp = last + 1;
+    }
+    return out + "]";
+  };
+  std::string body;
+  std::string used_key;
+  for (uint32_t id = 0; id < representative.size(); ++id) {
+    const Node& node = trie[representative[id]];
+    // Characters that need no escape and are ASCII: the common case, kept
+    // off the code point set machinery.
+    auto plain = [](uint32_t cp) {
+      return cp >= 0x20 && cp < 0x7F && cp != '"' && cp != '\\' && cp != '/';
+    };
+    body.clear();
+    used_key.clear();
+    if (!node.terminal) body += '(';
+    bool all_plain = true;
+    bool first = true;
+    for (const auto& [cp, child] : node.children) {
+      if (!first) body += " | ";
+      first = false;
+      if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
+        body += '[';  // what gbnf_char_class writes, without its allocations
+        body += static_cast<char>(cp);
+        body += ']';
+      } else if (plain(cp)) {
+        body += internal::gbnf_char_class({{cp, cp}});
+      } else {
+        body += internal::json_char_gbnf({{cp, cp}});
+        all_plain = false;
+      }
+      body += ' ';
+      body += state_names[canonical[child]];
+      used_key.append(reinterpret_cast<const char*>(&cp), sizeof cp);
+    }
+    if (!first) body += " | ";
+    // Spellings differ ("/" or "\/"), but each decodes to one code point:
+    // the branches split by code point.
+    if (all_plain) {
+      // Nearly always: the ASCII characters no name continues with (one
+      // rule per set of continuations), and the shared rest.
+      auto cached = other_ascii_memo_.find(used_key);
+      if (cached == other_ascii_memo_.end()) {
+        // The ASCII that `shared` leaves out: 0x20-0x7F but for '"', '/'
+        // and '\\', less the continuations.
+        std::bitset<128> ascii;
+        for (uint32_t cp = 0x20; cp < 0x80; ++cp) ascii[cp] = true;
+        ascii['"'] = ascii['/'] = ascii['\\'] = false;
+        for (const auto& [cp, child] : node.children) ascii[cp] = false;
+        std::string leave = key_leave_rule_;
+        if (ascii.any()) leave = ascii_class(ascii) + " " + key_tail_rule_ + " | " + leave;
+        cached = other_ascii_memo_.emplace(used_key, add_rule("kc", leave)).first;
+      }
+      body += cached->second;
+    } else {
+      internal::CodePointSet used;
+      for (const auto& [cp, child] : node.children) used.push_back({cp, cp});
+      body += internal::json_char_gbnf(internal::complement_set(internal::normalize_set(used)));
+      body += ' ';
+      body += key_tail_rule_;
+    }
+    if (!node.terminal) body += " | \"\\\"\")";  // the key may end here
+    names_.insert(state_names[id]);
+    define_rule(state_names[id], body);
+  }
+  return seq({"\"\\\"\"", base});
+}
+
+std::string Converter::emit_string_key_rule(const Sub& names, const std::string& hint) {
+  std::vector<std::string> options;
+  for (const Clause& clause : normalize(names)) {
+    if (clause.type != JType::kString) continue;
+    std::string expr = emit_clause(clause, hint, 0);
+    if (!expr.empty()) options.push_back(expr);
+  }
+  if (options.empty()) return "";
+  return add_rule(hint, alternatives(options));
+}
+
+}  // namespace grammask::internal::schema

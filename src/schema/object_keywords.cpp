@@ -1,0 +1,243 @@
+// The object family (properties, required, additionalProperties,
+// patternProperties, propertyNames, minProperties, maxProperties):
+// ObjectKeywords' own functions and the Converter members for its keywords.
+#include <algorithm>
+
+#include "schema/converter.h"
+#include "schema/keywords.h"
+
+namespace grammask::internal::schema {
+
+bool ObjectKeywords::unconstrained() const {
+  return properties.empty() && required.empty() && additional.is_true() &&
+         pattern_properties.empty() && property_names.is_true() && min_properties == 0 &&
+         !max_properties && evaluated.empty() && !properties_evaluated;
+}
+
+void ObjectKeywords::add_key(std::string& key) const {
+  for (const auto& [name, sub] : properties)
+    add_key_part(key, "p" + std::to_string(name.size()) + ":" + name + sub_key(sub));
+  for (const std::string& name : required)
+    add_key_part(key, "r" + std::to_string(name.size()) + ":" + name);
+  add_key_part(key, "A" + sub_key(additional));
+  for (const auto& [pattern, sub] : pattern_properties)
+    add_key_part(key,
+                 "R" + std::to_string(pattern.text.size()) + ":" + pattern.text + sub_key(sub));
+  add_key_part(key, "N" + sub_key(property_names));
+  add_key_part(key, std::to_string(min_properties) + "," + key_of_count(max_properties));
+}
+
+bool ObjectKeywords::drop(const std::string& keyword) {
+  if (keyword == "propertyNames")
+    property_names = Sub();
+  else if (keyword == "patternProperties")
+    pattern_properties.clear();
+  else if (keyword == "minProperties" || keyword == "maxProperties")
+    min_properties = 0, max_properties.reset();
+  else
+    return false;
+  return true;
+}
+
+void Converter::apply_properties(Disj& local, const Json* node, const NodeInfo& where) {
+  for (Clause& clause : local) {
+    if (clause.type != JType::kObject) continue;
+    auto properties = node->find("properties");
+    if (properties != node->end()) {
+      if (!properties->is_object())
+        refuse("properties", where.pointer, "must be an object", ErrorCode::kSyntax);
+      for (auto p = properties->begin(); p != properties->end(); ++p) {
+        clause.properties.emplace_back(p.key(), Sub::of(&p.value()));
+        clause.evaluated.insert(p.key());
+      }
+    }
+    auto patterns = node->find("patternProperties");
+    if (patterns != node->end()) {
+      if (!patterns->is_object())
+        refuse("patternProperties", where.pointer, "must be an object", ErrorCode::kSyntax);
+      for (auto p = patterns->begin(); p != patterns->end(); ++p) {
+        parse_pattern(p.key(), "patternProperties", where.pointer);
+        clause.pattern_properties.emplace_back(
+            Sourced{p.key(), where.pointer + "/patternProperties"}, Sub::of(&p.value()));
+        for (auto& [name, sub] : clause.properties) {
+          auto match = pattern_searcher_.search(p.key(), name);
+          if (!match.ok()) refuse("patternProperties", where.pointer, match.status().message());
+          if (*match) sub = conj(sub, Sub::of(&p.value()));
+        }
+      }
+    }
+    auto additional = node->find("additionalProperties");
+    if (additional != node->end()) {
+      clause.additional = Sub::of(&additional.value());
+      clause.properties_evaluated = true;
+    } else if (!options_.additional_properties_default && properties != node->end() &&
+               patterns == node->end() && !node->contains("unevaluatedProperties")) {
+      clause.additional = Sub::never();
+    }
+  }
+}
+
+void Converter::apply_unevaluated_properties(Disj& d, const Json* node, const NodeInfo& where) {
+  auto props = node->find("unevaluatedProperties");
+  if (props != node->end()) {
+    Sub schema = Sub::of(&props.value());
+    for (Clause& clause : d) {
+      if (clause.type != JType::kObject || clause.properties_evaluated) continue;
+      // Names that a pattern matches are evaluated (patternProperties only
+      // enter a clause from the keyword itself); `additional` covers the
+      // names that neither a declared property nor a pattern takes.
+      for (auto& [name, sub] : clause.properties) {
+        if (clause.evaluated.count(name)) continue;
+        bool matched = false;
+        for (const auto& [pattern, value] : clause.pattern_properties) {
+          auto match = pattern_searcher_.search(pattern.text, name);
+          if (!match.ok()) refuse("unevaluatedProperties", where.pointer, match.status().message());
+          matched = matched || *match;
+        }
+        if (!matched) sub = conj(sub, schema);
+      }
+      clause.additional = conj(clause.additional, schema);
+      clause.properties_evaluated = true;
+    }
+  }
+}
+
+void Converter::apply_required(Disj& d, const Keyword& k) {
+  const std::string& key = k.key;
+  const Json& value = k.value;
+  const std::string& pointer = k.where.pointer;
+  if (!value.is_array()) refuse(key, pointer, "must be an array", ErrorCode::kSyntax);
+  for_each_clause(d, JType::kObject, [&](Clause& c) {
+    for (const Json& name : value) {
+      if (!name.is_string()) refuse(key, pointer, "names must be strings", ErrorCode::kSyntax);
+      c.required.insert(name.get<std::string>());
+    }
+  });
+}
+
+void Converter::apply_property_names(Disj& d, const Keyword& k) {
+  for_each_clause(d, JType::kObject, [&](Clause& c) {
+    c.property_names = conj(c.property_names, Sub::of(&k.value));
+    c.property_names_pointer = k.where.pointer;
+  });
+}
+
+void Converter::apply_property_count(Disj& d, const Keyword& k) {
+  const std::string& key = k.key;
+  const std::string& pointer = k.where.pointer;
+  uint64_t n = non_negative_integer(k.value, key, pointer);
+  for_each_clause(d, JType::kObject, [&](Clause& c) {
+    if (key == "minProperties")
+      c.min_properties = std::max(c.min_properties, n);
+    else
+      c.max_properties = c.max_properties ? std::min(*c.max_properties, n) : n;
+    c.properties_count_pointer = pointer;
+  });
+}
+
+Sub Converter::property_schema(const Clause& clause, const std::string& name) {
+  if (const Sub* declared = find_property(clause, name)) return *declared;
+  Sub result;
+  bool matched = false;
+  for (const auto& [pattern, sub] : clause.pattern_properties) {
+    auto match = pattern_searcher_.search(pattern.text, name);
+    if (!match.ok()) refuse("patternProperties", pattern.pointer, match.status().message());
+    if (*match) {
+      result = conj(result, sub);
+      matched = true;
+    }
+  }
+  return matched ? result : clause.additional;
+}
+
+bool Converter::intersect_objects(Clause& c, const Clause& a, const Clause& b) {
+  if ((!a.pattern_properties.empty() && !b.additional.is_true()) ||
+      (!b.pattern_properties.empty() && !a.additional.is_true())) {
+    const std::string& where = !a.pattern_properties.empty()
+                                   ? a.pattern_properties[0].first.pointer
+                                   : b.pattern_properties[0].first.pointer;
+    refuse("patternProperties", where, "intersection with another additionalProperties");
+  }
+  c.properties.clear();
+  for (const auto& [name, sub] : a.properties)
+    c.properties.emplace_back(name, conj(sub, property_schema(b, name)));
+  for (const auto& [name, sub] : b.properties)
+    if (!find_property(a, name))
+      c.properties.emplace_back(name, conj(property_schema(a, name), sub));
+  c.pattern_properties.insert(c.pattern_properties.end(), b.pattern_properties.begin(),
+                              b.pattern_properties.end());
+  c.additional = conj(a.additional, b.additional);
+  c.required.insert(b.required.begin(), b.required.end());
+  c.property_names = conj(a.property_names, b.property_names);
+  if (c.property_names_pointer.empty()) c.property_names_pointer = b.property_names_pointer;
+  c.min_properties = std::max(a.min_properties, b.min_properties);
+  if (b.max_properties)
+    c.max_properties =
+        c.max_properties ? std::min(*c.max_properties, *b.max_properties) : *b.max_properties;
+  if (c.properties_count_pointer.empty()) c.properties_count_pointer = b.properties_count_pointer;
+  c.evaluated.insert(b.evaluated.begin(), b.evaluated.end());
+  c.properties_evaluated = a.properties_evaluated || b.properties_evaluated;
+  if (c.max_properties && c.min_properties > *c.max_properties) return false;
+  if (c.max_properties && c.required.size() > *c.max_properties) return false;
+  // A required property that no value may take (what negations write for
+  // "absent"): nothing left.
+  for (const auto& [name, sub] : c.properties) {
+    if (!c.required.count(name)) continue;
+    for (const Json* n : sub.nodes)
+      if (n->is_boolean() && !n->get<bool>()) return false;
+  }
+  return true;
+}
+
+bool Converter::negate_object(const Clause& clause, const Clause& base, Disj& complement) {
+  Clause probe = clause;
+  probe.min_properties = 0, probe.max_properties.reset(), probe.required.clear();
+  probe.evaluated.clear(), probe.properties_evaluated = false, probe.properties.clear();
+  // patternProperties that allow anything only annotate (while no
+  // additionalProperties depends on which names they match).
+  if (probe.additional.is_true())
+    probe.pattern_properties.erase(
+        std::remove_if(probe.pattern_properties.begin(), probe.pattern_properties.end(),
+                       [](const std::pair<Sourced, Sub>& p) { return p.second.is_true(); }),
+        probe.pattern_properties.end());
+  if (!probe.unconstrained()) return false;
+  for (const std::string& name : clause.required) {
+    Clause c = base;
+    c.properties.emplace_back(name, Sub::never());
+    complement.push_back(std::move(c));
+  }
+  // A declared property is present and violates its schema.
+  for (const auto& [name, sub] : clause.properties) {
+    for (const Sub& violated : negate_sub(sub)) {
+      Clause c = base;
+      c.properties.emplace_back(name, violated);
+      c.required.insert(name);
+      complement.push_back(std::move(c));
+    }
+  }
+  if (clause.min_properties > 0) {
+    Clause c = base;
+    c.max_properties = clause.min_properties - 1;
+    complement.push_back(std::move(c));
+  }
+  if (clause.max_properties) {
+    Clause c = base;
+    c.min_properties = *clause.max_properties + 1;
+    complement.push_back(std::move(c));
+  }
+  return true;
+}
+
+bool Converter::object_accepts(const Clause& c, const Json& value) {
+  if (value.size() < c.min_properties || (c.max_properties && value.size() > *c.max_properties))
+    return false;
+  for (const std::string& name : c.required)
+    if (!value.contains(name)) return false;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (!c.property_names.is_true() && !accepts(c.property_names, Json(it.key()))) return false;
+    if (!accepts(property_schema(c, it.key()), it.value())) return false;
+  }
+  return true;
+}
+
+}  // namespace grammask::internal::schema
