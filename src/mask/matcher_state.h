@@ -1,0 +1,336 @@
+// MatcherState (internal): everything one Matcher owns, the Earley engine
+// over its output and the caches that make masks cheap. Not thread-safe;
+// copying it forks the sequence.
+#ifndef GRAMMASK_SRC_MASK_MATCHER_STATE_H_
+#define GRAMMASK_SRC_MASK_MATCHER_STATE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/byte_set.h"
+#include "base/sequence_index.h"
+#include "earley/earley_engine.h"
+#include "grammask/status.h"
+#include "mask/cached_mask.h"
+#include "mask/compiled_grammar.h"
+#include "mask/key_hash.h"
+#include "mask/pure_walk.h"
+#include "vocab/text_slice.h"
+#include "vocab/token_trie.h"
+
+namespace grammask {
+namespace internal {
+
+// Everything a Matcher owns. The mask cache is keyed by a structural id of
+// the parser state: two positions whose Earley sets hold the same items with
+// structurally equal origin sets have the same future, so the same mask.
+class MatcherState {
+ public:
+  using WalkCache = std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash>;
+
+  explicit MatcherState(std::shared_ptr<const CompiledGrammarData> data)
+      : data_(std::move(data)), engine_(data_->grammar) {}
+
+  const CompiledGrammarData& data() const { return *data_; }
+  const std::shared_ptr<const CompiledGrammarData>& shared_data() const { return data_; }
+
+  // The operations of Matcher (matcher.h), with its contracts, except that
+  // fill_mask(nullptr, 0) fails even with an empty vocabulary.
+  Status fill_mask(uint32_t* words, size_t n_words);
+  bool is_token_allowed(uint32_t token);
+  Status accept_token(uint32_t token);
+  Status accept_bytes(std::string_view bytes);
+  Status rollback(size_t n);
+  void reset();
+  size_t num_tokens() const { return token_ends_.size(); }
+  bool is_accepting() const { return engine_.is_accepting(); }
+  bool terminated() const { return terminated_at_ != kNotTerminated; }
+  std::string forced_bytes(size_t max_bytes);
+
+  // Masks answered from a cache, and masks computed.
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+
+ private:
+  static constexpr size_t kNotTerminated = SIZE_MAX;
+  // Sets with more items than this always go through the engine.
+  static constexpr ptrdiff_t kMaxFastItems = 16;
+  // Pure sets of at most this many states take the union of their states'
+  // walks (top_set_pure_walk).
+  static constexpr size_t kMaxUnionStates = 3;
+
+  inline Status work_limit_status(const std::string& what) const;
+
+  inline bool push_all(std::string_view bytes);
+
+  inline void truncate(size_t length);
+
+  // Depth-first walk of the token trie over the Earley stack: a child whose
+  // byte the current set cannot scan is skipped with its whole subtree, and
+  // a leaf needs no new set at all (the scan bit already proves the token).
+  //
+  // Fast path: while every item of the parse sits in a "pure" state (one
+  // that neither ends its rule nor calls another), the next set is just
+  // those items advanced, so the walk follows plain DFA transitions on the
+  // (few) states and builds no Earley sets. It falls back to the engine,
+  // replaying the path's bytes, only where some state needs completion or
+  // prediction; and below an engine set, it carries on the fast path the
+  // items that need no engine, sending to the engine only the bytes the
+  // others can read (follow_from_engine). Those items include "plain
+  // callers", which call rules but cannot end their own (the whitespace
+  // before a nested value): the bytes their callees may begin with go to
+  // the engine, their own steps stay on the fast path (plain_caller).
+  //
+  // Walks from states that read all plain text allow the text slice in bulk
+  // and read only the trie of the other tokens (text_slice.h).
+  //
+  // When the top set itself is all pure (inside a string, a number, a
+  // keyword), that DFA part of the walk depends on the states alone, not on
+  // where the rule was called from, so it is cached by their walk classes
+  // (precomputed at compile time where the budget allowed; see PureWalk)
+  // and only the frontier subtrees, where the rule may end, go through the
+  // engine. Otherwise the part that stays above the top set is cached by
+  // the set's local key (top_set_local_walk), and again only the frontier
+  // goes through the engine with the real stack.
+  //
+  // Returns false when the walk would exceed CompileOptions::max_mask_work
+  // (trie nodes visited plus Earley work); the mask is then incomplete.
+  inline bool walk_trie(uint32_t* words);
+
+  // Appends the successors of [from_begin, from_end) on `byte` to pool_
+  // (deduplicated from out_begin on); returns whether all are pure.
+  inline bool advance(const uint32_t* from_begin, const uint32_t* from_end, uint8_t byte,
+                      size_t out_begin);
+
+  // Walks trie nodes [first, last) of *walk_trie_, a run of whole subtrees
+  // whose parent depth the engine or the fast path already holds.
+  inline bool walk_nodes(uint32_t first, uint32_t last, uint32_t* words, size_t base,
+                         uint64_t deadline);
+
+  // The first of the siblings from node i on (nodes at `depth` before
+  // `last`) whose byte is not `dead`, or the end of their run; charges a
+  // work unit per node skipped, as the walk does per node visited.
+  template <typename Dead>
+  uint32_t skip_dead_siblings(uint32_t i, uint32_t last, size_t depth, const Dead& dead);
+
+  // What a fast-path step made of its states (see advance_followed).
+  enum Advanced { kNeedsEngine, kStaysFast, kStaysFastWithCallers };
+
+  // advance() for a followed parent (see follow_from_engine): pool_[begin]
+  // is the followed item's state or kNoState, then the pure items' states.
+  // Appends the successors in the same layout, or nothing when all die.
+  // Returns kNeedsEngine when one needs the engine (the followed item
+  // calls a rule, a pure item ends its rule or calls one, unless they are
+  // plain callers); kStaysFastWithCallers when plain callers are among the
+  // successors, their callees' first bytes then in callee_bytes_.
+  // (Inlined: it runs once per trie node on the fast path.)
+  [[gnu::always_inline]] inline Advanced advance_followed(uint32_t begin, uint32_t end,
+                                                          uint8_t byte);
+
+  // Whether the fast path's states from pool_[out] on (the followed item
+  // first) are pure or plain callers, the latter's callees' first bytes in
+  // callee_bytes_. (Out of advance_followed's hot path: rarely true.)
+  [[gnu::noinline]] bool only_plain_callers_from(size_t out);
+
+  // fast_scan_[depth]: the bytes the fast path's states at `depth` read
+  // (a child on no other byte, and not one the engine follows, is dead).
+  // Set for callers at once, for the others after their first dead child:
+  // a node whose children all go on never pays for it.
+  inline void set_fast_scan(size_t depth);
+
+  // True if an item in `state`, reached by a byte, may stay on the fast
+  // path although it calls rules: it cannot end its rule, and no rule it
+  // calls derives nothing. Its set then holds it and the predictions of
+  // those rules, which can only read their first bytes: these are ORed into
+  // `follow`, the bytes that need the engine. (Whitespace before a nested
+  // value: each space is a DFA step of the caller, not an Earley set.)
+  inline bool plain_caller(uint32_t state, ByteSet& follow) const;
+
+  // Once the engine holds the set at `depth`, the walk below may go on
+  // the fast path with the items that need no engine: at most one in a
+  // final state that calls no rule (the end of a number, a key that may
+  // end), followed on its DFA, and pure ones that no completion or
+  // prediction can have added (reached by bytes only: a declared key's
+  // name beside the key automaton). Everything else in the set (the rules
+  // the followed item completed into, calls in progress) can only read the
+  // next byte, and ending the followed rule again further down adds the
+  // same items again, so only children whose byte one of them scans need
+  // the engine: follow_[depth] is that byte set. The states go to pool_
+  // from offset `out`, followed item first (kNoState if none).
+  inline void follow_from_engine(size_t depth, size_t out);
+
+  // Sets pure_key_ to the sorted walk classes of the top set's DFA states
+  // (pure_states_ to the states, pure_cover_ to how much of the text slice
+  // they allow) and returns true when they are all pure (and few enough for
+  // the fast path).
+  inline bool top_set_pure_key();
+
+  // The walk for pure_key_ from the compile-time table or this matcher's
+  // cache, or nullptr.
+  inline const PureWalk* cached_pure_walk();
+
+  // `key` with `tag` in front, to tell the kinds of keys apart in
+  // SharedWalks (kept in tagged_key_).
+  // (Pure keys: one tag per text cover.)
+  static constexpr uint64_t kLocalKeyTag = 0, kPureKeyTag = 1,
+                            kShortLocalKeyTag = kPureKeyTag + kTextCovers;
+  uint64_t pure_tag() const { return kPureKeyTag + pure_cover_; }
+  inline const std::vector<uint64_t>& tagged(uint64_t tag, const std::vector<uint64_t>& key);
+
+  // Publishes `walk` under the tagged key for the other Matchers, or keeps
+  // it in `cache` when the shared memory is spent.
+  inline const PureWalk* share(uint64_t tag, WalkCache& cache, const std::vector<uint64_t>& key,
+                               PureWalk&& walk);
+
+  // The PureWalk of the top set when its items are all pure, else nullptr.
+  // A miss walks the trie once (charged to the work bound).
+  inline const PureWalk* top_set_pure_walk(uint64_t deadline);
+
+  // Moves the frontiers of `walk`'s unsplit state parts, which index one
+  // trie, into `walk` itself, each node once and none inside another's
+  // subtree: the states of a set often stop being pure at the same nodes,
+  // and the engine walks each subtree from the whole set anyway.
+  inline void merge_frontiers(PureWalk& walk);
+
+  inline const PureWalk* remember_in(WalkCache& cache, const std::vector<uint64_t>& key,
+                                     PureWalk&& walk);
+
+  // The local part of the walk from the top set k: every token that never
+  // completes a rule started before k depends on set k alone, that is on
+  // its items' states and on which items started in k itself. So it is
+  // cached by that local key, whatever the stack below (the nesting depth
+  // of a JSON value, the enclosing expression), and the frontier holds the
+  // trie nodes where a path first reads below k: only their subtrees go
+  // through the engine with the real stack. A miss walks the trie with the
+  // engine's floor at k, cutting paths there.
+  inline const PureWalk* top_set_local_walk(size_t base, uint64_t deadline);
+
+  // Sets `key` to the sorted (class, started before `base`?) pairs of set
+  // base's items.
+  inline void set_key(const std::vector<uint32_t>& classes, size_t base,
+                      std::vector<uint64_t>& key);
+
+  // The local walk from set `base` over `trie` (walk.depth_cap deep) into
+  // `walk`: the engine's floor at base cuts paths that read below it.
+  inline bool local_walk_over(const TokenTrie& trie, size_t base, uint64_t deadline,
+                              PureWalk& walk);
+
+  // In a local walk, turns node i into a frontier node if its push read
+  // below the floor; returns true if so (the caller skips the subtree).
+  inline bool cut_at_floor(uint32_t i, size_t depth);
+
+  // Runs the engine over the frontier subtrees of `pure`, reusing the path
+  // prefix shared with the previous frontier node.
+  inline bool walk_frontier(const PureWalk& pure, uint32_t* words, size_t base, uint64_t deadline);
+
+  inline void remember_mask(std::unordered_map<uint32_t, CachedMask>& cache, uint32_t id,
+                            const uint32_t* words, size_t n_words);
+
+  // How deep into the stack below set `top` a walk looked, as a context id
+  // depth (see context_id): one more than the longest chain from `top` to a
+  // set it read (`reads`, from the engine's read log). A chain steps from
+  // the top set to any item's origin, and from a set below it to a
+  // waiter's origin (the only items of such a set that a walk copies).
+  // The longest, not the shortest: the walk may have come along any chain,
+  // and a stack that agrees to depth d agrees along every chain shorter
+  // than d. kMaxContextDepth + 1 when deeper.
+  inline size_t context_depth(const std::vector<uint32_t>& reads, size_t top);
+
+  // Context id of the top set k at depth d >= 1: its items, each origin
+  // replaced by the origin set's waiter id at depth d - 1. The waiter id of
+  // set s at depth j: the waiters among its items, by waiter class (the
+  // rules they wait on and where each leads: all that completing into s
+  // reads), each origin replaced by its set's waiter id at depth j - 1; at
+  // depth 0, nothing. So two stacks whose top sets share the id at depth d
+  // agree on every set within d - 1 chain links of the top (see
+  // context_depth), as far as a walk can tell, and a walk that read no
+  // deeper gives both the same mask, stop tokens apart: whether the root
+  // ends is a question about origin 0. Waiter ids are computed once per
+  // (set, depth) and kept until the set is popped.
+  inline uint32_t context_id(size_t k, size_t d);
+
+  inline uint64_t waiter_id(size_t s, size_t j);
+
+  // The interned key of set s: `tag`, then for each item whose label is
+  // not kSkipItem, (label, its origin's waiter id at origin_depth).
+  template <typename Label>
+  uint32_t set_id(size_t s, size_t origin_depth, uint64_t tag, const Label& label);
+
+  // Sorts and dedups context_key_ past its tag word, and interns it (as
+  // 32-bit words, in an index that allocates nothing per key).
+  inline uint32_t intern_context_key();
+
+  // Structural id of Earley set k: its items with each origin replaced by the
+  // origin set's id. Computed once per set and kept until it is popped.
+  inline uint32_t structure_id(size_t k);
+
+  std::shared_ptr<const CompiledGrammarData> data_;
+  EarleyEngine engine_;
+  std::vector<size_t> token_ends_;  // engine size after each accepted token
+  size_t terminated_at_ = kNotTerminated;
+  std::vector<uint32_t> structure_ids_;
+  // Walk scratch, kept to avoid reallocation.
+  std::vector<uint32_t> fast_begin_, fast_end_, pool_;
+  // Per depth on the fast path: whether it follows one item past the end
+  // of its rule, and the bytes that then need the engine (follow_from_engine);
+  // with plain callers among its states, also what those states read.
+  enum Following : uint8_t { kNotFollowing, kFollowing, kFollowingCallers };
+  std::vector<uint8_t> following_;
+  std::vector<ByteSet> follow_;
+  std::vector<ByteSet> fast_scan_;
+  std::vector<uint8_t> scan_ready_;  // whether fast_scan_[depth] is set
+  ByteSet callee_bytes_;             // see advance_followed
+  std::vector<uint8_t> path_;
+  std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
+  std::unordered_map<uint32_t, CachedMask> mask_cache_;  // by structure_id
+  // Masks that read at most kMaxContextDepth sets deep, by context_id (no
+  // stop tokens); bit d of context_depths_: some entry has depth d.
+  static constexpr size_t kMaxContextDepth = 8;
+  using ContextIds = std::array<uint32_t, kMaxContextDepth>;
+  // Per set, by depth - 1; a deque, whose growth copies nothing (a vector
+  // doubling would copy them all in one step).
+  std::deque<ContextIds> context_ids_;
+  std::unordered_map<uint32_t, CachedMask> context_cache_;
+  std::unordered_set<uint32_t> context_tops_;  // the entries' context ids at depth 1
+  uint32_t context_depths_ = 0;
+  std::vector<uint64_t> context_key_;    // context_id's scratch
+  std::vector<uint32_t> context_words_;  // ... as 32-bit words
+  SequenceIndex context_index_;          // context ids by key
+  // context_depth's scratch: per set, its longest chain from the top and
+  // whether chain_stamp_ reached it; the sets to do.
+  std::vector<uint8_t> chain_length_;
+  std::vector<uint32_t> chain_seen_;
+  uint32_t chain_stamp_ = 0;
+  std::vector<uint32_t> chain_heap_;
+  size_t mask_cache_bytes_ = 0;          // of both caches' words
+  std::vector<uint32_t> cache_scratch_;  // for making entries
+  std::vector<uint32_t> sources_;        // advance()'s copy of its input states
+  std::vector<uint64_t> pure_key_;       // sorted walk classes of the top set
+  std::vector<uint32_t> pure_states_;    // one DFA state per class of pure_key_
+  std::vector<uint64_t> tagged_key_;
+  TextCover pure_cover_ = kNoText;
+  WalkCache pure_walks_[kTextCovers];  // by pure_cover_
+  std::vector<uint64_t> local_key_;    // the top set's (local class, started here?) items
+  std::vector<uint64_t> short_key_;    // ... with short local classes
+  WalkCache local_walks_;
+  PureWalk* local_walk_ = nullptr;        // the local walk being built, if any
+  const TokenTrie* walk_trie_ = nullptr;  // the trie walk_nodes walks
+  size_t depth_cap_ = SIZE_MAX;           // and the depth past which it skips nodes
+  std::vector<uint32_t> item_states_;
+  size_t walk_bytes_ = 0;
+  size_t hits_ = 0;
+  size_t misses_ = 0;
+};
+
+}  // namespace internal
+}  // namespace grammask
+
+#endif  // GRAMMASK_SRC_MASK_MATCHER_STATE_H_
