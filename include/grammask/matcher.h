@@ -64,11 +64,12 @@ struct CompileOptions {
   double precompute_budget = 0.25;
 };
 
-// A grammar lowered to byte automata plus the vocabulary it masks. Immutable
-// once built; copies share the data. Safe to share between threads and any
-// number of Matchers. The trie walks one Matcher computes inside a DFA
-// stretch (a string body, a number) are kept with it for the others,
-// published without locks, up to 64 MiB per CompiledGrammar.
+// A grammar lowered to byte automata plus the vocabulary it masks; copies
+// share the data. Thread-safe: any number of Matchers on any threads may
+// share one. Its Matchers share through it the token-trie walks they
+// compute, up to 64 MiB per CompiledGrammar in all (copies included); the
+// walks that compile() precomputes count toward it but are bounded by
+// CompileOptions::precompute_budget instead.
 class CompiledGrammar {
  public:
   // Cost: lowering the grammar (linear in its lowered size); no per-token work.
@@ -93,7 +94,9 @@ class CompiledGrammar {
 
 // The state of one sequence being decoded. Not thread-safe: use one Matcher
 // per sequence (fork() for beams); many Matchers may share one
-// CompiledGrammar across threads.
+// CompiledGrammar across threads. Besides its parse, a Matcher keeps up to
+// 32 MiB of masks it computed and up to 32 MiB of walks its grammar had no
+// room to share; a copy starts with copies of both.
 //
 // A moved-from Matcher holds no state: its calls do not crash but fail
 // (fill_mask, accept_token, accept_bytes and rollback with kInvalidState)

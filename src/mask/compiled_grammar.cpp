@@ -70,10 +70,11 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   data->pure = internal::pure_states(byte_grammar);
   data->walk_classes =
       std::make_unique<internal::WalkClasses>(byte_grammar, data->pure, trie.max_depth() + 1);
-  data->class_walks = std::make_unique<internal::ClassWalks>(data->walk_classes->num_classes());
-  data->short_class_walks =
-      std::make_unique<internal::ClassWalks>(data->walk_classes->num_short_classes());
-  data->shared_walks = std::make_unique<internal::SharedWalks>();
+  data->class_walks =
+      std::make_unique<internal::ClassWalks>(data->walk_classes->num_classes(), data->walk_budget);
+  data->short_class_walks = std::make_unique<internal::ClassWalks>(
+      data->walk_classes->num_short_classes(), data->walk_budget);
+  data->shared_walks = std::make_unique<internal::SharedWalks>(data->walk_budget);
   data->pure_transitions = std::make_unique<internal::PureTransitions>(byte_grammar, data->pure);
   const bool local_classes = internal::has_call_chains(byte_grammar, trie.max_depth() + 1);
   data->local_class = local_classes

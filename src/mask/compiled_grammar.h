@@ -46,6 +46,8 @@ struct CompiledGrammarData {
   std::vector<ByteSet> plain_callee_bytes;
   std::unique_ptr<const PureTransitions> pure_transitions;
   std::unique_ptr<const TextClosure> text_closure;
+  // The walk stores, which draw on one budget.
+  WalkBudget walk_budget;
   std::unique_ptr<ClassWalks> class_walks;
   std::unique_ptr<SharedWalks> shared_walks;
 

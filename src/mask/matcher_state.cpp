@@ -7,22 +7,6 @@
 
 namespace grammask {
 namespace internal {
-namespace {
-
-constexpr uint32_t kUnknownId = UINT32_MAX;
-// Marks an item predicted in the set itself in a structure key.
-constexpr uint64_t kSelfOrigin = UINT32_MAX;
-// A context id key's first word (its depth in the low bits), and the origin
-// that stands for any set at depth 0.
-constexpr uint64_t kContextTag = uint64_t{1} << 63;
-constexpr uint64_t kWaiterTag = uint64_t{1} << 62;
-constexpr uint64_t kContextStandIn = uint64_t{UINT32_MAX} - 1;
-// A set_id label that leaves its item out of the key.
-constexpr uint64_t kSkipItem = UINT64_MAX;
-// Mask cache budget per matcher.
-constexpr size_t kMaskCacheBytes = size_t{32} << 20;
-
-}  // namespace
 
 Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
   const Vocabulary& vocab = data_->vocabulary;
@@ -52,24 +36,18 @@ Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
     }
   }
   const size_t top = engine_.size();
-  // (Sets that agree at some depth agree at depth 1: a top set whose id
-  // there is new has no entry at any depth.)
-  const bool seen_top = context_depths_ != 0 && context_tops_.count(context_id(top, 1)) != 0;
-  for (size_t depth = 1; seen_top && depth <= kMaxContextDepth; ++depth) {
-    if ((context_depths_ & (1u << depth)) == 0) continue;
-    auto bounded = context_cache_.find(context_id(top, depth));
-    if (bounded == context_cache_.end()) continue;
+  if (const CachedMask* bounded = masks_.find_by_context(
+          [&](size_t depth) { return ids_.context_id(engine_, top, depth); })) {
     ++hits_;
-    bounded->second.write_over(words, n_words);
+    bounded->write_over(words, n_words);
     if (engine_.is_accepting())
       for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
     return Status();
   }
-  if (!mask_cache_.empty()) {
-    auto cached = mask_cache_.find(structure_id(top));
-    if (cached != mask_cache_.end()) {
+  if (masks_.has_structure_entries()) {
+    if (const CachedMask* cached = masks_.find_by_structure(ids_.structure_id(engine_, top))) {
       ++hits_;
-      cached->second.write_over(words, n_words);
+      cached->write_over(words, n_words);
       return Status();
     }
   }
@@ -87,16 +65,17 @@ Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
   // A mask that read only the few sets nearest the top is kept by its
   // context id, without the stop tokens (whether the root may end here
   // is not in that id), else by the whole stack's structure.
-  const size_t depth =
-      engine_.read_log_overflowed() ? kMaxContextDepth + 1 : context_depth(engine_.read_log(), top);
+  const size_t depth = engine_.read_log_overflowed()
+                           ? kMaxContextDepth + 1
+                           : ids_.context_depth(engine_, engine_.read_log(), top);
   if (depth <= kMaxContextDepth) {
-    remember_mask(context_cache_, context_id(top, depth), words, needed);
-    context_depths_ |= 1u << depth;
-    context_tops_.insert(context_id(top, 1));
+    const uint32_t id = ids_.context_id(engine_, top, depth);
+    masks_.remember_by_context(id, depth, ids_.context_id(engine_, top, 1), words, needed);
   }
   if (engine_.is_accepting())
     for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
-  if (depth > kMaxContextDepth) remember_mask(mask_cache_, structure_id(top), words, needed);
+  if (depth > kMaxContextDepth)
+    masks_.remember_by_structure(ids_.structure_id(engine_, top), words, needed);
   return Status();
 }
 
@@ -223,8 +202,7 @@ inline bool MatcherState::push_all(std::string_view bytes) {
 
 inline void MatcherState::truncate(size_t length) {
   engine_.truncate(length);
-  if (structure_ids_.size() > length + 1) structure_ids_.resize(length + 1);
-  if (context_ids_.size() > length + 1) context_ids_.resize(length + 1);
+  ids_.truncate(length);
 }
 
 inline bool MatcherState::walk_trie(uint32_t* words) {
@@ -287,6 +265,10 @@ inline bool MatcherState::advance(const uint32_t* from_begin, const uint32_t* fr
     all_pure &= data_->pure[next] != 0;
   }
   return all_pure;
+}
+
+bool MatcherState::advance_item(const EarleyItem& item, uint8_t byte, size_t out_begin) {
+  return advance(&item.state, &item.state + 1, byte, out_begin);
 }
 
 inline bool MatcherState::walk_nodes(uint32_t first, uint32_t last, uint32_t* words, size_t base,
@@ -395,7 +377,7 @@ inline bool MatcherState::walk_nodes(uint32_t first, uint32_t last, uint32_t* wo
       following_[depth] = kNotFollowing;
       bool all_pure = last_item - first_item <= kMaxFastItems;
       for (const EarleyItem* it = first_item; it != last_item && all_pure; ++it)
-        all_pure &= advance(&it->state, &it->state + 1, node.byte, out);
+        all_pure &= advance_item(*it, node.byte, out);
       if (all_pure && pool_.size() > out) {
         fast_end_[depth] = static_cast<uint32_t>(pool_.size());
         scan_ready_[depth] = 0;
@@ -553,8 +535,7 @@ inline const PureWalk* MatcherState::cached_pure_walk() {
       return walk;
   }
   if (const PureWalk* walk = data_->shared_walks->find(tagged(pure_tag(), pure_key_))) return walk;
-  auto it = pure_walks_[pure_cover_].find(pure_key_);
-  return it == pure_walks_[pure_cover_].end() ? nullptr : &it->second;
+  return own_walks_.find(pure_tag(), pure_key_);
 }
 
 inline const std::vector<uint64_t>& MatcherState::tagged(uint64_t tag,
@@ -564,11 +545,11 @@ inline const std::vector<uint64_t>& MatcherState::tagged(uint64_t tag,
   return tagged_key_;
 }
 
-inline const PureWalk* MatcherState::share(uint64_t tag, WalkCache& cache,
-                                           const std::vector<uint64_t>& key, PureWalk&& walk) {
+inline const PureWalk* MatcherState::share(uint64_t tag, const std::vector<uint64_t>& key,
+                                           PureWalk&& walk) {
   auto owned = std::make_unique<PureWalk>(std::move(walk));
   if (const PureWalk* shared = data_->shared_walks->publish(tagged(tag, key), owned)) return shared;
-  return remember_in(cache, key, std::move(*owned));
+  return own_walks_.keep(tag, key, std::move(*owned));
 }
 
 inline const PureWalk* MatcherState::top_set_pure_walk(uint64_t deadline) {
@@ -587,7 +568,7 @@ inline const PureWalk* MatcherState::top_set_pure_walk(uint64_t deadline) {
     if (const PureWalk* shared =
             data_->class_walks->publish(static_cast<uint32_t>(pure_key_[0]), pure_cover_, owned))
       return shared;
-    return remember_in(pure_walks_[pure_cover_], pure_key_, std::move(*owned));
+    return own_walks_.keep(pure_tag(), pure_key_, std::move(*owned));
   }
   // A few states: an item reads a token on its own (the union of their
   // walks), and the engine decides below where one stops being pure
@@ -619,7 +600,7 @@ inline const PureWalk* MatcherState::top_set_pure_walk(uint64_t deadline) {
       walk.state_parts.push_back(part);
     }
     merge_frontiers(walk);
-    return share(pure_tag(), pure_walks_[pure_cover_], pure_key_, std::move(walk));
+    return share(pure_tag(), pure_key_, std::move(walk));
   }
   const TokenTrie& trie = data_->trie_for(pure_cover_, walk);
   const auto& nodes = trie.nodes();
@@ -657,7 +638,7 @@ inline const PureWalk* MatcherState::top_set_pure_walk(uint64_t deadline) {
   }
   pool_.clear();
   walk.finish();
-  return share(pure_tag(), pure_walks_[pure_cover_], pure_key_, std::move(walk));
+  return share(pure_tag(), pure_key_, std::move(walk));
 }
 
 inline void MatcherState::merge_frontiers(PureWalk& walk) {
@@ -696,23 +677,11 @@ inline void MatcherState::merge_frontiers(PureWalk& walk) {
   }
 }
 
-inline const PureWalk* MatcherState::remember_in(WalkCache& cache, const std::vector<uint64_t>& key,
-                                                 PureWalk&& walk) {
-  const size_t bytes = walk.memory() + key.size() * sizeof(uint64_t);
-  if (walk_bytes_ + bytes > kMaskCacheBytes) {
-    for (WalkCache& cache : pure_walks_) cache.clear();
-    local_walks_.clear();
-    walk_bytes_ = 0;
-  }
-  walk_bytes_ += bytes;
-  return &cache.emplace(key, std::move(walk)).first->second;
-}
-
 inline const PureWalk* MatcherState::top_set_local_walk(size_t base, uint64_t deadline) {
   set_key(data_->local_class, base, local_key_);
   if (const PureWalk* walk = data_->shared_walks->find(tagged(kLocalKeyTag, local_key_)))
     return walk;
-  if (auto it = local_walks_.find(local_key_); it != local_walks_.end()) return &it->second;
+  if (const PureWalk* walk = own_walks_.find(kLocalKeyTag, local_key_)) return walk;
 
   // An item that accepts all plain text keeps the set alive through it.
   item_states_.clear();
@@ -722,7 +691,7 @@ inline const PureWalk* MatcherState::top_set_local_walk(size_t base, uint64_t de
   PureWalk walk;
   if (data_->short_local_class.empty()) {
     if (!local_walk_over(data_->trie_for(cover, walk), base, deadline, walk)) return nullptr;
-    return share(kLocalKeyTag, local_walks_, local_key_, std::move(walk));
+    return share(kLocalKeyTag, local_key_, std::move(walk));
   }
   // A split walk: the short part is shared by the sets that agree in
   // their short local key (and cover, which says what it may take for
@@ -740,7 +709,7 @@ inline const PureWalk* MatcherState::top_set_local_walk(size_t base, uint64_t de
   walk.attach_short_part(short_part, owned);
   if (!local_walk_over(data_->long_trie_for(cover, walk), base, deadline, walk)) return nullptr;
   walk.make_sparse();
-  return share(kLocalKeyTag, local_walks_, local_key_, std::move(walk));
+  return share(kLocalKeyTag, local_key_, std::move(walk));
 }
 
 inline void MatcherState::set_key(const std::vector<uint32_t>& classes, size_t base,
@@ -811,144 +780,6 @@ inline bool MatcherState::walk_frontier(const PureWalk& pure, uint32_t* words, s
     path += depth;
   }
   return true;
-}
-
-inline void MatcherState::remember_mask(std::unordered_map<uint32_t, CachedMask>& cache,
-                                        uint32_t id, const uint32_t* words, size_t n_words) {
-  CachedMask entry(words, n_words, cache_scratch_);
-  if (mask_cache_bytes_ + entry.bytes() > kMaskCacheBytes) {
-    mask_cache_.clear();
-    context_cache_.clear();
-    context_tops_.clear();
-    context_depths_ = 0;
-    mask_cache_bytes_ = 0;
-  }
-  mask_cache_bytes_ += entry.bytes();
-  cache.emplace(id, std::move(entry));
-}
-
-inline size_t MatcherState::context_depth(const std::vector<uint32_t>& reads, size_t top) {
-  if (reads.empty()) return 1;
-  const uint32_t lowest = *std::min_element(reads.begin(), reads.end());
-  constexpr size_t kTooDeep = kMaxContextDepth + 1;
-  if (++chain_stamp_ == 0) {  // (wrapped: forget every stamp)
-    std::fill(chain_seen_.begin(), chain_seen_.end(), 0);
-    chain_stamp_ = 1;
-  }
-  if (chain_seen_.size() < top + 1) chain_seen_.resize(top + 1, 0);
-  if (chain_length_.size() < top + 1) chain_length_.resize(top + 1, 0);
-  // Sets in descending order (a max-heap): origins lie below, so a set
-  // is final once every set above it is done.
-  chain_heap_.clear();
-  auto reach = [&](uint32_t set, uint8_t length) {
-    if (chain_seen_[set] != chain_stamp_) {
-      chain_seen_[set] = chain_stamp_;
-      chain_length_[set] = length;
-      chain_heap_.push_back(set);
-      std::push_heap(chain_heap_.begin(), chain_heap_.end());
-    } else if (chain_length_[set] < length) {
-      chain_length_[set] = length;
-    }
-  };
-  const auto& waiter_class = data_->waiter_class;
-  for (const EarleyItem* it = engine_.set_begin(top); it != engine_.set_end(top); ++it)
-    if (it->origin != top && it->origin >= lowest) reach(it->origin, 1);
-  while (!chain_heap_.empty()) {
-    std::pop_heap(chain_heap_.begin(), chain_heap_.end());
-    const uint32_t set = chain_heap_.back();
-    chain_heap_.pop_back();
-    const size_t length = chain_length_[set];
-    if (length >= kTooDeep) continue;  // (what lies below is too deep too)
-    const uint8_t next = static_cast<uint8_t>(length + 1);
-    for (const EarleyItem* it = engine_.set_begin(set); it != engine_.set_end(set); ++it)
-      if (waiter_class[it->state] != kNotWaiting && it->origin != set && it->origin >= lowest)
-        reach(it->origin, next);
-  }
-  size_t depth = 1;
-  for (uint32_t set : reads) {
-    if (set == top) continue;
-    if (chain_seen_[set] != chain_stamp_ || chain_length_[set] >= kTooDeep) return kTooDeep;
-    depth = std::max<size_t>(depth, size_t{chain_length_[set]} + 1);
-  }
-  return depth;
-}
-
-inline uint32_t MatcherState::context_id(size_t k, size_t d) {
-  if (context_ids_.size() < k + 1) {
-    ContextIds unknown;
-    unknown.fill(kUnknownId);
-    context_ids_.resize(k + 1, unknown);
-  }
-  return set_id(k, d - 1, kContextTag | d, [](uint32_t state) { return uint64_t{state}; });
-}
-
-inline uint64_t MatcherState::waiter_id(size_t s, size_t j) {
-  if (j == 0) return kContextStandIn;
-  uint32_t& memo = context_ids_[s][j - 1];
-  if (memo == kUnknownId) {
-    const auto& waiter_class = data_->waiter_class;
-    memo = set_id(s, j - 1, kWaiterTag | j, [&](uint32_t state) {
-      return waiter_class[state] == kNotWaiting ? kSkipItem : uint64_t{waiter_class[state]};
-    });
-  }
-  return memo;
-}
-
-template <typename Label>
-uint32_t MatcherState::set_id(size_t s, size_t origin_depth, uint64_t tag, const Label& label) {
-  // (The origins first: their keys are built in context_key_ too.)
-  for (const EarleyItem* it = engine_.set_begin(s); it != engine_.set_end(s); ++it)
-    if (label(it->state) != kSkipItem && it->origin != s) waiter_id(it->origin, origin_depth);
-  context_key_.clear();
-  context_key_.push_back(tag);
-  for (const EarleyItem* it = engine_.set_begin(s); it != engine_.set_end(s); ++it) {
-    const uint64_t item_label = label(it->state);
-    if (item_label == kSkipItem) continue;
-    const uint64_t origin = it->origin == s ? kSelfOrigin : waiter_id(it->origin, origin_depth);
-    context_key_.push_back((item_label << 32) | origin);
-  }
-  return intern_context_key();
-}
-
-inline uint32_t MatcherState::intern_context_key() {
-  std::sort(context_key_.begin() + 1, context_key_.end());
-  context_key_.erase(std::unique(context_key_.begin() + 1, context_key_.end()), context_key_.end());
-  context_words_.clear();
-  for (uint64_t word : context_key_) {
-    context_words_.push_back(static_cast<uint32_t>(word));
-    context_words_.push_back(static_cast<uint32_t>(word >> 32));
-  }
-  return context_index_.intern(context_words_.data(), context_words_.size()).first;
-}
-
-inline uint32_t MatcherState::structure_id(size_t k) {
-  if (structure_ids_.size() < engine_.size() + 1)
-    structure_ids_.resize(engine_.size() + 1, kUnknownId);
-  if (structure_ids_[k] != kUnknownId) return structure_ids_[k];
-  std::vector<size_t> todo{k};
-  std::vector<uint64_t> key;
-  while (!todo.empty()) {
-    const size_t set = todo.back();
-    bool ready = true;
-    for (const EarleyItem* it = engine_.set_begin(set); it != engine_.set_end(set); ++it) {
-      if (it->origin != set && structure_ids_[it->origin] == kUnknownId) {
-        todo.push_back(it->origin);
-        ready = false;
-      }
-    }
-    if (!ready) continue;
-    todo.pop_back();
-    if (structure_ids_[set] != kUnknownId) continue;
-    key.clear();
-    for (const EarleyItem* it = engine_.set_begin(set); it != engine_.set_end(set); ++it) {
-      const uint64_t origin = it->origin == set ? kSelfOrigin : structure_ids_[it->origin];
-      key.push_back((uint64_t{it->state} << 32) | origin);
-    }
-    std::sort(key.begin(), key.end());
-    auto [pos, inserted] = interned_.emplace(key, static_cast<uint32_t>(interned_.size()));
-    structure_ids_[set] = pos->second;
-  }
-  return structure_ids_[k];
 }
 
 }  // namespace internal

@@ -1,43 +1,36 @@
-// MatcherState (internal): everything one Matcher owns, the Earley engine
-// over its output and the caches that make masks cheap. Not thread-safe;
-// copying it forks the sequence.
+// MatcherState (internal): everything one Matcher owns: the Earley engine
+// over its output, the set ids and mask cache that answer a parser state
+// seen before, its own walks, and the trie walk that computes a mask
+// otherwise. Not thread-safe; copying it forks the sequence.
 #ifndef GRAMMASK_SRC_MASK_MATCHER_STATE_H_
 #define GRAMMASK_SRC_MASK_MATCHER_STATE_H_
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "base/byte_set.h"
-#include "base/sequence_index.h"
 #include "earley/earley_engine.h"
 #include "grammask/status.h"
-#include "mask/cached_mask.h"
 #include "mask/compiled_grammar.h"
-#include "mask/key_hash.h"
+#include "mask/mask_cache.h"
+#include "mask/own_walks.h"
 #include "mask/pure_walk.h"
+#include "mask/state_ids.h"
 #include "vocab/text_slice.h"
 #include "vocab/token_trie.h"
 
 namespace grammask {
 namespace internal {
 
-// Everything a Matcher owns. The mask cache is keyed by a structural id of
-// the parser state: two positions whose Earley sets hold the same items with
-// structurally equal origin sets have the same future, so the same mask.
+// The state behind one Matcher (matcher.h).
 class MatcherState {
  public:
-  using WalkCache = std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash>;
-
   explicit MatcherState(std::shared_ptr<const CompiledGrammarData> data)
-      : data_(std::move(data)), engine_(data_->grammar) {}
+      : data_(std::move(data)), engine_(data_->grammar), ids_(data_->waiter_class) {}
 
   const CompiledGrammarData& data() const { return *data_; }
   const std::shared_ptr<const CompiledGrammarData>& shared_data() const { return data_; }
@@ -109,6 +102,9 @@ class MatcherState {
   // (deduplicated from out_begin on); returns whether all are pure.
   inline bool advance(const uint32_t* from_begin, const uint32_t* from_end, uint8_t byte,
                       size_t out_begin);
+  // advance() for one item of an engine set. (Out of line: the engine path
+  // is the cold one, and inlined it would crowd walk_nodes' loop.)
+  [[gnu::noinline]] bool advance_item(const EarleyItem& item, uint8_t byte, size_t out_begin);
 
   // Walks trie nodes [first, last) of *walk_trie_, a run of whole subtrees
   // whose parent depth the engine or the fast path already holds.
@@ -182,13 +178,13 @@ class MatcherState {
   // (Pure keys: one tag per text cover.)
   static constexpr uint64_t kLocalKeyTag = 0, kPureKeyTag = 1,
                             kShortLocalKeyTag = kPureKeyTag + kTextCovers;
+  static_assert(kShortLocalKeyTag == OwnWalks::kKinds, "own walks are kept by tag");
   uint64_t pure_tag() const { return kPureKeyTag + pure_cover_; }
   inline const std::vector<uint64_t>& tagged(uint64_t tag, const std::vector<uint64_t>& key);
 
   // Publishes `walk` under the tagged key for the other Matchers, or keeps
-  // it in `cache` when the shared memory is spent.
-  inline const PureWalk* share(uint64_t tag, WalkCache& cache, const std::vector<uint64_t>& key,
-                               PureWalk&& walk);
+  // it in own_walks_ (under `tag`) when the shared memory is spent.
+  inline const PureWalk* share(uint64_t tag, const std::vector<uint64_t>& key, PureWalk&& walk);
 
   // The PureWalk of the top set when its items are all pure, else nullptr.
   // A miss walks the trie once (charged to the work bound).
@@ -199,9 +195,6 @@ class MatcherState {
   // subtree: the states of a set often stop being pure at the same nodes,
   // and the engine walks each subtree from the whole set anyway.
   inline void merge_frontiers(PureWalk& walk);
-
-  inline const PureWalk* remember_in(WalkCache& cache, const std::vector<uint64_t>& key,
-                                     PureWalk&& walk);
 
   // The local part of the walk from the top set k: every token that never
   // completes a rule started before k depends on set k alone, that is on
@@ -231,52 +224,13 @@ class MatcherState {
   // prefix shared with the previous frontier node.
   inline bool walk_frontier(const PureWalk& pure, uint32_t* words, size_t base, uint64_t deadline);
 
-  inline void remember_mask(std::unordered_map<uint32_t, CachedMask>& cache, uint32_t id,
-                            const uint32_t* words, size_t n_words);
-
-  // How deep into the stack below set `top` a walk looked, as a context id
-  // depth (see context_id): one more than the longest chain from `top` to a
-  // set it read (`reads`, from the engine's read log). A chain steps from
-  // the top set to any item's origin, and from a set below it to a
-  // waiter's origin (the only items of such a set that a walk copies).
-  // The longest, not the shortest: the walk may have come along any chain,
-  // and a stack that agrees to depth d agrees along every chain shorter
-  // than d. kMaxContextDepth + 1 when deeper.
-  inline size_t context_depth(const std::vector<uint32_t>& reads, size_t top);
-
-  // Context id of the top set k at depth d >= 1: its items, each origin
-  // replaced by the origin set's waiter id at depth d - 1. The waiter id of
-  // set s at depth j: the waiters among its items, by waiter class (the
-  // rules they wait on and where each leads: all that completing into s
-  // reads), each origin replaced by its set's waiter id at depth j - 1; at
-  // depth 0, nothing. So two stacks whose top sets share the id at depth d
-  // agree on every set within d - 1 chain links of the top (see
-  // context_depth), as far as a walk can tell, and a walk that read no
-  // deeper gives both the same mask, stop tokens apart: whether the root
-  // ends is a question about origin 0. Waiter ids are computed once per
-  // (set, depth) and kept until the set is popped.
-  inline uint32_t context_id(size_t k, size_t d);
-
-  inline uint64_t waiter_id(size_t s, size_t j);
-
-  // The interned key of set s: `tag`, then for each item whose label is
-  // not kSkipItem, (label, its origin's waiter id at origin_depth).
-  template <typename Label>
-  uint32_t set_id(size_t s, size_t origin_depth, uint64_t tag, const Label& label);
-
-  // Sorts and dedups context_key_ past its tag word, and interns it (as
-  // 32-bit words, in an index that allocates nothing per key).
-  inline uint32_t intern_context_key();
-
-  // Structural id of Earley set k: its items with each origin replaced by the
-  // origin set's id. Computed once per set and kept until it is popped.
-  inline uint32_t structure_id(size_t k);
-
   std::shared_ptr<const CompiledGrammarData> data_;
   EarleyEngine engine_;
   std::vector<size_t> token_ends_;  // engine size after each accepted token
   size_t terminated_at_ = kNotTerminated;
-  std::vector<uint32_t> structure_ids_;
+  StateIds ids_;
+  MaskCache masks_;
+  OwnWalks own_walks_;
   // Walk scratch, kept to avoid reallocation.
   std::vector<uint32_t> fast_begin_, fast_end_, pool_;
   // Per depth on the fast path: whether it follows one item past the end
@@ -289,43 +243,17 @@ class MatcherState {
   std::vector<uint8_t> scan_ready_;  // whether fast_scan_[depth] is set
   ByteSet callee_bytes_;             // see advance_followed
   std::vector<uint8_t> path_;
-  std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
-  std::unordered_map<uint32_t, CachedMask> mask_cache_;  // by structure_id
-  // Masks that read at most kMaxContextDepth sets deep, by context_id (no
-  // stop tokens); bit d of context_depths_: some entry has depth d.
-  static constexpr size_t kMaxContextDepth = 8;
-  using ContextIds = std::array<uint32_t, kMaxContextDepth>;
-  // Per set, by depth - 1; a deque, whose growth copies nothing (a vector
-  // doubling would copy them all in one step).
-  std::deque<ContextIds> context_ids_;
-  std::unordered_map<uint32_t, CachedMask> context_cache_;
-  std::unordered_set<uint32_t> context_tops_;  // the entries' context ids at depth 1
-  uint32_t context_depths_ = 0;
-  std::vector<uint64_t> context_key_;    // context_id's scratch
-  std::vector<uint32_t> context_words_;  // ... as 32-bit words
-  SequenceIndex context_index_;          // context ids by key
-  // context_depth's scratch: per set, its longest chain from the top and
-  // whether chain_stamp_ reached it; the sets to do.
-  std::vector<uint8_t> chain_length_;
-  std::vector<uint32_t> chain_seen_;
-  uint32_t chain_stamp_ = 0;
-  std::vector<uint32_t> chain_heap_;
-  size_t mask_cache_bytes_ = 0;          // of both caches' words
-  std::vector<uint32_t> cache_scratch_;  // for making entries
-  std::vector<uint32_t> sources_;        // advance()'s copy of its input states
-  std::vector<uint64_t> pure_key_;       // sorted walk classes of the top set
-  std::vector<uint32_t> pure_states_;    // one DFA state per class of pure_key_
+  std::vector<uint32_t> sources_;      // advance()'s copy of its input states
+  std::vector<uint64_t> pure_key_;     // sorted walk classes of the top set
+  std::vector<uint32_t> pure_states_;  // one DFA state per class of pure_key_
   std::vector<uint64_t> tagged_key_;
   TextCover pure_cover_ = kNoText;
-  WalkCache pure_walks_[kTextCovers];  // by pure_cover_
-  std::vector<uint64_t> local_key_;    // the top set's (local class, started here?) items
-  std::vector<uint64_t> short_key_;    // ... with short local classes
-  WalkCache local_walks_;
+  std::vector<uint64_t> local_key_;       // the top set's (local class, started here?) items
+  std::vector<uint64_t> short_key_;       // ... with short local classes
   PureWalk* local_walk_ = nullptr;        // the local walk being built, if any
   const TokenTrie* walk_trie_ = nullptr;  // the trie walk_nodes walks
   size_t depth_cap_ = SIZE_MAX;           // and the depth past which it skips nodes
   std::vector<uint32_t> item_states_;
-  size_t walk_bytes_ = 0;
   size_t hits_ = 0;
   size_t misses_ = 0;
 };

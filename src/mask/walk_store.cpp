@@ -3,9 +3,10 @@
 namespace grammask {
 namespace internal {
 
-ClassWalks::ClassWalks(size_t classes)
+ClassWalks::ClassWalks(size_t classes, WalkBudget& budget)
     : slots_(std::make_unique<std::atomic<const PureWalk*>[]>(kTextCovers * classes)),
-      size_(kTextCovers * classes) {
+      size_(kTextCovers * classes),
+      budget_(&budget) {
   for (size_t i = 0; i < size_; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
 }
 
@@ -16,16 +17,13 @@ ClassWalks::~ClassWalks() {
 const PureWalk* ClassWalks::publish(uint32_t cls, TextCover cover, std::unique_ptr<PureWalk>& walk,
                                     bool forced) {
   const size_t bytes = walk->memory();
-  if (bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > kMaxSharedBytes && !forced) {
-    bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-    return nullptr;
-  }
+  if (!budget_->take(bytes, forced)) return nullptr;
   const PureWalk* expected = nullptr;
   if (slots_[slot(cls, cover)].compare_exchange_strong(expected, walk.get(),
                                                        std::memory_order_acq_rel)) {
     return walk.release();
   }
-  bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  budget_->give_back(bytes);
   walk.reset();
   return expected;
 }
@@ -37,9 +35,7 @@ const PureWalk* SharedWalks::publish(const std::vector<uint64_t>& key,
     walk.reset();
     return it->second.get();
   }
-  const size_t bytes = walk->memory() + key.size() * sizeof(uint64_t);
-  if (bytes_ + bytes > ClassWalks::kMaxSharedBytes) return nullptr;
-  bytes_ += bytes;
+  if (!budget_->take(walk->memory() + key.size() * sizeof(uint64_t))) return nullptr;
   const PureWalk* stored = walk.get();
   walks_.emplace(key, std::move(walk));
   return stored;
