@@ -11,13 +11,9 @@
 namespace grammask {
 namespace internal {
 
-// A mask kept by a Matcher's mask cache: its nonzero words as (index, word)
-// pairs when that is much smaller than the words themselves. The masks that miss
-// every walk cache (between members, after a value, at a new nesting depth)
-// allow a few hundred tokens, so an entry takes a few KB instead of the
-// vocabulary's 12.8 KB (deepseek-llm), and a first visit touches that much
-// less fresh memory: on a virtual machine each new page is a fault that
-// costs microseconds.
+// A copy of a mask: its nonzero words as (index, word) pairs when fewer than
+// an eighth of its words are nonzero, else all its words. Making one reads
+// the mask once; writing it back costs O(words).
 class CachedMask {
  public:
   // `scratch` is working room that the caller keeps between masks.

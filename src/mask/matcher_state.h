@@ -66,36 +66,11 @@ class MatcherState {
 
   inline void truncate(size_t length);
 
-  // Depth-first walk of the token trie over the Earley stack: a child whose
-  // byte the current set cannot scan is skipped with its whole subtree, and
-  // a leaf needs no new set at all (the scan bit already proves the token).
-  //
-  // Fast path: while every item of the parse sits in a "pure" state (one
-  // that neither ends its rule nor calls another), the next set is just
-  // those items advanced, so the walk follows plain DFA transitions on the
-  // (few) states and builds no Earley sets. It falls back to the engine,
-  // replaying the path's bytes, only where some state needs completion or
-  // prediction; and below an engine set, it carries on the fast path the
-  // items that need no engine, sending to the engine only the bytes the
-  // others can read (follow_from_engine). Those items include "plain
-  // callers", which call rules but cannot end their own (the whitespace
-  // before a nested value): the bytes their callees may begin with go to
-  // the engine, their own steps stay on the fast path (plain_caller).
-  //
-  // Walks from states that read all plain text allow the text slice in bulk
-  // and read only the trie of the other tokens (text_slice.h).
-  //
-  // When the top set itself is all pure (inside a string, a number, a
-  // keyword), that DFA part of the walk depends on the states alone, not on
-  // where the rule was called from, so it is cached by their walk classes
-  // (precomputed at compile time where the budget allowed; see PureWalk)
-  // and only the frontier subtrees, where the rule may end, go through the
-  // engine. Otherwise the part that stays above the top set is cached by
-  // the set's local key (top_set_local_walk), and again only the frontier
-  // goes through the engine with the real stack.
-  //
-  // Returns false when the walk would exceed CompileOptions::max_mask_work
-  // (trie nodes visited plus Earley work); the mask is then incomplete.
+  // ORs into `words` the tokens the parse may read next (stop tokens
+  // aside), walking the token trie over the Earley stack (see
+  // docs/mask-engine-notes.md). Leaves the engine's sets as they were. Returns
+  // false when the walk would exceed CompileOptions::max_mask_work (trie
+  // nodes visited plus Earley work); the mask is then incomplete.
   inline bool walk_trie(uint32_t* words);
 
   // Appends the successors of [from_begin, from_end) on `byte` to pool_

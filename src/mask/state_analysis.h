@@ -101,12 +101,11 @@ class BreadthFirstStates {
 // kLazyRuleStates pure states, and each larger rule (the thousands of
 // states of a bounded string or of an email format: most of the
 // refinement's cost) is classed on first use, on its own: a decode that
-// never enters it never pays for it. (Not past kMaxLazyRuleStates: classing
-// that many takes about 20 ms, more than one mask should pay.) Ids: the
-// compiled classes first, then a range per large rule, as long as its pure
-// states. Thread-safe: a rule is classed once, under its once_flag, and its
-// states' classes are stored last, with release, so that a reader who sees
-// one sees the rest.
+// never enters it never pays for it. Rules of more than kMaxLazyRuleStates
+// pure states are classed at compile time. Ids: the compiled classes first,
+// then a range per large rule, as long as its pure states. Thread-safe: a rule is classed once,
+// under its once_flag, and its states' classes are stored last, with release, so that a reader who
+// sees one sees the rest.
 class WalkClasses {
  public:
   static constexpr uint32_t kEagerStates = 4096;
