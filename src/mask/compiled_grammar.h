@@ -40,7 +40,7 @@ struct CompiledGrammarData {
   std::vector<uint32_t> waiter_class;
   // Per DFA state: kNotPlainCaller, or where in plain_callee_bytes the
   // first bytes of the rules it calls are, for a plain caller (see
-  // MatcherState::plain_caller). Computed once: the fast path asks at
+  // TrieWalker::plain_caller). Computed once: the fast path asks at
   // every step through whitespace before a nested value.
   std::vector<uint32_t> plain_caller;
   std::vector<ByteSet> plain_callee_bytes;

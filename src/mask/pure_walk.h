@@ -46,7 +46,7 @@ struct PureWalk {
   const PureWalk* short_part = nullptr;  // of a split walk; owned by the grammar or below
   std::shared_ptr<const PureWalk> owned_short_part;  // (copied with a Matcher)
   // The walk of several pure states: `bits` is the union of their walks,
-  // and their frontiers are these walks' (see top_set_pure_walk).
+  // and their frontiers are these walks' (see TrieWalker::top_set_pure_walk).
   std::vector<const PureWalk*> state_parts;
   std::vector<std::shared_ptr<const PureWalk>> owned_state_parts;
 
