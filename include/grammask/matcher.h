@@ -113,10 +113,10 @@ class Matcher {
   // n_words < mask_words() or words is null (with an empty vocabulary,
   // fill_mask(nullptr, 0) succeeds and writes nothing), and with
   // kLimitExceeded (all words zero) if the computation would pass
-  // CompileOptions::max_mask_work. Cost: O(n_words) when this Matcher
-  // computed the mask of an equivalent parser state before (a cache hit) or
-  // the grammar holds the walk it needs; else a walk of the token trie,
-  // bounded by CompileOptions::max_mask_work.
+  // CompileOptions::max_mask_work. Cost: O(n_words) when the mask is known:
+  // computed by this Matcher at an equivalent parser state (a cache hit), or
+  // fixed by DFA states whose walk this Matcher or its grammar holds; else a
+  // walk of the token trie, bounded by CompileOptions::max_mask_work.
   Status fill_mask(uint32_t* words, size_t n_words);
 
   // Appends a token. Refuses (kInvalidArgument, state unchanged) a token
