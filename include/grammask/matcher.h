@@ -16,7 +16,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +25,7 @@
 #include "grammask/grammar.h"
 #include "grammask/recognizer.h"
 #include "grammask/status.h"
+#include "grammask/thread_pool.h"
 #include "grammask/vocabulary.h"
 
 namespace grammask {
@@ -44,34 +44,28 @@ struct CompileOptions {
   GbnfOptions gbnf;
   // Upper bound on the work of one mask computation (token-trie nodes
   // visited plus Earley work; see RecognizerOptions::max_work_per_byte).
-  // Ordinary grammars stay far below it on a 150k vocabulary; at the default
-  // one fill_mask costs at most about a hundred milliseconds. Past the bound
-  // fill_mask fails with kLimitExceeded instead of computing a mask.
+  // Past it fill_mask fails with kLimitExceeded instead of computing a
+  // mask. Ordinary grammars stay far below the default on a 150k vocabulary.
   uint64_t max_mask_work = uint64_t{1} << 25;
-  // Budget of the compile-time mask precomputation, in walks of the whole
-  // token trie (each trie node visited costs 5-7 ns: about 1.5 ms per walk
-  // for a 128k-token vocabulary), a trie of fewer than 131,072 nodes
-  // (a vocabulary of about 60k tokens or less) counting as that many. Compiling walks the trie from
-  // the DFA states inside rules (a string body, a number, a keyword), nearest states first and
-  // states with equal futures once, until the budget runs out; masks at those states are then a
-  // copy from the first step on, and the other states are walked on first use. Walks from string
-  // bodies read only the tokens outside the text slice (a few percent of the trie), so the default
-  // covers them and the many short walks of a small grammar (a quarter walk: about 0.4 ms, a fifth
-  // of a typical schema's compile); 0 turns it off. In a grammar of more than 4096 such states, the
-  // rules of more than 1024 (a string of at most N characters, an email format) are not
-  // precomputed: the first mask that enters one sorts its states into classes (about 0.2 ms per
-  // thousand states) and walks them then.
+  // How much of the token-trie walking inside rules (a string body, a
+  // number, a keyword) compile() does ahead of time, in walks of the whole
+  // trie, a trie of fewer than 131,072 nodes counting as that many; 0: none.
+  // Masks at the states it reaches are copies from the first step on; the
+  // others are walked by the first fill_mask that needs them. Masks are the
+  // same either way.
   double precompute_budget = 0.25;
 };
 
-// A grammar lowered to byte automata plus the vocabulary it masks. Immutable
-// once built; copies share the data. Safe to share between threads and any
-// number of Matchers. The trie walks one Matcher computes inside a DFA
-// stretch (a string body, a number) are kept with it for the others,
-// published without locks, up to 64 MiB per CompiledGrammar.
+// A grammar lowered to byte automata plus the vocabulary it masks; copies
+// share the data. Thread-safe: any number of Matchers on any threads may
+// share one. Its Matchers share through it the token-trie walks they
+// compute, up to 64 MiB per CompiledGrammar in all (copies included); the
+// walks that compile() precomputes count toward it but are bounded by
+// CompileOptions::precompute_budget instead.
 class CompiledGrammar {
  public:
-  // Cost: lowering the grammar (linear in its lowered size); no per-token work.
+  // Cost: lowering and analysing the grammar (about linear in its lowered
+  // size), plus the walks of CompileOptions::precompute_budget.
   static Result<CompiledGrammar> compile(const Grammar& grammar, const Vocabulary& vocabulary,
                                          const CompileOptions& options = {});
   // parse_gbnf (with options.gbnf, root options.root) + compile. Syntax
@@ -92,8 +86,10 @@ class CompiledGrammar {
 };
 
 // The state of one sequence being decoded. Not thread-safe: use one Matcher
-// per sequence (fork() for beams); many Matchers may share one
-// CompiledGrammar across threads.
+// per sequence (copy one to fork a beam); many Matchers may share one
+// CompiledGrammar across threads. Besides its parse, a Matcher keeps up to
+// 32 MiB of masks it computed and up to 32 MiB of walks its grammar had no
+// room to share; a copy starts with copies of both.
 //
 // A moved-from Matcher holds no state: its calls do not crash but fail
 // (fill_mask, accept_token, accept_bytes and rollback with kInvalidState)
@@ -117,10 +113,10 @@ class Matcher {
   // n_words < mask_words() or words is null (with an empty vocabulary,
   // fill_mask(nullptr, 0) succeeds and writes nothing), and with
   // kLimitExceeded (all words zero) if the computation would pass
-  // CompileOptions::max_mask_work. Cost: a copy of the cached mask (or, for
-  // a mask that allows few tokens, of its nonzero words) when this Matcher
-  // saw a parser state before that agrees with this one as deep into the
-  // stack as that mask's walk read, else a walk of the token trie.
+  // CompileOptions::max_mask_work. Cost: O(n_words) when the mask is known:
+  // computed by this Matcher at an equivalent parser state (a cache hit), or
+  // fixed by DFA states whose walk this Matcher or its grammar holds; else a
+  // walk of the token trie, bounded by CompileOptions::max_mask_work.
   Status fill_mask(uint32_t* words, size_t n_words);
 
   // Appends a token. Refuses (kInvalidArgument, state unchanged) a token
@@ -159,29 +155,6 @@ class Matcher {
   std::unique_ptr<internal::MatcherState> state_;
 };
 
-// A fixed set of worker threads for batched mask computation, started once
-// and reused by every fill_masks call that is given it. One batch runs at a
-// time per pool (concurrent calls on the same pool are serialized).
-class ThreadPool {
- public:
-  // threads == 0: hardware concurrency. The calling thread also works, so a
-  // pool of n threads starts n - 1 workers; if the system refuses to start
-  // some, the pool runs with those that started (size() says how many).
-  explicit ThreadPool(size_t threads = 0);
-  ~ThreadPool();
-  ThreadPool(const ThreadPool&) = delete;
-  ThreadPool& operator=(const ThreadPool&) = delete;
-  size_t size() const noexcept;
-
-  // Runs task(i) for i in [0, n) on the pool and waits for all of them.
-  // `task` must not throw.
-  void parallel_for(size_t n, const std::function<void(size_t)>& task);
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
 // Fills row i of `words` (rows of `row_words` words) with the mask of
 // matchers[i] on `pool`. Each Matcher is touched by exactly one thread.
 // Fails if row_words is too small for any matcher; rows of matchers that
@@ -189,7 +162,7 @@ class ThreadPool {
 Status fill_masks(Matcher* const* matchers, size_t n_matchers, uint32_t* words, size_t row_words,
                   ThreadPool& pool);
 // The same on a temporary pool of `threads` threads (0: hardware
-// concurrency); starting threads costs tens of microseconds per call.
+// concurrency), started and joined within the call.
 Status fill_masks(Matcher* const* matchers, size_t n_matchers, uint32_t* words, size_t row_words,
                   size_t threads = 0);
 

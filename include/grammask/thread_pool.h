@@ -1,0 +1,37 @@
+// A fixed pool of worker threads for batched work, such as fill_masks
+// (matcher.h) over many Matchers.
+#ifndef GRAMMASK_THREAD_POOL_H_
+#define GRAMMASK_THREAD_POOL_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+namespace grammask {
+
+// A fixed set of worker threads for batched mask computation, started once
+// and reused by every fill_masks call that is given it. One batch runs at a
+// time per pool (concurrent calls on the same pool are serialized).
+class ThreadPool {
+ public:
+  // threads == 0: hardware concurrency. The calling thread also works, so a
+  // pool of n threads starts n - 1 workers; if the system refuses to start
+  // some, the pool runs with those that started (size() says how many).
+  explicit ThreadPool(size_t threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  size_t size() const noexcept;
+
+  // Runs task(i) for i in [0, n) on the pool and waits for all of them.
+  // `task` must not throw.
+  void parallel_for(size_t n, const std::function<void(size_t)>& task);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace grammask
+
+#endif  // GRAMMASK_THREAD_POOL_H_

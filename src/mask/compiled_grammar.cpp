@@ -1,0 +1,144 @@
+#include "mask/compiled_grammar.h"
+
+#include <algorithm>
+
+#include "grammask/gbnf.h"
+#include "grammask/matcher.h"
+#include "vocab/vocabulary_access.h"
+
+namespace grammask {
+namespace internal {
+namespace {
+
+// The least trie size that CompileOptions::precompute_budget counts in.
+constexpr size_t kBudgetTrieNodes = size_t{1} << 17;
+
+}  // namespace
+
+bool CompiledGrammarData::walk_pure_state(uint32_t s, TextCover cover, uint64_t budget,
+                                          PureWalk& walk, uint64_t& visited, bool forced) const {
+  visited = 0;
+  // The last characters of a bounded string: the plain tokens short
+  // enough are allowed and the longer ones refused, so only the tokens
+  // outside the slice are walked (a tenth of the trie), and the walk is
+  // still exactly the state's.
+  if (cover == kNoText) {
+    if (const uint32_t chars = text_closure->plain_chars(s, pure); chars != 0) {
+      const TextSlice& slice = internal::VocabularyAccess::text_slice(vocabulary);
+      walk.slice = &slice.tier_words[chars - 1];
+      walk.trie = &slice.rest;
+      return walk_from_state(*pure_transitions, slice.rest, vocabulary.size(), s, budget, walk,
+                             visited);
+    }
+  }
+  if (walk_classes->split(walk_classes->of(s))) {
+    const uint32_t short_class = walk_classes->short_of(s);
+    const PureWalk* short_part = short_class_walks->find(short_class, cover);
+    std::unique_ptr<PureWalk> owned;
+    if (short_part == nullptr) {
+      owned = std::make_unique<PureWalk>();
+      const TokenTrie& trie = short_trie_for(cover, *owned);
+      if (!walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, *owned, visited))
+        return false;
+      budget -= visited;
+      short_part = short_class_walks->publish(short_class, cover, owned, forced);
+    }
+    uint64_t long_visited = 0;
+    const TokenTrie& trie = long_trie_for(cover, walk);
+    const bool done =
+        walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, walk, long_visited);
+    visited += long_visited;
+    walk.attach_short_part(short_part, owned);
+    return done;
+  }
+  const TokenTrie& trie = trie_for(cover, walk);
+  return walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, walk, visited);
+}
+
+}  // namespace internal
+
+// --- CompiledGrammar ---------------------------------------------------------
+
+Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
+                                                 const Vocabulary& vocabulary,
+                                                 const CompileOptions& options) {
+  auto lowered = internal::ByteGrammar::lower(grammar, options.root, options.recognizer);
+  if (!lowered.ok()) return lowered.status();
+  auto data = std::make_shared<internal::CompiledGrammarData>(std::move(lowered).value(),
+                                                              vocabulary, options.max_mask_work);
+  const internal::ByteGrammar& byte_grammar = *data->grammar;
+  const internal::TokenTrie& trie = internal::VocabularyAccess::trie(vocabulary);
+  data->pure = internal::pure_states(byte_grammar);
+  data->walk_classes =
+      std::make_unique<internal::WalkClasses>(byte_grammar, data->pure, trie.max_depth() + 1);
+  data->class_walks =
+      std::make_unique<internal::ClassWalks>(data->walk_classes->num_classes(), data->walk_budget);
+  data->short_class_walks = std::make_unique<internal::ClassWalks>(
+      data->walk_classes->num_short_classes(), data->walk_budget);
+  data->shared_walks = std::make_unique<internal::SharedWalks>(data->walk_budget);
+  data->pure_transitions = std::make_unique<internal::PureTransitions>(byte_grammar, data->pure);
+  const bool local_classes = internal::has_call_chains(byte_grammar, trie.max_depth() + 1);
+  data->local_class = local_classes
+                          ? internal::compute_local_classes(byte_grammar, trie.max_depth() + 1,
+                                                            data->short_local_class)
+                          : internal::identity_classes(byte_grammar);
+  // States in one local class read alike past the longest token, so they
+  // share their text cover (the positions of a long string body are then
+  // proven once).
+  data->text_closure = std::make_unique<internal::TextClosure>(
+      byte_grammar, internal::VocabularyAccess::text_slice(vocabulary).max_length,
+      local_classes ? &data->local_class : nullptr);
+  data->waiter_class = internal::waiter_classes(byte_grammar);
+  internal::plain_callers(byte_grammar, *data->text_closure, data->plain_caller,
+                          data->plain_callee_bytes);
+  data->entered_by_rule.assign(byte_grammar.states().size(), 0);
+  for (const internal::LoweredRule& rule : byte_grammar.rules())
+    if (rule.start != internal::kNoState) data->entered_by_rule[rule.start] = 1;
+  for (const internal::RuleEdge& edge : byte_grammar.rule_edges())
+    data->entered_by_rule[edge.target] = 1;
+  // Precompute the walk of every class while the budget lasts, nearest
+  // states first (breadth-first from the start of every rule: the states a
+  // decode reaches early and often), skipping the rules classed on first
+  // use; the rest are walked on first use.
+  // (A small vocabulary's trie counts as kBudgetTrieNodes: a grammar of many
+  // short walks, chess moves say, needs as many node visits whatever the
+  // vocabulary, and a walk of a small trie costs little.)
+  const double nodes =
+      static_cast<double>(std::max<size_t>(trie.nodes().size(), internal::kBudgetTrieNodes));
+  const double wanted = options.precompute_budget > 0 ? options.precompute_budget * nodes : 0;
+  // (The comparison keeps NaN and huge values in range.)
+  uint64_t budget = wanted < 1e18 ? static_cast<uint64_t>(wanted) : uint64_t{1} << 60;
+  internal::BreadthFirstStates nearest_first(byte_grammar);
+  for (uint32_t s = nearest_first.next(); s != internal::kNoState && budget > 0;
+       s = nearest_first.next()) {
+    const uint32_t cls = data->walk_classes->known(s);
+    if (cls == internal::kImpureClass || cls == internal::WalkClasses::kNotYet) continue;
+    const internal::TextCover cover = data->text_closure->cover(s);
+    if (data->class_walks->find(cls, cover)) continue;
+    auto walk = std::make_unique<internal::PureWalk>();
+    uint64_t visited = 0;
+    if (!data->walk_pure_state(s, cover, budget, *walk, visited, /*forced=*/true)) break;
+    budget -= visited;
+    data->class_walks->publish(cls, cover, walk, /*forced=*/true);
+  }
+  return CompiledGrammar(std::move(data));
+}
+
+Result<CompiledGrammar> CompiledGrammar::from_gbnf(std::string_view gbnf,
+                                                   const Vocabulary& vocabulary,
+                                                   const CompileOptions& options) {
+  GbnfOptions parse_options = options.gbnf;
+  parse_options.root = options.root;
+  auto grammar = parse_gbnf(gbnf, parse_options);
+  if (!grammar.ok()) return grammar.status();
+  return compile(*grammar, vocabulary, options);
+}
+
+const Vocabulary& CompiledGrammar::vocabulary() const noexcept {
+  return data_->vocabulary;
+}
+size_t CompiledGrammar::mask_words() const noexcept {
+  return grammask::mask_words(data_->vocabulary.size());
+}
+
+}  // namespace grammask

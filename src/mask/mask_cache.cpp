@@ -1,0 +1,34 @@
+#include "mask/mask_cache.h"
+
+#include <utility>
+
+namespace grammask {
+namespace internal {
+
+void MaskCache::remember_by_context(uint32_t id, size_t depth, uint32_t top_id,
+                                    const uint32_t* words, size_t n_words) {
+  remember(by_context_, id, words, n_words);
+  context_depths_ |= 1u << depth;
+  context_tops_.insert(top_id);
+}
+
+void MaskCache::remember_by_structure(uint32_t id, const uint32_t* words, size_t n_words) {
+  remember(by_structure_, id, words, n_words);
+}
+
+void MaskCache::remember(std::unordered_map<uint32_t, CachedMask>& cache, uint32_t id,
+                         const uint32_t* words, size_t n_words) {
+  CachedMask entry(words, n_words, scratch_);
+  if (bytes_ + entry.bytes() > kMaxBytes) {
+    by_structure_.clear();
+    by_context_.clear();
+    context_tops_.clear();
+    context_depths_ = 0;
+    bytes_ = 0;
+  }
+  bytes_ += entry.bytes();
+  cache.emplace(id, std::move(entry));
+}
+
+}  // namespace internal
+}  // namespace grammask

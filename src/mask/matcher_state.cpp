@@ -1,0 +1,207 @@
+#include "mask/matcher_state.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "grammask/bitmask.h"
+
+namespace grammask {
+namespace internal {
+
+Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
+  const Vocabulary& vocab = data_->vocabulary;
+  const size_t needed = mask_words(vocab.size());
+  if (words == nullptr || n_words < needed) {
+    return Status(ErrorCode::kInvalidArgument, "mask buffer too small: " + std::to_string(n_words) +
+                                                   " words given, " + std::to_string(needed) +
+                                                   " needed for " + std::to_string(vocab.size()) +
+                                                   " tokens");
+  }
+  if (terminated()) {
+    std::fill(words, words + n_words, 0);
+    for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
+    return Status();
+  }
+  // Inside a pure DFA stretch whose cached walk has no frontier, the mask
+  // depends on the DFA states alone.
+  if (const PureWalk* pure = walker_.known_top_walk(engine_);
+      pure != nullptr && !pure->has_frontier()) {
+    ++hits_;
+    pure->write_over(words, n_words);
+    // Pure states of the root may end it.
+    if (engine_.is_accepting())
+      for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
+    return Status();
+  }
+  const size_t top = engine_.size();
+  if (const CachedMask* bounded = masks_.find_by_context(
+          [&](size_t depth) { return ids_.context_id(engine_, top, depth); })) {
+    ++hits_;
+    bounded->write_over(words, n_words);
+    if (engine_.is_accepting())
+      for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
+    return Status();
+  }
+  if (masks_.has_structure_entries()) {
+    if (const CachedMask* cached = masks_.find_by_structure(ids_.structure_id(engine_, top))) {
+      ++hits_;
+      cached->write_over(words, n_words);
+      return Status();
+    }
+  }
+  ++misses_;
+  std::fill(words, words + n_words, 0);
+  engine_.start_read_log(top);
+  const bool within_limit = walker_.walk(engine_, words);
+  engine_.stop_read_log();
+  if (!within_limit) {
+    std::memset(words, 0, n_words * sizeof(uint32_t));
+    return Status(ErrorCode::kLimitExceeded,
+                  "mask computation exceeded the work limit (CompileOptions::max_mask_work = " +
+                      std::to_string(data_->max_mask_work) + ")");
+  }
+  // A mask that read only the few sets nearest the top is kept by its
+  // context id, without the stop tokens (whether the root may end here
+  // is not in that id), else by the whole stack's structure.
+  const size_t depth = engine_.read_log_overflowed()
+                           ? kMaxContextDepth + 1
+                           : ids_.context_depth(engine_, engine_.read_log(), top);
+  if (depth <= kMaxContextDepth) {
+    const uint32_t id = ids_.context_id(engine_, top, depth);
+    masks_.remember_by_context(id, depth, ids_.context_id(engine_, top, 1), words, needed);
+  }
+  if (engine_.is_accepting())
+    for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
+  if (depth > kMaxContextDepth)
+    masks_.remember_by_structure(ids_.structure_id(engine_, top), words, needed);
+  return Status();
+}
+
+bool MatcherState::is_token_allowed(uint32_t token) {
+  const Vocabulary& vocab = data_->vocabulary;
+  if (token >= vocab.size()) return false;
+  if (vocab.is_stop(token)) return terminated() || engine_.is_accepting();
+  if (terminated() || vocab.is_special(token)) return false;
+  const std::string_view bytes = vocab.token_bytes(token);
+  if (bytes.empty()) return false;
+  const size_t base = engine_.size();
+  bool ok = true;
+  for (size_t i = 0; i < bytes.size() && ok; ++i)
+    ok = engine_.push_byte(static_cast<uint8_t>(bytes[i]));
+  truncate(base);
+  return ok;
+}
+
+Status MatcherState::accept_token(uint32_t token) {
+  const Vocabulary& vocab = data_->vocabulary;
+  if (token >= vocab.size()) {
+    return Status(ErrorCode::kInvalidArgument, "token id " + std::to_string(token) +
+                                                   " is out of range (vocabulary has " +
+                                                   std::to_string(vocab.size()) + " tokens)");
+  }
+  if (vocab.is_stop(token)) {
+    if (!terminated() && !engine_.is_accepting()) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "stop token " + std::to_string(token) + " refused: the output is incomplete");
+    }
+    if (!terminated()) terminated_at_ = token_ends_.size();
+    token_ends_.push_back(engine_.size());
+    return Status();
+  }
+  if (terminated()) {
+    return Status(ErrorCode::kInvalidState,
+                  "token " + std::to_string(token) + " refused: the matcher has terminated");
+  }
+  if (vocab.is_special(token)) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "special token " + std::to_string(token) + " never matches grammar text");
+  }
+  const std::string_view bytes = vocab.token_bytes(token);
+  if (bytes.empty() || !push_all(bytes)) {
+    if (engine_.work_limit_hit()) return work_limit_status("token " + std::to_string(token));
+    return Status(ErrorCode::kInvalidArgument,
+                  "token " + std::to_string(token) + " is not allowed here");
+  }
+  token_ends_.push_back(engine_.size());
+  return Status();
+}
+
+Status MatcherState::accept_bytes(std::string_view bytes) {
+  if (terminated()) {
+    return Status(ErrorCode::kInvalidState, "bytes refused: the matcher has terminated");
+  }
+  if (!push_all(bytes)) {
+    if (engine_.work_limit_hit()) return work_limit_status("bytes");
+    return Status(ErrorCode::kInvalidArgument, "bytes not allowed here");
+  }
+  token_ends_.push_back(engine_.size());
+  return Status();
+}
+
+Status MatcherState::rollback(size_t n) {
+  if (n > token_ends_.size()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "cannot roll back " + std::to_string(n) + " tokens: only " +
+                      std::to_string(token_ends_.size()) + " accepted");
+  }
+  token_ends_.resize(token_ends_.size() - n);
+  if (terminated_at_ != kNotTerminated && terminated_at_ >= token_ends_.size())
+    terminated_at_ = kNotTerminated;
+  truncate(token_ends_.empty() ? 0 : token_ends_.back());
+  return Status();
+}
+
+void MatcherState::reset() {
+  token_ends_.clear();
+  terminated_at_ = kNotTerminated;
+  truncate(0);
+}
+
+std::string MatcherState::forced_bytes(size_t max_bytes) {
+  std::string out;
+  if (terminated()) return out;
+  const size_t base = engine_.size();
+  while (out.size() < max_bytes && !engine_.is_accepting()) {
+    const ByteSet& scan = engine_.scan();
+    int only = -1;
+    for (int b = 0; b < 256; ++b) {
+      if (!scan.test(static_cast<uint8_t>(b))) continue;
+      if (only >= 0) {
+        only = -2;
+        break;
+      }
+      only = b;
+    }
+    if (only < 0 || !engine_.push_byte(static_cast<uint8_t>(only))) break;
+    out.push_back(static_cast<char>(only));
+  }
+  truncate(base);
+  return out;
+}
+
+inline Status MatcherState::work_limit_status(const std::string& what) const {
+  return Status(ErrorCode::kLimitExceeded, what +
+                                               " refused: one byte exceeded the work limit "
+                                               "(RecognizerOptions::max_work_per_byte = " +
+                                               std::to_string(data_->grammar->max_work_per_byte()) +
+                                               ")");
+}
+
+inline bool MatcherState::push_all(std::string_view bytes) {
+  const size_t base = engine_.size();
+  for (char c : bytes) {
+    if (!engine_.push_byte(static_cast<uint8_t>(c))) {
+      truncate(base);
+      return false;
+    }
+  }
+  return true;
+}
+
+inline void MatcherState::truncate(size_t length) {
+  engine_.truncate(length);
+  ids_.truncate(length);
+}
+
+}  // namespace internal
+}  // namespace grammask

@@ -1,0 +1,496 @@
+#include "mask/state_analysis.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "base/sequence_index.h"
+#include "mask/key_hash.h"
+
+namespace grammask {
+namespace internal {
+
+std::vector<uint32_t> waiter_classes(const ByteGrammar& grammar) {
+  const auto& states = grammar.states();
+  const auto& edges = grammar.rule_edges();
+  std::vector<uint32_t> classes(states.size(), kNotWaiting);
+  std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> ids;
+  std::vector<uint64_t> key;
+  for (size_t s = 0; s < states.size(); ++s) {
+    const AutomatonState& state = states[s];
+    if (state.rule_edges_begin == state.rule_edges_end) continue;
+    key.clear();
+    for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
+      key.push_back((uint64_t{edges[e].rule} << 32) | edges[e].target);
+    std::sort(key.begin(), key.end());
+    classes[s] = ids.emplace(key, static_cast<uint32_t>(ids.size() + 1)).first->second;
+  }
+  return classes;
+}
+
+void plain_callers(const ByteGrammar& grammar, const TextClosure& closure,
+                   std::vector<uint32_t>& plain_caller, std::vector<ByteSet>& callee_bytes) {
+  const auto& states = grammar.states();
+  plain_caller.assign(states.size(), kNotPlainCaller);
+  callee_bytes.assign(1, ByteSet());  // (shared by the states that call nothing)
+  for (size_t s = 0; s < states.size(); ++s) {
+    const AutomatonState& state = states[s];
+    if (state.is_final) continue;
+    if (state.calls_no_rule()) {
+      plain_caller[s] = 0;
+      continue;
+    }
+    ByteSet bytes;
+    bool plain = true;
+    for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end && plain; ++e) {
+      const uint32_t rule = grammar.rule_edges()[e].rule;
+      plain = !grammar.rules()[rule].nullable;
+      bytes |= closure.rule_first_bytes(rule);
+    }
+    if (!plain) continue;
+    plain_caller[s] = static_cast<uint32_t>(callee_bytes.size());
+    callee_bytes.push_back(bytes);
+  }
+}
+
+std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
+  const auto& states = grammar.states();
+  bool root_is_called = false;
+  for (const RuleEdge& edge : grammar.rule_edges())
+    root_is_called |= edge.rule == grammar.root_rule();
+  std::vector<uint8_t> pure(states.size());
+  for (size_t s = 0; s < states.size(); ++s) {
+    const AutomatonState& state = states[s];
+    pure[s] = state.calls_no_rule() &&
+              (!state.is_final || (state.rule == grammar.root_rule() && !root_is_called));
+  }
+  return pure;
+}
+
+namespace {
+
+// The refinement behind walk and local classes. `local` (walk_part null):
+// the states of call chains take part, and rule edges count as
+// transitions on classes past the bytes' (one per rule); else the pure
+// states flagged in `walk_part`, and impure targets are one class.
+// `short_classes`, if not null, receives the classes after
+// TextSlice::kShortLength + 1 rounds: those of a split walk's short part.
+std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth,
+                                     const std::vector<uint8_t>* walk_part, uint32_t& num_classes,
+                                     std::vector<uint32_t>* short_classes = nullptr,
+                                     uint32_t* num_short_classes = nullptr) {
+  const bool local = walk_part == nullptr;
+  const uint32_t n = static_cast<uint32_t>(grammar.states().size());
+  const uint32_t byte_width = grammar.num_classes();
+  const uint32_t width = byte_width + (local ? static_cast<uint32_t>(grammar.rules().size()) : 0);
+
+  std::vector<uint32_t> cls(n, kImpureClass);
+  std::vector<uint32_t> pure;  // the states taking part
+  std::vector<uint32_t> class_size{0};
+  if (!local) {
+    for (uint32_t s = 0; s < n; ++s) {
+      if (!(*walk_part)[s]) continue;
+      pure.push_back(s);
+      cls[s] = 1;
+    }
+    class_size.push_back(static_cast<uint32_t>(pure.size()));
+  } else {
+    // Only the states of call chains (a state calling a rule whose target
+    // calls it again, and those targets) take part; every other state is a
+    // class of its own, which the chains' states may refer to.
+    std::vector<uint8_t> in_chain(n, 0);
+    for (uint32_t s = 0; s < n; ++s) {
+      const AutomatonState& state = grammar.states()[s];
+      for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
+        if (grammar.next_call_of_same_rule(e) != ByteGrammar::kNoEdge)
+          in_chain[s] = in_chain[grammar.rule_edges()[e].target] = 1;
+    }
+    // First split: finality, and the exact targets of calls to rules that
+    // may derive nothing (such a call reads no byte, so bounding the
+    // lookahead by bytes says nothing about what follows it).
+    SequenceIndex initial;  // the keys below
+    initial.reset(64);
+    std::vector<uint32_t> initial_class;  // by key number
+    std::vector<uint32_t> key;
+    for (uint32_t s = 0; s < n; ++s) {
+      if (!in_chain[s]) {
+        cls[s] = static_cast<uint32_t>(class_size.size());
+        class_size.push_back(1);
+        continue;
+      }
+      const AutomatonState& state = grammar.states()[s];
+      // (Also a rule called twice from one state: the transitions below
+      // hold one target per rule.)
+      key.assign(1, state.is_final ? 1u : 0u);
+      const RuleEdge* first_edge = grammar.rule_edges().data() + state.rule_edges_begin;
+      const RuleEdge* last_edge = grammar.rule_edges().data() + state.rule_edges_end;
+      for (const RuleEdge* edge = first_edge; edge != last_edge; ++edge) {
+        const bool twice = std::count_if(first_edge, last_edge, [&](const RuleEdge& other) {
+                             return other.rule == edge->rule;
+                           }) > 1;
+        if (grammar.rules()[edge->rule].nullable || twice)
+          key.insert(key.end(), {edge->rule, edge->target});
+      }
+      const auto [k, inserted] = initial.intern(key.data(), key.size());
+      if (inserted) {
+        initial_class.push_back(static_cast<uint32_t>(class_size.size()));
+        class_size.push_back(0);
+      }
+      cls[s] = initial_class[k];
+      ++class_size[cls[s]];
+      pure.push_back(s);
+    }
+  }
+  num_classes = static_cast<uint32_t>(class_size.size());
+  if (pure.empty()) {
+    if (short_classes != nullptr) *short_classes = cls;
+    if (num_short_classes != nullptr) *num_short_classes = num_classes;
+    return cls;
+  }
+
+  // Each pure state's transitions as runs of byte classes with one target
+  // (a state has a few distinct targets among dozens of classes): the
+  // grammar's own, or for local classes a copy with the calls appended.
+  std::vector<uint32_t> run_begin;
+  std::vector<ClassRun> runs;
+  if (local) {
+    run_begin.assign(n + 1, 0);
+    std::vector<uint8_t> taking_part(n, 0);
+    for (uint32_t s : pure) taking_part[s] = 1;
+    std::vector<RuleEdge> calls;
+    for (uint32_t s = 0; s < n; ++s) {
+      run_begin[s] = static_cast<uint32_t>(runs.size());
+      if (!taking_part[s]) continue;
+      runs.insert(runs.end(), grammar.runs_begin(s), grammar.runs_end(s));
+      // Calls to rules that derive something, as transitions on class
+      // byte_width + rule (a DFA state calls a rule at most once).
+      const AutomatonState& state = grammar.states()[s];
+      calls.assign(grammar.rule_edges().begin() + state.rule_edges_begin,
+                   grammar.rule_edges().begin() + state.rule_edges_end);
+      std::sort(calls.begin(), calls.end(),
+                [](const RuleEdge& a, const RuleEdge& b) { return a.rule < b.rule; });
+      uint32_t next_class = byte_width;  // the first class not yet covered
+      for (size_t i = 0; i < calls.size(); ++i) {
+        const RuleEdge& call = calls[i];
+        const bool twice = (i > 0 && calls[i - 1].rule == call.rule) ||
+                           (i + 1 < calls.size() && calls[i + 1].rule == call.rule);
+        if (grammar.rules()[call.rule].nullable || twice) continue;  // (in the first split)
+        if (byte_width + call.rule > next_class && runs.back().target != kNoState)
+          runs.push_back({next_class, kNoState});
+        runs.push_back({byte_width + call.rule, call.target});
+        next_class = byte_width + call.rule + 1;
+      }
+      if (next_class < width && runs.back().target != kNoState)
+        runs.push_back({next_class, kNoState});
+    }
+    run_begin[n] = static_cast<uint32_t>(runs.size());
+  }
+  auto first_run = [&](uint32_t s) {
+    return local ? runs.data() + run_begin[s] : grammar.runs_begin(s);
+  };
+  auto last_run = [&](uint32_t s) {
+    return local ? runs.data() + run_begin[s + 1] : grammar.runs_end(s);
+  };
+
+  // Pure predecessors of each pure state (impure states never change
+  // class), from the runs; a predecessor may be listed more than once.
+  std::vector<uint32_t> pred_begin(n + 1, 0), preds;
+  auto each_pure_edge = [&](auto&& visit) {
+    for (uint32_t s : pure)
+      for (const ClassRun *run = first_run(s), *end = last_run(s); run != end; ++run)
+        if (const uint32_t t = run->target; t != kNoState && cls[t] != kImpureClass) visit(s, t);
+  };
+  each_pure_edge([&](uint32_t, uint32_t t) { ++pred_begin[t + 1]; });
+  for (uint32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
+  preds.resize(pred_begin[n]);
+  std::vector<uint32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+  each_pure_edge([&](uint32_t s, uint32_t t) { preds[fill[t]++] = s; });
+  auto target_class = [&](uint32_t t) { return t == kNoState ? UINT32_MAX : cls[t]; };
+  // A state's signature: its class, then (first class, target class) for
+  // each maximal run of equal target classes, so that it does not depend on
+  // how the runs were cut. A round's groups are its distinct signatures.
+  // (One buffer sized for the longest signature: this is the hot loop.)
+  uint32_t most_runs = 0;
+  for (uint32_t s : pure)
+    most_runs = std::max(most_runs, static_cast<uint32_t>(last_run(s) - first_run(s)));
+  std::vector<uint32_t> signature(1 + 2 * size_t{most_runs});
+  // Its hash is taken while it is written (a pair per multiply; every
+  // signature of the index is hashed alike), not in a second pass.
+  uint64_t signature_hash = 0;
+  auto write_signature = [&](uint32_t s) -> size_t {
+    constexpr uint64_t kOdd = 0x9E3779B97F4A7C15ULL;
+    uint32_t* out = signature.data();
+    *out++ = cls[s];
+    uint64_t h = (cls[s] + 1) * kOdd;
+    uint32_t previous = UINT32_MAX - 1;
+    const ClassRun* const end = last_run(s);
+    for (const ClassRun* run = first_run(s); run != end; ++run) {
+      const uint32_t c = target_class(run->target);
+      if (c == previous) continue;
+      // (One store for both words: their order is the machine's, the same
+      // in every signature.)
+      const uint64_t pair = run->first_class | uint64_t{c} << 32;
+      std::memcpy(out, &pair, sizeof pair);
+      out += 2;
+      h = (h ^ pair) * kOdd;
+      previous = c;
+    }
+    signature_hash = h ^ (h >> 29);
+    return static_cast<size_t>(out - signature.data());
+  };
+
+  // Moore refinement, one round per byte of lookahead, until stable. A
+  // round only re-signs the predecessors of the states whose class changed
+  // in the previous one: the other members of a class still agree.
+  std::vector<uint32_t> affected = pure, changed, group_of(n, 0), new_class;
+  std::vector<uint8_t> marked(n, 0);
+  SequenceIndex groups;
+  std::vector<uint32_t> affected_in_class(class_size.size(), 0), keeper, group_size;
+  auto take_short_classes = [&] {
+    if (short_classes != nullptr && short_classes->empty()) *short_classes = cls;
+  };
+  for (size_t round = 0; round < depth && !affected.empty(); ++round) {
+    if (round == TextSlice::kShortLength + 1) take_short_classes();
+    groups.reset(affected.size());
+    for (uint32_t s : affected) {
+      const size_t size = write_signature(s);
+      group_of[s] = groups.intern(signature.data(), size, signature_hash).first;
+    }
+    // A class whose members were all re-signed keeps its id for its largest
+    // group (so that the fewest states change class and the next round
+    // re-signs the fewest predecessors, as in Hopcroft's algorithm); every
+    // other group becomes a new class.
+    affected_in_class.resize(class_size.size(), 0);  // (all 0: reset after use)
+    keeper.resize(class_size.size(), UINT32_MAX);    // (likewise)
+    for (uint32_t s : affected) ++affected_in_class[cls[s]];
+    group_size.assign(groups.count(), 0);
+    for (uint32_t s : affected) ++group_size[group_of[s]];
+    for (uint32_t g = 0; g < groups.count(); ++g) {
+      const uint32_t old = groups.data(g)[0];  // the class the signature starts with
+      if (affected_in_class[old] != class_size[old]) continue;
+      if (keeper[old] == UINT32_MAX || group_size[g] > group_size[keeper[old]]) keeper[old] = g;
+    }
+    new_class.assign(groups.count(), UINT32_MAX);
+    for (uint32_t g = 0; g < groups.count(); ++g) {
+      const uint32_t old = groups.data(g)[0];
+      if (keeper[old] == g) {
+        new_class[g] = old;
+      } else {
+        new_class[g] = static_cast<uint32_t>(class_size.size());
+        class_size.push_back(0);
+      }
+    }
+    for (uint32_t s : affected) {  // ready for the next round
+      affected_in_class[cls[s]] = 0;
+      keeper[cls[s]] = UINT32_MAX;
+    }
+    changed.clear();
+    for (uint32_t s : affected) {
+      const uint32_t next = new_class[group_of[s]];
+      if (next == cls[s]) continue;
+      --class_size[cls[s]];
+      ++class_size[next];
+      changed.push_back(s);
+    }
+    for (uint32_t s : changed) cls[s] = new_class[group_of[s]];
+    // (A state alone in its class cannot split: re-signing it would only
+    // find it its class's keeper again.)
+    affected.clear();
+    for (uint32_t t : changed)
+      for (uint32_t i = pred_begin[t]; i < pred_begin[t + 1]; ++i)
+        if (const uint32_t s = preds[i]; !marked[s] && class_size[cls[s]] > 1) {
+          marked[s] = 1;
+          affected.push_back(s);
+        }
+    for (uint32_t s : affected) marked[s] = 0;
+  }
+  take_short_classes();  // (stable within kShortLength + 1 rounds)
+  // Ids of emptied classes are left unused; renumber densely.
+  std::vector<uint32_t> dense;
+  auto renumber = [&](std::vector<uint32_t>& classes) {
+    dense.assign(class_size.size(), UINT32_MAX);
+    dense[kImpureClass] = kImpureClass;
+    uint32_t count = 1;
+    for (uint32_t& c : classes) {
+      if (dense[c] == UINT32_MAX) dense[c] = count++;
+      c = dense[c];
+    }
+    return count;
+  };
+  num_classes = renumber(cls);
+  if (short_classes != nullptr) {
+    const uint32_t count = renumber(*short_classes);
+    if (num_short_classes != nullptr) *num_short_classes = count;
+  }
+  return cls;
+}
+
+}  // namespace
+
+std::vector<uint32_t> compute_walk_classes(const ByteGrammar& grammar, size_t depth,
+                                           const std::vector<uint8_t>& taking_part,
+                                           uint32_t& num_classes,
+                                           std::vector<uint32_t>& short_classes,
+                                           uint32_t& num_short_classes) {
+  return refine_classes(grammar, depth, &taking_part, num_classes, &short_classes,
+                        &num_short_classes);
+}
+
+std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t depth,
+                                            std::vector<uint32_t>& short_classes) {
+  uint32_t num_classes = 0;
+  return refine_classes(grammar, depth, /*walk_part=*/nullptr, num_classes, &short_classes);
+}
+
+bool has_call_chains(const ByteGrammar& grammar, size_t depth) {
+  // The refinement costs about as much as lowering the states; in the large
+  // schemas that have call chains (strings of up to 256 characters whose
+  // characters are rule calls), it spares a trie walk per character.
+  // (Lowering's own bound, RecognizerOptions::max_states, is larger.)
+  constexpr size_t kMaxStates = 400000;
+  if (grammar.states().size() > kMaxStates) return false;
+  const auto& edges = grammar.rule_edges();
+  // Chain lengths from each edge, capped past `depth`; a chain that comes
+  // back to an edge it passed is long enough.
+  constexpr uint32_t kUnknown = 0, kOnPath = UINT32_MAX;
+  std::vector<uint32_t> length(edges.size(), kUnknown);
+  std::vector<uint32_t> path;
+  for (uint32_t first = 0; first < edges.size(); ++first) {
+    if (length[first] != kUnknown || grammar.rules()[edges[first].rule].nullable) continue;
+    path.clear();
+    uint32_t e = first;
+    uint32_t tail = 0;  // the length after the path
+    while (true) {
+      if (length[e] == kOnPath) return true;  // a cycle of calls
+      if (length[e] != kUnknown) {
+        tail = length[e];
+        break;
+      }
+      length[e] = kOnPath;
+      path.push_back(e);
+      const uint32_t next = grammar.next_call_of_same_rule(e);
+      if (next == ByteGrammar::kNoEdge) break;
+      e = next;
+    }
+    for (size_t i = path.size(); i-- > 0;) {
+      tail = std::min<uint32_t>(tail + 1, static_cast<uint32_t>(depth) + 1);
+      length[path[i]] = tail;
+      if (tail > depth) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<uint32_t> identity_classes(const ByteGrammar& grammar) {
+  std::vector<uint32_t> identity(grammar.states().size());
+  for (uint32_t s = 0; s < identity.size(); ++s) identity[s] = s;
+  return identity;
+}
+
+std::vector<uint8_t> split_classes(const std::vector<uint32_t>& walk_class, uint32_t num_classes,
+                                   const std::vector<uint32_t>& short_class,
+                                   uint32_t num_short_classes) {
+  // A short class's first walk class, then whether it has another.
+  std::vector<uint32_t> first(num_short_classes, kImpureClass);
+  std::vector<uint8_t> shared(num_short_classes, 0);
+  for (size_t s = 0; s < walk_class.size(); ++s) {
+    const uint32_t cls = walk_class[s];
+    if (cls == kImpureClass) continue;
+    uint32_t& seen = first[short_class[s]];
+    if (seen == kImpureClass)
+      seen = cls;
+    else if (seen != cls)
+      shared[short_class[s]] = 1;
+  }
+  std::vector<uint8_t> split(num_classes, 0);
+  for (size_t s = 0; s < walk_class.size(); ++s)
+    if (walk_class[s] != kImpureClass) split[walk_class[s]] = shared[short_class[s]];
+  return split;
+}
+
+BreadthFirstStates::BreadthFirstStates(const ByteGrammar& grammar)
+    : grammar_(grammar), seen_(grammar.states().size(), 0) {
+  visit(grammar.rules()[grammar.root_rule()].start);
+  for (const LoweredRule& rule : grammar.rules()) visit(rule.start);
+}
+
+void BreadthFirstStates::visit(uint32_t state) {
+  if (state == kNoState || seen_[state]) return;
+  seen_[state] = 1;
+  order_.push_back(state);
+}
+
+uint32_t BreadthFirstStates::next() {
+  if (head_ == order_.size()) return kNoState;
+  const uint32_t s = order_[head_++];
+  for (const ClassRun* run = grammar_.runs_begin(s); run != grammar_.runs_end(s); ++run)
+    visit(run->target);
+  const AutomatonState& state = grammar_.states()[s];
+  for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
+    visit(grammar_.rule_edges()[e].target);
+  return s;
+}
+
+WalkClasses::WalkClasses(const ByteGrammar& grammar, const std::vector<uint8_t>& pure, size_t depth)
+    : grammar_(grammar), pure_(pure), depth_(depth) {
+  const auto& states = grammar.states();
+  const size_t n = states.size();
+  std::vector<uint32_t> pure_in_rule(grammar.rules().size(), 0);
+  size_t total_pure = 0;
+  for (size_t s = 0; s < n; ++s) {
+    pure_in_rule[states[s].rule] += pure[s];
+    total_pure += pure[s];
+  }
+  const uint32_t largest_now = total_pure <= kEagerStates ? UINT32_MAX : kLazyRuleStates;
+  const auto later = [&](uint32_t rule) {
+    return pure_in_rule[rule] > largest_now && pure_in_rule[rule] <= kMaxLazyRuleStates;
+  };
+  std::vector<uint8_t> now(n);
+  for (size_t s = 0; s < n; ++s) now[s] = pure[s] && !later(states[s].rule);
+  std::vector<uint32_t> classes =
+      compute_walk_classes(grammar, depth, now, num_classes_, short_class_, num_short_classes_);
+  split_ = split_classes(classes, num_classes_, short_class_, num_short_classes_);
+  large_index_.assign(pure_in_rule.size(), kSmallRule);
+  for (uint32_t r = 0; r < pure_in_rule.size(); ++r) {
+    if (!later(r)) continue;
+    large_index_[r] = static_cast<uint32_t>(large_.size());
+    large_.push_back({r, num_classes_ - 1, num_short_classes_ - 1});
+    num_classes_ += pure_in_rule[r];
+    num_short_classes_ += pure_in_rule[r];
+  }
+  split_.resize(num_classes_, 0);
+  classed_ = std::make_unique<std::once_flag[]>(large_.size());
+  class_ = std::make_unique<std::atomic<uint32_t>[]>(n);
+  for (size_t s = 0; s < n; ++s)
+    class_[s].store(now[s]    ? classes[s]
+                    : pure[s] ? kNotYet
+                              : kImpureClass,
+                    std::memory_order_relaxed);
+}
+
+uint32_t WalkClasses::of_new_rule(uint32_t s) const {
+  const LargeRule& large = large_[large_index_[grammar_.states()[s].rule]];
+  std::call_once(classed_[&large - large_.data()], [&] { class_rule(large); });
+  return class_[s].load(std::memory_order_acquire);
+}
+
+void WalkClasses::class_rule(const LargeRule& large) const {
+  const auto& states = grammar_.states();
+  const size_t n = states.size();
+  std::vector<uint8_t> part(n);
+  for (size_t s = 0; s < n; ++s) part[s] = pure_[s] && states[s].rule == large.rule;
+  uint32_t num_classes = 0, num_short_classes = 0;
+  std::vector<uint32_t> short_classes;
+  const std::vector<uint32_t> classes =
+      compute_walk_classes(grammar_, depth_, part, num_classes, short_classes, num_short_classes);
+  const std::vector<uint8_t> split =
+      split_classes(classes, num_classes, short_classes, num_short_classes);
+  for (uint32_t c = 1; c < num_classes; ++c) split_[large.class_base + c] = split[c];
+  for (size_t s = 0; s < n; ++s)
+    if (part[s]) short_class_[s] = large.short_base + short_classes[s];
+  for (size_t s = 0; s < n; ++s)
+    if (part[s]) class_[s].store(large.class_base + classes[s], std::memory_order_release);
+}
+
+}  // namespace internal
+}  // namespace grammask

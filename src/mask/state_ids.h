@@ -1,0 +1,100 @@
+// StateIds (internal): ids of the Earley sets of one parse that say when two
+// parser states give the same mask. Equal ids mean equal masks; ids are
+// interned per StateIds, so they compare only within one Matcher. Not
+// thread-safe.
+#ifndef GRAMMASK_SRC_MASK_STATE_IDS_H_
+#define GRAMMASK_SRC_MASK_STATE_IDS_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include "base/sequence_index.h"
+#include "earley/earley_engine.h"
+#include "mask/key_hash.h"
+
+namespace grammask {
+namespace internal {
+
+// The deepest context id (StateIds::context_id) there is.
+inline constexpr size_t kMaxContextDepth = 8;
+
+// Ids of the sets of one EarleyEngine's parse, each computed once and kept
+// until truncate() pops its set. Every call must pass the same engine (or a
+// copy of it, after a copy of this).
+class StateIds {
+ public:
+  // `waiter_class`: CompiledGrammarData::waiter_class, which must outlive
+  // this.
+  explicit StateIds(const std::vector<uint32_t>& waiter_class) : waiter_class_(&waiter_class) {}
+
+  // Structural id of Earley set k: its items with each origin replaced by the
+  // origin set's id. Two stacks whose top sets have one structural id have
+  // the same future, so the same mask.
+  uint32_t structure_id(const EarleyEngine& engine, size_t k);
+
+  // Context id of the top set k at depth d, 1 <= d <= kMaxContextDepth:
+  // its items, each origin replaced by the origin set's waiter id at depth
+  // d - 1. The waiter id of set s at depth j: the waiters among its items,
+  // by waiter class (the rules they wait on and where each leads: all that
+  // completing into s reads), each origin replaced by its set's waiter id
+  // at depth j - 1; at depth 0, nothing. So two stacks whose top sets share
+  // the id at depth d agree on every set within d - 1 chain links of the
+  // top (see context_depth), as far as a walk can tell, and a walk that
+  // read no deeper gives both the same mask, stop tokens apart: whether the
+  // root ends is a question about origin 0.
+  uint32_t context_id(const EarleyEngine& engine, size_t k, size_t d);
+
+  // How deep into the stack below set `top` a walk looked, as a context id
+  // depth: one more than the longest chain from `top` to a set it read
+  // (`reads`, from the engine's read log). A chain steps from the top set
+  // to any item's origin, and from a set below it to a waiter's origin (the
+  // only items of such a set that a walk copies). The longest, not the
+  // shortest: the walk may have come along any chain, and a stack that
+  // agrees to depth d agrees along every chain shorter than d.
+  // kMaxContextDepth + 1 when deeper.
+  size_t context_depth(const EarleyEngine& engine, const std::vector<uint32_t>& reads, size_t top);
+
+  // Forgets the ids of the sets past `length` (the engine was truncated to
+  // it).
+  void truncate(size_t length) {
+    if (structure_ids_.size() > length + 1) structure_ids_.resize(length + 1);
+    if (context_ids_.size() > length + 1) context_ids_.resize(length + 1);
+  }
+
+ private:
+  uint64_t waiter_id(const EarleyEngine& engine, size_t s, size_t j);
+  // The interned key of set s: `tag`, then for each item whose label is
+  // not kSkipItem, (label, its origin's waiter id at origin_depth).
+  template <typename Label>
+  uint32_t set_id(const EarleyEngine& engine, size_t s, size_t origin_depth, uint64_t tag,
+                  const Label& label);
+  // Sorts and dedups context_key_ past its tag word, and interns it (as
+  // 32-bit words, in an index that allocates nothing per key).
+  uint32_t intern_context_key();
+
+  const std::vector<uint32_t>* waiter_class_;
+  std::vector<uint32_t> structure_ids_;  // per set
+  std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
+  // Waiter ids per set, by depth - 1; a deque, whose growth copies nothing
+  // (a vector doubling would copy them all in one step).
+  using ContextIds = std::array<uint32_t, kMaxContextDepth>;
+  std::deque<ContextIds> context_ids_;
+  std::vector<uint64_t> context_key_;    // context_id's scratch
+  std::vector<uint32_t> context_words_;  // ... as 32-bit words
+  SequenceIndex context_index_;          // context ids by key
+  // context_depth's scratch: per set, its longest chain from the top and
+  // whether chain_stamp_ reached it; the sets to do.
+  std::vector<uint8_t> chain_length_;
+  std::vector<uint32_t> chain_seen_;
+  uint32_t chain_stamp_ = 0;
+  std::vector<uint32_t> chain_heap_;
+};
+
+}  // namespace internal
+}  // namespace grammask
+
+#endif  // GRAMMASK_SRC_MASK_STATE_IDS_H_
