@@ -46,7 +46,7 @@ class TrieWalker {
   // walks (top_set_pure_walk).
   static constexpr size_t kMaxUnionStates = 3;
 
-  // walk() once engine_ is set (see docs/mask-engine-notes.md).
+  // walk() once engine_ is set (see docs/mask-engine.md, "Code generation").
   inline bool walk_trie(uint32_t* words);
 
   // Appends the successors of [from_begin, from_end) on `byte` to pool_
