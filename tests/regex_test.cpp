@@ -12,9 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "base/json_string.h"
 #include "grammask/gbnf.h"
 #include "grammask/recognizer.h"
 #include "regex/char_dfa.h"
+#include "regex/re2_bridge.h"
 #include "schema/formats.h"
 
 namespace grammask::internal {

@@ -10,6 +10,7 @@
 
 #include "base/sequence_index.h"
 #include "base/utf8.h"
+#include "regex/regex_to_gbnf.h"
 
 namespace grammask::internal {
 namespace {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "grammask/status.h"
-#include "regex/regex_to_gbnf.h"
+#include "regex/ecma_regex.h"
 
 namespace grammask::internal {
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ir/gbnf_writer.h"
+
 namespace grammask::internal {
 namespace {
 

@@ -18,12 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "base/json_text.h"
 #include "grammask/status.h"
-#include "ir/gbnf_writer.h"
 #include "regex/code_point_set.h"
 #include "regex/ecma_regex.h"
-#include "regex/re2_bridge.h"
 
 namespace grammask::internal {
 

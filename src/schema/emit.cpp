@@ -4,6 +4,8 @@
 // are in emit_{number,string,object,array}.cpp.
 #include <algorithm>
 
+#include "base/json_string.h"
+#include "ir/gbnf_writer.h"
 #include "schema/converter.h"
 #include "schema/gbnf_text.h"
 

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "base/json_string.h"
+#include "ir/gbnf_writer.h"
 #include "schema/converter.h"
 #include "schema/gbnf_text.h"
 

@@ -21,9 +21,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/json_string.h"
 #include "fuzz_check.h"
 #include "grammask/gbnf.h"
 #include "grammask/recognizer.h"
+#include "regex/re2_bridge.h"
 #include "regex/regex_to_gbnf.h"
 
 namespace grammask::fuzz {

@@ -1,7 +1,7 @@
-// JSON text helpers shared by the regex translator and the JSON Schema
-// converter (internal).
-#ifndef GRAMMASK_SRC_BASE_JSON_TEXT_H_
-#define GRAMMASK_SRC_BASE_JSON_TEXT_H_
+// The canonical JSON encoding of a string (internal), shared by the regex
+// translator and the JSON Schema converter.
+#ifndef GRAMMASK_SRC_BASE_JSON_STRING_H_
+#define GRAMMASK_SRC_BASE_JSON_STRING_H_
 
 #include <string>
 #include <string_view>
@@ -15,4 +15,4 @@ std::string json_quote(std::string_view utf8_text);
 
 }  // namespace grammask::internal
 
-#endif  // GRAMMASK_SRC_BASE_JSON_TEXT_H_
+#endif  // GRAMMASK_SRC_BASE_JSON_STRING_H_

@@ -1,4 +1,4 @@
-#include "base/json_text.h"
+#include "base/json_string.h"
 
 #include <cstdint>
 #include <cstdio>
