@@ -1,7 +1,5 @@
 #include "ir/gbnf_writer.h"
 
-#include <cstdio>
-
 #include "base/utf8.h"
 
 namespace grammask::internal {
@@ -27,17 +25,14 @@ bool is_ascii_alnum(uint32_t c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-// \xHH, \uHHHH or \UHHHHHHHH, the shortest that holds the code point.
+// \xHH, \uHHHH or \UHHHHHHHH (upper-case digits), the shortest that holds
+// the code point.
 void append_hex_escape(std::string& out, uint32_t c) {
-  char buffer[16];
-  if (c <= 0xFF) {
-    std::snprintf(buffer, sizeof buffer, "\\x%02X", static_cast<unsigned>(c));
-  } else if (c <= 0xFFFF) {
-    std::snprintf(buffer, sizeof buffer, "\\u%04X", static_cast<unsigned>(c));
-  } else {
-    std::snprintf(buffer, sizeof buffer, "\\U%08X", static_cast<unsigned>(c));
-  }
-  out += buffer;
+  static const char kDigits[] = "0123456789ABCDEF";
+  const int digits = c <= 0xFF ? 2 : c <= 0xFFFF ? 4 : 8;
+  out += '\\';
+  out += digits == 2 ? 'x' : digits == 4 ? 'u' : 'U';
+  for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) out += kDigits[(c >> shift) & 15];
 }
 
 void append_readable(std::string& out, uint32_t c, bool in_class) {

@@ -7,6 +7,9 @@
 #include <memory>
 #include <mutex>
 
+#include "ir/gbnf_writer.h"
+#include "regex/code_point_set.h"
+#include "regex/regex_to_gbnf.h"
 #include "schema/converter.h"
 #include "schema/gbnf_text.h"
 
@@ -289,14 +292,7 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
   // bitmap here): ranges in order, letters and digits as themselves.
   auto ascii_class = [](const std::bitset<128>& set) {
     auto write = [](std::string& out, uint32_t cp) {
-      if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
-        out += static_cast<char>(cp);
-      } else {
-        static const char kHex[] = "0123456789ABCDEF";
-        out += "\\x";
-        out += kHex[cp >> 4];
-        out += kHex[cp & 15];
-      }
+      internal::append_gbnf_char(out, cp, /*in_class=*/true, internal::GbnfEscapes::kAscii);
     };
     std::string out = "[";
     for (uint32_t cp = 0; cp < 128;) {

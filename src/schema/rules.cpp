@@ -3,6 +3,9 @@
 // in converter.h).
 #include <set>
 
+#include "ir/gbnf_writer.h"
+#include "regex/code_point_set.h"
+#include "regex/regex_to_gbnf.h"
 #include "schema/converter.h"
 #include "schema/gbnf_text.h"
 
@@ -108,12 +111,12 @@ std::string Converter::char_body() {
 std::string Converter::counted(const std::string& item, uint64_t lo, std::optional<uint64_t> hi,
                                const std::string& hint) {
   constexpr uint64_t kPlainRepeat = 4096;
+  // Bounds up to kPlainRepeat fit the writer's 32-bit counts.
   auto plain = [&](uint64_t a, std::optional<uint64_t> b) -> std::string {
     if (b && *b == 0) return "";
-    if (!b) return item + (a == 0 ? "*" : a == 1 ? "+" : "{" + std::to_string(a) + ",}");
-    if (a == *b) return a == 1 ? item : item + "{" + std::to_string(a) + "}";
-    if (a == 0 && *b == 1) return item + "?";
-    return item + "{" + std::to_string(a) + "," + std::to_string(*b) + "}";
+    if (b && a == 1 && *b == 1) return item;
+    return item + internal::repeat_suffix(static_cast<uint32_t>(a),
+                                          b ? static_cast<uint32_t>(*b) : kUnbounded);
   };
   if (lo <= kPlainRepeat && (!hi || *hi <= kPlainRepeat)) return plain(lo, hi);
   const uint64_t block = kPlainRepeat;
