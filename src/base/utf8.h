@@ -119,6 +119,15 @@ inline size_t encode(uint32_t code_point, uint8_t* out) noexcept {
   return 4;
 }
 
+// The number of code points of well-formed `text`: its bytes that are not
+// continuation bytes (ill-formed text is counted the same way).
+inline size_t count_code_points(std::string_view text) noexcept {
+  size_t count = 0;
+  for (const char c : text)
+    if ((static_cast<uint8_t>(c) & 0xC0) != 0x80) ++count;
+  return count;
+}
+
 // Appends the UTF-8 encoding of `code_point`. Surrogates are encoded like any
 // other value (callers that need well-formed output check is_scalar_value);
 // values above U+10FFFF are replaced by U+FFFD.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/utf8.h"
 #include "ir/gbnf_writer.h"
 #include "regex/code_point_set.h"
 #include "regex/regex_to_gbnf.h"
@@ -233,13 +234,8 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
   for (const std::string& name : names) {
     uint32_t at = 0;
     for (size_t i = 0; i < name.size();) {
-      // UTF-8 from a JSON parser: valid.
-      const auto b = static_cast<uint8_t>(name[i]);
-      const size_t extra = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : 3;
-      uint32_t cp = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
-      for (size_t k = 1; k <= extra && i + k < name.size(); ++k)
-        cp = (cp << 6) | (static_cast<uint8_t>(name[i + k]) & 0x3F);
-      i += extra + 1;
+      uint32_t cp = 0;
+      i += utf8::decode_unchecked(name, i, &cp);  // UTF-8 from a JSON parser: valid
       auto& children = trie[at].children;
       auto it =
           std::find_if(children.begin(), children.end(),

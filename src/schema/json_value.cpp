@@ -1,5 +1,7 @@
 #include "schema/json_value.h"
 
+#include "base/utf8.h"
+
 namespace grammask::internal::schema {
 
 const Json& false_node() {
@@ -56,10 +58,7 @@ const std::map<std::string, JType>& type_names() {
 }
 
 size_t code_point_length(const std::string& utf8) {
-  size_t count = 0;
-  for (char c : utf8)
-    if ((static_cast<uint8_t>(c) & 0xC0) != 0x80) ++count;
-  return count;
+  return utf8::count_code_points(utf8);
 }
 
 }  // namespace grammask::internal::schema
