@@ -24,7 +24,8 @@ namespace grammask {
 // Instruction sets with their own apply paths.
 enum class Isa : uint8_t { kScalar, kAvx2, kAvx512, kNeon };
 
-// The best Isa this build and CPU support (cpuid, checked once).
+// The best Isa this build and CPU support. The CPU is asked once per
+// process; later calls are a load.
 Isa best_isa() noexcept;
 // True if this build has the path and this CPU can run it. kScalar: always.
 bool isa_supported(Isa isa) noexcept;
@@ -48,20 +49,20 @@ struct TokenCandidate {
 
 // Masks a candidate array by id, in place: every candidate whose id is
 // disallowed, negative, or >= n_tokens (the mask's width) gets logit
-// -infinity. Length and order are kept (llama.cpp's grammar sampler does the
-// same); note that an array sorted by logit may then no longer be sorted.
-// Returns the number of allowed candidates. `words` holds mask_words(n_tokens).
-// Cost: one pass; runs of consecutive ids (an array still in vocabulary
-// order) skip the per-id mask lookup on AVX2/AVX-512.
+// -infinity; p is not touched. Length and order are kept (llama.cpp's grammar
+// sampler does the same), so an array sorted by logit may not stay sorted.
+// Returns the number of allowed candidates. `words` holds mask_words(n_tokens)
+// words (none are read when n_tokens is 0). Cost: one pass over the candidates.
 size_t apply_mask(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
                   size_t n_tokens) noexcept;
-// Compacting alternative: removes disallowed candidates, keeping the others
-// in their order (a sorted array stays sorted); returns the new count.
+// Compacting alternative: removes the candidates that apply_mask would
+// block, keeping the others in their order (a sorted array stays sorted);
+// returns the new count. Scalar on every Isa.
 size_t filter_candidates(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
                          size_t n_tokens) noexcept;
 
-// The same operations on a given instruction set. If !isa_supported(isa),
-// they fall back to kScalar.
+// The same operations on a given instruction set, with the same results on
+// every Isa. If !isa_supported(isa), they run the kScalar path.
 void apply_mask(Isa isa, float* logits, size_t n, const uint32_t* words) noexcept;
 void apply_mask_fp16(Isa isa, uint16_t* logits, size_t n, const uint32_t* words) noexcept;
 void apply_mask_bf16(Isa isa, uint16_t* logits, size_t n, const uint32_t* words) noexcept;

@@ -1,6 +1,7 @@
-// The grammar IR: what the GBNF parser and the JSON Schema converter produce
-// and what the recognizer compiles. Terminals are Unicode code points; the
-// recognizer lowers them to UTF-8 byte automata.
+// The grammar IR: the value type that parse_gbnf (gbnf.h) and the JSON
+// Schema converter (json_schema.h) produce, that callers may build or edit
+// directly, and that Recognizer::create and CompiledGrammar::compile take.
+// Terminals are Unicode code points; matching is over their UTF-8 bytes.
 #ifndef GRAMMASK_GRAMMAR_H_
 #define GRAMMASK_GRAMMAR_H_
 
@@ -27,8 +28,9 @@ struct CodePointRange {
   }
 };
 
-// One node of a rule body. A plain tagged struct (not a class hierarchy) so
-// the IR is cheap to copy, compare and walk.
+// One node of a rule body: a tagged struct whose `kind` says which fields
+// hold it. Nothing is checked on construction; Grammar::validate() checks
+// the invariants noted per kind.
 struct Expr {
   enum class Kind : uint8_t {
     kSequence,     // children in order; empty = the empty string
@@ -85,15 +87,20 @@ class Grammar {
   const std::vector<Rule>& rules() const noexcept { return rules_; }
   std::vector<Rule>& mutable_rules() noexcept { return rules_; }
 
-  // Index of the rule called `name`, or -1.
+  // Index of the first rule called `name`, or -1. O(number of rules).
   int find_rule(std::string_view name) const noexcept;
 
-  // Appends a rule and returns its index. The caller keeps names unique.
+  // Appends a rule and returns its index. Checks nothing: the caller keeps
+  // names unique (validate() reports duplicates).
   uint32_t add_rule(std::string name, Expr body, SourceLocation where = {});
 
   // Checks the invariants the recognizer relies on: unique non-empty names,
-  // references in range, non-empty literals and alternations, min <= max,
-  // ranges within Unicode. Cost: linear in the grammar size.
+  // references in range, non-empty literals of Unicode scalar values (no
+  // surrogates), non-empty alternations, repeats with one child and
+  // min <= max, class ranges with first <= last <= kMaxCodePoint. The first
+  // violation fails with kInvalidArgument, naming the rule, at the node's
+  // `where`. Cost: linear in the grammar size; recursion as deep as the
+  // deepest expression.
   Status validate() const;
 
   // Writes the grammar as GBNF text, rules in index order, one per line.
@@ -101,7 +108,8 @@ class Grammar {
   // its names are GBNF names and it is in the parser's canonical form (no
   // one-child sequences or alternations; parse_gbnf() never makes them).
   // Class ranges that start or end inside the surrogates D800-DFFF are
-  // printed trimmed to the scalar values they cover.
+  // printed trimmed to the scalar values they cover. Cost: linear in the
+  // output.
   std::string to_gbnf() const;
 
  private:

@@ -1,5 +1,7 @@
-// Errors and results. grammask never throws across its public boundary from
-// the hot path and never aborts: fallible calls return a Status or Result<T>.
+// Errors and results, for every grammask caller. Fallible calls report
+// errors through a Status or a Result<T>: bad input never makes grammask
+// throw (std::bad_alloc aside) or abort. Everything here is inline; a const
+// Status or Result may be read from any number of threads.
 #ifndef GRAMMASK_STATUS_H_
 #define GRAMMASK_STATUS_H_
 
@@ -63,7 +65,8 @@ class Status {
   const std::string& message() const noexcept { return message_; }
   const SourceLocation& where() const noexcept { return where_; }
 
-  // "LINE:COL: error: MESSAGE" when a location is known, else "error: MESSAGE".
+  // "LINE:COL: error: MESSAGE" when a location is known, else "error: MESSAGE";
+  // "ok" for an ok Status. Allocates.
   std::string to_string() const;
 
  private:
@@ -72,7 +75,9 @@ class Status {
   SourceLocation where_;
 };
 
-// A value or the Status explaining why there is none.
+// A value or the Status explaining why there is none. Construct it from a
+// value or from a Status that is not ok: one made from an ok Status holds no
+// value, so ok() is false while status().ok() is true.
 template <typename T>
 class Result {
  public:
