@@ -1,10 +1,13 @@
-// The Earley recognizer over a grammar lowered to UTF-8 byte automata.
+// Recognizer: checks text against a grammar one byte at a time, for callers
+// that validate output or drive their own search (the mask engine in
+// matcher.h is built on the same recognizer).
 //
-// Feed it bytes one at a time; it says whether the input so far is a valid
-// prefix of the language and whether it is complete. Every accepted byte
-// pushes one Earley set on a stack, so a checkpoint is just size() and
-// rollback is a pop: this is what the token-trie walk of the mask engine
-// relies on.
+// It says whether the bytes so far are a prefix of some sentence of the
+// grammar and whether they are a whole sentence. A checkpoint is size() and
+// going back to it is truncate(). One Recognizer serves one thread at a
+// time; copies are independent and share the immutable lowered grammar, so
+// they may run on different threads. docs/lowering.md describes the
+// lowering and the Earley engine behind it.
 #ifndef GRAMMASK_RECOGNIZER_H_
 #define GRAMMASK_RECOGNIZER_H_
 
@@ -27,13 +30,18 @@ struct RecognizerAccess;
 class Recognizer {
  public:
   // Lowers `grammar` with `root` as start rule. Fails with kInvalidArgument
-  // if the root is unknown, kLimitExceeded if lowering exceeds the options.
-  // Cost: linear in the lowered grammar size.
+  // if the root is unknown or grammar.validate() fails, and with
+  // kLimitExceeded (the message names the option) if lowering passes
+  // RecognizerOptions::max_states or max_lowering_work. Cost: the lowering
+  // work, at most options.max_lowering_work in each of at most three
+  // attempts (docs/lowering.md), plus time linear in the automata built.
   static Result<Recognizer> create(const Grammar& grammar, std::string_view root = "root",
                                    const RecognizerOptions& options = {});
 
+  // A moved-from Recognizer may only be destroyed or assigned to.
   Recognizer(Recognizer&&) noexcept;
   Recognizer& operator=(Recognizer&&) noexcept;
+  // Copying copies the Earley sets: O(their size), allocates.
   Recognizer(const Recognizer&);  // a fork: independent state, shared grammar
   Recognizer& operator=(const Recognizer&);
   ~Recognizer();
@@ -41,7 +49,10 @@ class Recognizer {
   // Appends one byte if the input stays a valid prefix (some continuation is
   // in the language) and returns true; otherwise returns false and changes
   // nothing. A byte that ends inside a UTF-8 sequence is accepted when some
-  // completion of the code point is allowed.
+  // completion of the code point is allowed. Also returns false, with
+  // work_limit_hit(), when the byte would cost more than
+  // RecognizerOptions::max_work_per_byte. Cost: linear in the Earley set it
+  // builds, within that bound; may allocate.
   bool push_byte(uint8_t byte);
 
   // True if the last refused push_byte() was refused because it would have
@@ -49,19 +60,22 @@ class Recognizer {
   // invalid (the state is unchanged either way). Cleared by the next push.
   bool work_limit_hit() const noexcept;
 
-  // Pushes bytes until one is refused; returns how many were accepted.
+  // Pushes bytes until one is refused (for either reason push_byte gives);
+  // returns how many were accepted.
   size_t push_bytes(std::string_view bytes);
 
-  // True if some byte can be pushed now.
+  // True if the grammar allows some byte next. O(1).
   bool can_continue() const noexcept;
-  // True if the bytes pushed so far form a sentence of the language.
+  // True if the bytes pushed so far form a sentence of the language. O(1).
   bool is_accepting() const noexcept;
-  // True if push_byte(byte) would succeed. O(1).
+  // True if the grammar allows `byte` next: push_byte(byte) then succeeds
+  // unless it passes max_work_per_byte. O(1).
   bool allows_byte(uint8_t byte) const noexcept;
 
   // Number of bytes pushed since creation or reset().
   size_t size() const noexcept;
-  // Pops bytes until size() == length (a no-op if length >= size()). O(popped).
+  // Pops bytes until size() == length (a no-op if length >= size()). O(1), no
+  // allocation.
   void truncate(size_t length) noexcept;
   // Back to the empty input.
   void reset() noexcept { truncate(0); }

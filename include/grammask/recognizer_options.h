@@ -10,27 +10,26 @@
 namespace grammask {
 
 struct RecognizerOptions {
-  // Upper bound on automaton states produced by lowering (repetition
-  // expansion and rule inlining count here). Exceeding it fails create().
+  // Upper bound on automaton states built by lowering (repetition expansion
+  // and rule inlining count here). Past it create() fails with
+  // kLimitExceeded naming this option.
   size_t max_states = 1u << 20;
   // Upper bound on the Earley work one byte may cost (items added plus items
   // examined while completing). Unambiguous grammars stay in the tens; the
   // bound stops highly ambiguous grammars (e.g. `e ::= e e | "a"`, whose
-  // work per byte grows with the input) from taking unbounded time: a byte
-  // over the bound is refused and work_limit_hit() says why. At the default,
-  // one byte costs at most a few milliseconds.
+  // work per byte grows with the input) from taking unbounded time. A byte
+  // over the bound is refused: Recognizer::push_byte returns false and
+  // work_limit_hit() says why; Matcher calls fail with kLimitExceeded.
   uint64_t max_work_per_byte = uint64_t{1} << 20;
   // Upper bound on the work of lowering (automaton states built plus NFA
-  // states and edges visited by the subset construction, summed over the
-  // retries that split rules whose automata blow up). Grammars that stay
-  // small in states can still be costly to determinize (a `.*`-like class
-  // before a choice, inlined many times); past the bound create() fails
-  // with kLimitExceeded (naming this option) instead of running for
-  // seconds. The bundled grammars need under a million units; at the
-  // default, lowering costs at most about a second. A grammar that passes
-  // max_states or this bound is lowered again with fewer rules copied
-  // inline (more rule calls, fewer states), up to three attempts in all,
-  // before failing; the bound applies to each attempt.
+  // states and edges visited by the subset construction). It stops grammars
+  // that stay small in states but are costly to determinize (a `.*`-like
+  // class before a choice, inlined many times). Past it create() fails with
+  // kLimitExceeded naming this option.
+  //
+  // A grammar that passes max_states or this bound is lowered again with
+  // fewer rules copied inline (more rule calls, fewer states), up to three
+  // attempts in all, before failing; each attempt has the whole bound.
   uint64_t max_lowering_work = uint64_t{1} << 27;
 };
 
