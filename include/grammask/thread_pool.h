@@ -10,8 +10,8 @@
 namespace grammask {
 
 // A fixed set of worker threads for batched mask computation, started once
-// and reused by every fill_masks call that is given it. One batch runs at a
-// time per pool (concurrent calls on the same pool are serialized).
+// and reused by every fill_masks call that is given it. Thread-safe: calls
+// from several threads on one pool run one batch at a time, in turn.
 class ThreadPool {
  public:
   // threads == 0: hardware concurrency. The calling thread also works, so a
@@ -23,8 +23,10 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
   size_t size() const noexcept;
 
-  // Runs task(i) for i in [0, n) on the pool and waits for all of them.
-  // `task` must not throw.
+  // Runs task(i) once for each i in [0, n), on the calling thread and the
+  // workers, in no set order, and returns when all have run. `task` must not
+  // throw, and must not call parallel_for on the same pool (it would wait
+  // forever). No allocation.
   void parallel_for(size_t n, const std::function<void(size_t)>& task);
 
  private:

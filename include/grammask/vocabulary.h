@@ -1,5 +1,7 @@
-// Vocabularies: the bytes each token id spells, which ids are special or stop
-// generation, and the token trie the mask engine walks.
+// Vocabularies, for every caller that builds masks: the bytes each token id
+// spells, which ids are special or stop generation, and the token data the
+// mask engine reads. Loaders for GGUF files and tokenizer.json, and
+// constructors for callers that decode a tokenizer themselves.
 //
 // A token's bytes are what the model's detokenizer prints for that token
 // alone: byte-level BPE ('Ġ' -> ' ') is decoded through the GPT-2 byte table,
@@ -49,7 +51,8 @@ enum class TokenizerStyle : uint8_t {
 // id order. Token bytes are packed into one buffer as they are added.
 class DecodedVocabulary {
  public:
-  // Appends token size(). kUnused tokens keep empty bytes whatever is passed.
+  // Appends token size(), copying its bytes. kUnused tokens keep empty bytes
+  // whatever is passed.
   void add_token(std::string_view bytes, TokenKind kind);
   size_t size() const noexcept { return kinds_.size(); }
   void reserve(size_t tokens, size_t total_bytes);
@@ -96,7 +99,7 @@ class Vocabulary {
   // control tokens spelled like a conventional end marker (`<|endoftext|>`,
   // `<|end|>`, `<|eot_id|>`, `<|im_end|>`, ...), as llama.cpp collects them.
   // Cost: linear in the metadata size, the token trie and text slice
-  // included (docs/performance.md has the figures).
+  // included (docs/performance.md has measurements).
   static Result<Vocabulary> from_gguf_file(const std::string& path);
   // The same from the bytes of a GGUF file already in memory (a mapped file,
   // a download); the bytes are only read during the call. Error messages say
@@ -114,20 +117,26 @@ class Vocabulary {
   // change the set. The whole text is checked as strict JSON (RFC 8259,
   // well-formed UTF-8); syntax errors give their line and column. Cost: linear
   // in the file size (one pass; no values are built for the parts it skips,
-  // such as the merges), the token trie included.
+  // such as the merges), the token trie included. Errors: kIo (the _file
+  // form: cannot open or read), kSyntax, kUnsupported, kLimitExceeded (out of
+  // memory), and those of from_decoded.
   static Result<Vocabulary> from_tokenizer_json_file(const std::string& path);
   static Result<Vocabulary> from_tokenizer_json(std::string_view json);
 
   // A vocabulary whose token i spells tokens[i]. Ids in special_ids are
-  // control tokens; stop_ids become stop_tokens(). Fails with
-  // kInvalidArgument if an id is out of range.
+  // control tokens, the others kNormal; stop_ids become stop_tokens(). Fails
+  // as from_decoded does, and with kInvalidArgument if a special id is out of
+  // range.
   static Result<Vocabulary> from_token_bytes(std::vector<std::string> tokens,
                                              std::vector<uint32_t> stop_ids,
                                              std::vector<uint32_t> special_ids = {});
 
   // The general form, for callers that decoded a tokenizer themselves (and
   // what the loaders above build). Fails with kInvalidArgument on an
-  // out-of-range stop or bos id or a token longer than 65535 bytes.
+  // out-of-range stop or bos id or a token longer than 65535 bytes, and with
+  // kLimitExceeded for 2^32 - 1 tokens or more, more than 4 GiB of token bytes
+  // or when memory runs out. Cost: linear in the tokens' bytes (the token
+  // trie is built here).
   static Result<Vocabulary> from_decoded(DecodedVocabulary decoded);
 
   // Number of token ids (the tokenizer's size; a model's logits may be wider).
@@ -152,11 +161,13 @@ class Vocabulary {
   // A copy with a different stop set, sharing the token data (e.g. adding
   // Phi-3's `<|end|>`). The trie is shared too unless the change adds or
   // removes a token that spells grammar text, in which case it is rebuilt
-  // (linear in the vocabulary). Fails with kInvalidArgument if an id is out of range.
+  // (linear in the vocabulary). Fails with kInvalidArgument if an id is out
+  // of range, kLimitExceeded if memory runs out.
   Result<Vocabulary> with_stop_tokens(std::vector<uint32_t> stop_ids) const;
 
-  // The lowest id whose bytes are exactly `bytes`: trie tokens first (O(len)),
-  // then special and stop tokens (a scan of those few). Unused ids never match.
+  // The lowest id whose bytes are exactly `bytes`, or nullopt (always for
+  // empty bytes). Cost: a trie descent, O(length x fan-out), then a scan of
+  // the special and stop tokens. Unused ids never match.
   std::optional<uint32_t> find_token(std::string_view bytes) const;
 
  private:
