@@ -31,9 +31,9 @@ Isa best_isa() noexcept;
 bool isa_supported(Isa isa) noexcept;
 const char* to_string(Isa isa) noexcept;
 
-// Sets logits[i] to -infinity for every disallowed i < n. `words` holds
-// mask_words(n) words. Cost: one pass over n values; allowed logits are not
-// written, so a mostly-allowed mask mostly reads.
+// Sets logits[i] to -infinity for every disallowed i < n; allowed logits
+// keep their values (a SIMD path may store them back unchanged). `words`
+// holds mask_words(n) words. Cost: one pass over n values.
 void apply_mask(float* logits, size_t n, const uint32_t* words) noexcept;
 // The same on raw IEEE half (fp16) values: disallowed become 0xFC00 (-inf).
 void apply_mask_fp16(uint16_t* logits, size_t n, const uint32_t* words) noexcept;

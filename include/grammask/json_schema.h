@@ -1,35 +1,28 @@
-// JSON Schema -> GBNF: exact or refused.
+// JSON Schema -> GBNF, for callers that constrain output to a schema: the
+// grammar is exact or conversion fails.
 //
 // The converter accepts a JSON Schema (draft 2020-12; 2019-09, draft-07,
 // -06 and -04 by their `$schema`) and writes a GBNF grammar whose language
 // is exactly the JSON texts (in the chosen whitespace and key-order style)
-// that the schema validates. String constraints that a pattern alone cannot
-// express (several patterns or formats, a negated pattern, a pattern with
-// length bounds, the keys of patternProperties) go through automata over
-// code points; lengths and item counts of any size are counted in blocks.
-//
-// References ($ref, $dynamicRef, $recursiveRef) resolve against base URIs
-// ($id), JSON pointers and anchors; into other documents only when the
-// caller supplies them (JsonSchemaOptions::documents, fetch_document):
-// nothing is ever fetched from the network. A $dynamicRef follows the
-// dynamic scope: each schema resource is converted once per set of
-// $dynamicAnchor bindings it is reached with. unevaluatedProperties and
-// unevaluatedItems see the annotations of properties, patternProperties,
-// additionalProperties, prefixItems, items, contains (2020-12), allOf,
-// $ref, oneOf, anyOf (every branch that holds, for up to 4 branches that
-// negate exactly) and if/then/else; where an annotation is not tracked
-// (larger anyOf, an `if` without then/else whose condition cannot be
-// negated) the grammar is stricter, never looser.
+// that the schema validates. References ($ref, $dynamicRef, $recursiveRef)
+// resolve within the schema and into the documents the caller supplies
+// (JsonSchemaOptions::documents, fetch_document): nothing is ever fetched
+// from the network. docs/architecture.md tells how string constraints,
+// references and unevaluated* keywords are converted.
 //
 // A keyword it cannot enforce exactly makes conversion fail with
 // kUnsupported and a message naming the keyword and its JSON pointer, e.g.
 //   unsupported keyword "uniqueItems" at /properties/tags: ...
 // (a pointer into another document starts with its URI) unless `lenient`
 // is set, in which case the keyword is dropped and a warning is recorded
-// instead. The grammar may reject some valid but unusual encodings (\u
-// escapes of printable characters, numbers in exponent form where a range
-// applies, keys out of the chosen order); it never accepts a text whose
-// value the schema rejects.
+// instead. Where unevaluatedProperties or unevaluatedItems cannot see an
+// annotation, the grammar is stricter, never looser. The grammar may reject
+// some valid but unusual encodings (\u escapes of printable characters,
+// numbers in exponent form where a range applies, keys out of the chosen
+// order); it never accepts a text whose value the schema rejects.
+//
+// Both functions are thread-safe: any number of conversions may run at
+// once. The resource bounds of JsonSchemaOptions bound one conversion.
 #ifndef GRAMMASK_JSON_SCHEMA_H_
 #define GRAMMASK_JSON_SCHEMA_H_
 
@@ -122,12 +115,17 @@ struct JsonSchemaOptions {
 // Converts a schema to GBNF text with start rule "root". `warnings`, when
 // given, receives one line per dropped keyword (lenient mode) or narrowing.
 // Never throws; malformed JSON fails with kSyntax, a schema that accepts
-// nothing (`false`) with kInvalidArgument.
+// nothing (`false`) with kInvalidArgument, a keyword that cannot be enforced
+// exactly (unless lenient) with kUnsupported, and a passed bound of
+// `options` with kLimitExceeded.
 Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
                                         const JsonSchemaOptions& options = {},
                                         std::vector<std::string>* warnings = nullptr);
 
-// Converts and parses: the grammar IR, ready for Recognizer::create.
+// Converts and parses: the grammar IR, ready for Recognizer::create. Fails
+// as json_schema_to_gbnf does, or with kLimitExceeded when the text passes
+// a bound of the GBNF parser (GbnfOptions::max_nesting, for a very deeply
+// nested schema).
 Result<Grammar> json_schema_to_grammar(std::string_view schema_json,
                                        const JsonSchemaOptions& options = {},
                                        std::vector<std::string>* warnings = nullptr);
