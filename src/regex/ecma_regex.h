@@ -2,10 +2,11 @@
 // `patternProperties`): code points, not UTF-16 units, and no flags, parsed
 // into a small AST over code-point sets (internal).
 //
-// parse_ecma_regex fails with kSyntax on a malformed pattern, kUnsupported on
-// constructs that are not regular or not expressible exactly (lookaround,
-// backreferences, \b, \p{...}), and kLimitExceeded past RegexLimits. Cost:
-// linear in the pattern, plus an RE2 compile with RegexCheck::kWithRe2.
+// parse_ecma_regex fails with kSyntax on a malformed pattern (or one that is
+// not UTF-8, or that RE2 refuses), kUnsupported on constructs that are not
+// regular or not expressible exactly (lookaround, backreferences, \b,
+// \p{...}), and kLimitExceeded past RegexLimits. Cost: linear in the
+// pattern, plus an RE2 compile with RegexCheck::kWithRe2. Pure functions.
 #ifndef GRAMMASK_SRC_REGEX_ECMA_REGEX_H_
 #define GRAMMASK_SRC_REGEX_ECMA_REGEX_H_
 
@@ -44,9 +45,10 @@ struct RegexLimits {
 };
 
 // Whether parse_ecma_regex also compiles the pattern with RE2, to refuse
-// what RE2 refuses although our parser took it. kTrusted skips that (it
-// costs more than the parse: milliseconds for a format's long pattern) for
-// patterns this library writes itself, which the tests check with RE2.
+// what RE2 refuses although our parser took it (skipped for patterns with a
+// repeat count above 1000, which RE2 cannot take). kTrusted skips the RE2
+// compile, which costs more than the parse, for patterns this library writes
+// itself; the tests check those with RE2.
 enum class RegexCheck { kWithRe2, kTrusted };
 
 // Parses an ECMA-262 pattern (JSON Schema dialect: code points, no flags).

@@ -23,13 +23,17 @@ bool has_large_repeat(const RegexNode& node);
 std::string regex_to_re2(const RegexNode& pattern);
 
 // True if the decoded string `text` (UTF-8) matches the ECMA pattern under
-// JSON Schema semantics (search, not full match). Fails when the pattern is
-// unsupported. Compiles with RE2 each call: meant for schema-time checks.
+// JSON Schema semantics (search, not full match). Fails as parse_ecma_regex
+// does, and with kUnsupported when RE2 cannot evaluate the pattern (a repeat
+// count above 1000, or an RE2 compile error). Compiles with RE2 each call:
+// meant for schema-time checks.
 Result<bool> ecma_regex_search(std::string_view pattern, std::string_view text);
 
-// ecma_regex_search with each pattern parsed and compiled once: a schema
-// checks many names and values against the same few patterns, and a long
-// pattern takes milliseconds to compile. Same results, errors included.
+// ecma_regex_search with each pattern parsed and compiled once, for a schema
+// that checks many names and values against the same few patterns. Same
+// results, errors included; a pattern's failure is kept and returned again.
+// Memory grows with the distinct patterns seen. Not thread-safe: one
+// searcher per thread.
 class EcmaRegexSearcher {
  public:
   EcmaRegexSearcher();

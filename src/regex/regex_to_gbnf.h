@@ -1,14 +1,17 @@
-// ECMA-262 regular expressions (as used by JSON Schema `pattern`) -> GBNF.
+// ECMA-262 regular expressions (as used by JSON Schema `pattern`) -> GBNF
+// (internal), for the JSON Schema converter.
 //
-// The translator parses a pattern into a small AST over code point sets,
-// then writes a GBNF expression for the *JSON-encoded body* of a string
-// (the text between the quotes) whose decoded value matches the pattern.
-// Semantics follow JSON Schema: code points (not UTF-16 units), no flags,
-// and an unanchored pattern means "contains a match".
+// The translator writes a GBNF expression for the *JSON-encoded body* of a
+// string (the text between the quotes) whose decoded value matches a parsed
+// pattern (ecma_regex.h). Semantics follow JSON Schema: code points (not
+// UTF-16 units), no flags, and an unanchored pattern means "contains a
+// match". Pure functions.
 //
 // Constructs that are not regular or not expressible exactly (lookaround,
-// backreferences, \b, \p{...}, anchors in the middle of a pattern) fail with
-// kUnsupported; malformed patterns fail with kSyntax.
+// backreferences, \b, \p{...}, anchors in the middle of a pattern) and
+// patterns that match no string fail with kUnsupported; malformed patterns
+// fail with kSyntax; more than 256 branches after distributing edge anchors
+// fail with kLimitExceeded.
 #ifndef GRAMMASK_SRC_REGEX_REGEX_TO_GBNF_H_
 #define GRAMMASK_SRC_REGEX_REGEX_TO_GBNF_H_
 
