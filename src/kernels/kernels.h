@@ -1,6 +1,8 @@
-// The per-instruction-set kernels behind include/grammask/bitmask.h. Each
-// ISA lives in its own file, compiled with that ISA's flags; dispatch.cpp
-// picks one at run time after checking the CPU.
+// The per-instruction-set kernels behind include/grammask/bitmask.h
+// (internal). Each ISA lives in its own file, compiled with that ISA's
+// flags; dispatch.cpp picks one at run time after checking the CPU. Every
+// kernel has the contract of the bitmask.h function it implements
+// (docs/architecture.md, "The mask kernels").
 #ifndef GRAMMASK_SRC_KERNELS_KERNELS_H_
 #define GRAMMASK_SRC_KERNELS_KERNELS_H_
 
@@ -29,8 +31,8 @@ const MaskKernels* avx2_kernels() noexcept;
 const MaskKernels* avx512_kernels() noexcept;
 const MaskKernels* neon_kernels() noexcept;
 
-// Scalar helpers the SIMD paths use for their tails: apply one word's bits
-// to `count` (<= 32) values.
+// Scalar helpers for the last partial word of the AVX2 and NEON paths:
+// apply one word's bits to `count` (<= 32) values.
 void apply_word_f32(float* logits, size_t count, uint32_t word) noexcept;
 void apply_word_u16(uint16_t* logits, size_t count, uint32_t word, uint16_t blocked) noexcept;
 // Is the candidate's id allowed by a mask of width n_tokens?

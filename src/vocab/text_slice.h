@@ -1,17 +1,9 @@
-// The text slice (internal): the tokens that spell nothing but whole
-// characters of plain string text, and the grammar states that accept every
-// such string.
-//
-// Inside a JSON string body, a key, free text, almost every token of a
-// vocabulary is allowed, and which ones is not in question: only the tokens
-// with a quote, a backslash, a control character or a piece of a UTF-8
-// sequence can be refused. A mask walk from a state that accepts all plain
-// text (TextClosure::cover, src/mask/text_closure.h) therefore ORs in the slice's precomputed mask
-// and walks only the trie of the other tokens, a tenth of the vocabulary or
-// less. A string of at most N characters accepts all text only while N
-// characters are left for the longest token (often 128 spaces), so there is
-// a second tier: the short slice tokens, for states that accept every plain
-// text of up to kShortLength bytes.
+// The text slice (internal), for the mask engine: the tokens that spell
+// nothing but whole characters of plain string text, as mask words, and
+// tries of the other tokens, with the UTF-8 helpers that define plain text.
+// A mask walk from a state that accepts all plain text ORs in the slice and
+// walks only the rest (docs/vocabulary.md). Which states those are is the
+// mask layer's question (src/mask/text_closure.h).
 #ifndef GRAMMASK_SRC_VOCAB_TEXT_SLICE_H_
 #define GRAMMASK_SRC_VOCAB_TEXT_SLICE_H_
 

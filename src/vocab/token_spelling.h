@@ -26,9 +26,8 @@ extern const BytePairTable kBytePairs;
 const char* write_byte_level_char(const char* in, const char* end, char*& out) noexcept;
 
 // The bytes a byte-level BPE token spells (see append_byte_level_bytes);
-// returns the end of what was written. Inline: the loaders call it for
-// every token, and the two common paths take a few instructions per
-// character.
+// returns the end of what was written. Inline, as the loaders call it for
+// every token.
 inline char* write_byte_level_bytes(std::string_view token_text, char* out) noexcept {
   // Each character is read before its byte is written, and no character
   // spells more bytes than it takes: `out` may trail the text in place.

@@ -80,10 +80,9 @@ class TokenTrie {
   // Builds the trie over tokens packed in one buffer: token id spells
   // bytes[offsets[id], offsets[id + 1]). `ids` lists the tokens to insert in
   // ascending order. Tokens with empty bytes or longer than kMaxTokenLength
-  // are skipped (the caller validates). Cost: linear in the tokens' bytes (a
-  // radix sort that writes the nodes as it goes; docs/vocabulary.md);
-  // memory: the output, a table of 64k group counts and two token buffers
-  // the size of the largest group of tokens sharing their first two bytes.
+  // are skipped (the caller validates). Cost: linear in the tokens' bytes;
+  // memory: the output plus working room linear in the tokens and a fixed
+  // table (docs/vocabulary.md tells how the build sorts).
   static TokenTrie build(const char* bytes, const uint32_t* offsets, std::vector<uint32_t> ids);
   // The same for the tokens whose bit is set in member_words (bit id % 32 of
   // word id / 32, ids below vocabulary_size; offsets[vocabulary_size] ends
