@@ -31,7 +31,7 @@ const MaskKernels* avx2_kernels() noexcept;
 const MaskKernels* avx512_kernels() noexcept;
 const MaskKernels* neon_kernels() noexcept;
 
-// Scalar helpers for the last partial word of the AVX2 and NEON paths:
+// Scalar functions for the last partial word of the AVX2 and NEON paths:
 // apply one word's bits to `count` (<= 32) values.
 void apply_word_f32(float* logits, size_t count, uint32_t word) noexcept;
 void apply_word_u16(uint16_t* logits, size_t count, uint32_t word, uint16_t blocked) noexcept;

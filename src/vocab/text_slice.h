@@ -1,6 +1,6 @@
 // The text slice (internal), for the mask engine: the tokens that spell
 // nothing but whole characters of plain string text, as mask words, and
-// tries of the other tokens, with the UTF-8 helpers that define plain text.
+// tries of the other tokens, with the UTF-8 functions that define plain text.
 // A mask walk from a state that accepts all plain text ORs in the slice and
 // walks only the rest (docs/vocabulary.md). Which states those are is the
 // mask layer's question (src/mask/text_closure.h).
