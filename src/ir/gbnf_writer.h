@@ -1,8 +1,10 @@
 // Writing GBNF text (internal): the one place where a code point, a literal,
 // a character class or a repetition is spelled as GBNF. The printer
 // (Grammar::to_gbnf), the regex translator and the JSON Schema converter all
-// write through it. Everything written parses back (parse_gbnf) to the same
-// code points. Pure functions; cost linear in what they write.
+// write through it. Everything written for Unicode scalar values parses
+// back (parse_gbnf) to the same code points; a surrogate or a value above
+// U+10FFFF in a literal is written as an escape the parser refuses. Pure
+// functions; cost linear in what they write.
 #ifndef GRAMMASK_SRC_IR_GBNF_WRITER_H_
 #define GRAMMASK_SRC_IR_GBNF_WRITER_H_
 
