@@ -57,7 +57,7 @@ size_t apply_mask(TokenCandidate* candidates, size_t n_candidates, const uint32_
                   size_t n_tokens) noexcept;
 // Compacting alternative: removes the candidates that apply_mask would
 // block, keeping the others in their order (a sorted array stays sorted);
-// returns the new count. Scalar on every Isa.
+// returns the new count. One scalar path on every CPU.
 size_t filter_candidates(TokenCandidate* candidates, size_t n_candidates, const uint32_t* words,
                          size_t n_tokens) noexcept;
 
