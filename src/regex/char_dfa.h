@@ -6,8 +6,10 @@
 // additionalProperties).
 //
 // States carry a label: 0 is "not accepting"; products combine the labels of
-// their operands (a bitmask of matched patterns, say). Everything is bounded
-// by a state budget and fails with kUnsupported past it.
+// their operands (a bitmask of matched patterns, say). The constructions that
+// can blow up (from a regex, length bounds, products) take a state budget and
+// fail with kUnsupported past it; the others grow at most linearly in their
+// input. Internal, for the JSON Schema converter; no shared state.
 #ifndef GRAMMASK_SRC_REGEX_CHAR_DFA_H_
 #define GRAMMASK_SRC_REGEX_CHAR_DFA_H_
 
