@@ -1,6 +1,6 @@
 // Recognizer: checks text against a grammar one byte at a time, for callers
-// that validate output or drive their own search (the mask engine in
-// matcher.h is built on the same recognizer).
+// that validate output or drive their own search (the mask engine of
+// matcher.h runs the same Earley engine).
 //
 // It says whether the bytes so far are a prefix of some sentence of the
 // grammar and whether they are a whole sentence. A checkpoint is size() and
