@@ -347,5 +347,30 @@ TEST(ThreadSafety, ConcurrentCompilationFromOneVocabulary) {
   EXPECT_EQ(problems.count(), 0) << problems.first();
 }
 
+// Back-to-back batches on one pool: every item of every batch runs exactly
+// once, with its own batch's task, however late a worker wakes for a batch
+// that has already finished (it must not join the next one with the old
+// task, nor read the batch's size while the next batch writes it).
+TEST(ThreadSafety, ThreadPoolRunsEachItemOnceAcrossBackToBackBatches) {
+  ThreadPool pool(4);
+  const int batches = light_mode() ? 2000 : 20000;
+  std::vector<std::atomic<int>> runs(8);
+  int wrong = 0;
+  for (int batch = 0; batch < batches; ++batch) {
+    const size_t n = 1 + static_cast<size_t>(batch % 8);
+    for (auto& count : runs) count.store(0);
+    std::atomic<int> foreign{0};
+    const int expected_batch = batch;
+    pool.parallel_for(n, [&, expected_batch](size_t i) {
+      if (expected_batch != batch || i >= n) foreign.fetch_add(1);
+      runs[i].fetch_add(1);
+    });
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].load() != (i < n ? 1 : 0)) ++wrong;
+    if (foreign.load() != 0) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 }  // namespace
 }  // namespace grammask

@@ -20,6 +20,10 @@ struct ThreadPool::Impl {
   std::atomic<size_t> next{0};
   size_t generation = 0;
   size_t busy = 0;
+  // Whether the batch of `generation` still takes workers: a worker that
+  // wakes after its batch closed must not read task and n, which the next
+  // batch may be writing, nor claim that batch's items for the old task.
+  bool open = false;
   bool stopping = false;
 
   void run_items() {
@@ -33,6 +37,7 @@ struct ThreadPool::Impl {
       wake.wait(lock, [&] { return stopping || generation != seen; });
       if (stopping) return;
       seen = generation;
+      if (!open) continue;
       ++busy;
       lock.unlock();
       run_items();
@@ -74,12 +79,14 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task)
     impl_->n = n;
     impl_->next.store(0);
     ++impl_->generation;
+    impl_->open = true;
   }
   impl_->wake.notify_all();
   impl_->run_items();
   std::unique_lock<std::mutex> lock(impl_->mutex);
   // Every item is claimed; wait for the workers still finishing theirs.
   impl_->done.wait(lock, [&] { return impl_->busy == 0; });
+  impl_->open = false;
   impl_->task = nullptr;
 }
 
