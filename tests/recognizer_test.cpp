@@ -57,6 +57,31 @@ void check_table(const Case& c) {
   }
 }
 
+TEST(Recognizer, MovedFromIsEmptyAndRefusesInputUntilAssigned) {
+  Recognizer original = make(R"(root ::= "ab")");
+  ASSERT_TRUE(original.push_byte('a'));
+  Recognizer moved = std::move(original);
+  EXPECT_EQ(moved.size(), 1u);
+  // The moved-from object: no state, every call safe.
+  EXPECT_FALSE(original.push_byte('b'));  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(original.push_bytes("ab"), 0u);
+  EXPECT_EQ(original.size(), 0u);
+  EXPECT_FALSE(original.is_accepting());
+  EXPECT_FALSE(original.can_continue());
+  EXPECT_FALSE(original.allows_byte('a'));
+  EXPECT_FALSE(original.work_limit_hit());
+  original.truncate(0);
+  original.reset();
+  Recognizer copy = original;
+  EXPECT_EQ(copy.size(), 0u);
+  EXPECT_FALSE(copy.push_byte('a'));
+  // Assigning makes it usable again.
+  original = moved;
+  EXPECT_TRUE(original.push_byte('b'));
+  EXPECT_TRUE(original.is_accepting());
+  EXPECT_EQ(moved.size(), 1u);
+}
+
 TEST(Recognizer, LiteralsAndSequences) {
   check_table({R"(root ::= "ab" "c")", {{"abc", A}, {"ab", P}, {"", P}, {"abd", R}, {"abcc", R}}});
   check_table({R"(root ::= "")", {{"", A}, {"a", R}}});

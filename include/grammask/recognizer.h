@@ -38,7 +38,10 @@ class Recognizer {
   static Result<Recognizer> create(const Grammar& grammar, std::string_view root = "root",
                                    const RecognizerOptions& options = {});
 
-  // A moved-from Recognizer may only be destroyed or assigned to.
+  // A moved-from Recognizer holds no input and no grammar: it refuses every
+  // byte (push_byte false, push_bytes 0), reports size() 0 and is neither
+  // accepting nor able to continue; truncate and reset do nothing, and a
+  // copy of it is moved-from too. Assigning a Recognizer makes it usable.
   Recognizer(Recognizer&&) noexcept;
   Recognizer& operator=(Recognizer&&) noexcept;
   // Copying copies the Earley sets: O(their size), allocates.
