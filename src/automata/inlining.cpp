@@ -28,7 +28,8 @@ void collect_refs(const Expr& e, std::vector<uint32_t>& out) {
 // keys are plain DFA states instead of rule calls. The same search finds
 // the rules on a cycle at all (on_cycle: a strongly connected component
 // of more than one rule, or a rule naming itself; Tarjan's algorithm),
-// which get a larger inline limit (see Lowering::within_limit). Iterative, so deep
+// which get a larger inline limit (see Lowering::within_limit), and the
+// places that name each rule count its copies. Iterative, so deep
 // grammars cannot overflow the stack.
 ReferenceCycles find_reference_cycles(const Grammar& grammar, uint32_t root) {
   const size_t n = grammar.rules().size();
@@ -37,6 +38,9 @@ ReferenceCycles find_reference_cycles(const Grammar& grammar, uint32_t root) {
   ReferenceCycles cycles;
   cycles.recursive.assign(n, false);
   cycles.on_cycle.assign(n, false);
+  cycles.places.assign(n, 0);
+  for (const std::vector<uint32_t>& r : refs)
+    for (uint32_t target : r) ++cycles.places[target];
   constexpr uint32_t kUnvisited = UINT32_MAX;
   std::vector<uint32_t> index(n, kUnvisited), low(n, 0);
   // on_path: on the search's current path; in_component: on Tarjan's
@@ -129,12 +133,17 @@ bool Lowering::inlined_here(uint32_t rule, int depth) {
 }
 
 // Whether `rule`, of estimated size `size`, is small enough to inline.
+// Copied into every place that names it, a rule costs the places times
+// its size: past copy_budget_, it stays a rule (a part named between every
+// two members of a long list, an automaton named from many places).
 // A rule on a cycle that stays a rule adds an Earley set link per pass
 // round the cycle, so the rules on cycles get cycle_inline_factor_ times
 // the limit: one link per nesting level (an object's member chain
 // inlined into the object) keeps the engine's completions and the mask
 // cache's context keys short.
 bool Lowering::within_limit(uint32_t rule, size_t size) {
+  const size_t places = places_[rule];
+  if (places > 1 && size > copy_budget_ / places) return false;
   if (size <= inline_limit_) return true;
   if (!on_cycle_[rule] || size > cycle_inline_factor_ * inline_limit_) return false;
   cycle_limit_used_ = true;

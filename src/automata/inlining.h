@@ -2,10 +2,16 @@
 // the Earley engine follows) and which are copied into the places that name
 // them.
 //
-// A rule is inlined when it is not recursive (see ReferenceCycles) and its
+// A rule is inlined when it is not recursive (see ReferenceCycles), its
 // estimated NFA size is within the inline limit, or within the limit times
-// the cycle factor for a rule on a cycle of references. The estimates are
-// Lowering members (inlining.cpp); docs/lowering.md gives the reasons.
+// the cycle factor for a rule on a cycle of references, and, for a rule
+// that several places name, its copies are within the copy budget: the
+// number of places times its estimated size. So a grammar need not mark
+// the rules to keep whole: a part named between every two members of a
+// long list, the states of a large automaton named from many places, the
+// whitespace of a huge grammar stay rules by their size and places. The
+// estimates are Lowering members (inlining.cpp); docs/lowering.md gives
+// the reasons.
 #ifndef GRAMMASK_SRC_AUTOMATA_INLINING_H_
 #define GRAMMASK_SRC_AUTOMATA_INLINING_H_
 
@@ -20,11 +26,20 @@ namespace grammask::internal {
 // The inline limits that ByteGrammar::lower tries, in order: the generous
 // limit with the cycle factor; if that exceeds a RecognizerOptions limit
 // and the factor inlined some rule, the generous limit alone; then the
-// frugal limit. So the cycle factor never refuses a grammar that the
-// plain limits lower, and the retries at most triple the work.
+// frugal limit; all with the copy budget. Then, if the frugal limit goes
+// past RecognizerOptions::max_states, the frugal limit with a copy budget
+// of zero: every rule named from more than one place stays a rule, so
+// copies cannot multiply the states (a large automaton written as one
+// rule per state, each copied into every state rule that stays a rule and
+// reaches it, is the case the places alone do not see). So the cycle
+// factor never refuses a grammar that the plain limits lower, and the
+// retries at most quadruple the work.
 inline constexpr size_t kGenerousInlineLimit = 4096;
 inline constexpr size_t kFrugalInlineLimit = 2048;
 inline constexpr size_t kCycleInlineFactor = 8;
+// The largest estimated size of all the copies of a rule named from
+// several places (places times its size); one past it stays a rule.
+inline constexpr size_t kCopyBudget = size_t{1} << 17;
 
 // The rules of a grammar seen from a start rule through its references.
 struct ReferenceCycles {
@@ -34,9 +49,12 @@ struct ReferenceCycles {
   // The rules on some cycle: a strongly connected component of more than
   // one rule, or a rule naming itself.
   std::vector<bool> on_cycle;
+  // How many places (references in the bodies of all the rules) name each
+  // rule: the copies of a rule inlined everywhere.
+  std::vector<uint32_t> places;
 };
 
-// Both sets for `grammar` (one entry per rule) searched from rule `root`,
+// Both sets and the places for `grammar` (one entry per rule) searched from rule `root`,
 // then from every other rule in index order. `root` must be a rule of the
 // grammar. O(rules + references), iterative (no recursion depth limit).
 // Pure function: thread-safe.

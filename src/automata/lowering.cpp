@@ -31,6 +31,7 @@ Result<std::shared_ptr<const ByteGrammar>> Lowering::run(std::string_view root) 
   ReferenceCycles cycles = find_reference_cycles(grammar_, static_cast<uint32_t>(root_index));
   recursive_ = std::move(cycles.recursive);
   on_cycle_ = std::move(cycles.on_cycle);
+  places_ = std::move(cycles.places);
   inline_size_.assign(grammar_.rules().size(), -1);
   tail_summaries_.assign(grammar_.rules().size(), TailSummary{});
   // A rule whose automaton blows up is lowered again with its parts split
@@ -146,18 +147,22 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
   // Copying more rules inline makes fewer rule calls (faster masks) but
   // more states. Rules on cycles get the generous limit times
   // kCycleInlineFactor (see Lowering::within_limit), the others the
-  // generous limit; a grammar that this takes past
-  // RecognizerOptions::max_states (or max_lowering_work) is lowered again
-  // without the factor, if it changed anything, then with the frugal
-  // limit (inlining.h).
-  Lowering first(grammar, options, kGenerousInlineLimit, kCycleInlineFactor);
+  // generous limit, all within kCopyBudget; a grammar that this takes
+  // past RecognizerOptions::max_states (or max_lowering_work) is lowered
+  // again without the factor, if it changed anything, then with the
+  // frugal limit, then, if that is still past max_states, with no copies
+  // of rules named from several places (inlining.h).
+  Lowering first(grammar, options, kGenerousInlineLimit, kCycleInlineFactor, kCopyBudget);
   auto lowered = first.run(root);
   if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
   if (first.cycle_limit_used()) {
-    lowered = Lowering(grammar, options, kGenerousInlineLimit, 1).run(root);
+    lowered = Lowering(grammar, options, kGenerousInlineLimit, 1, kCopyBudget).run(root);
     if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
   }
-  return Lowering(grammar, options, kFrugalInlineLimit, 1).run(root);
+  Lowering frugal(grammar, options, kFrugalInlineLimit, 1, kCopyBudget);
+  lowered = frugal.run(root);
+  if (lowered.ok() || !frugal.states_exceeded()) return lowered;
+  return Lowering(grammar, options, kFrugalInlineLimit, 1, 0).run(root);
 }
 
 }  // namespace grammask::internal

@@ -59,15 +59,20 @@ class Lowering {
   // `inline_limit`: the largest estimated NFA size of a rule copied into
   // the places that name it.
   // Rules on a cycle of references get `cycle_inline_factor` times that.
+  // `copy_budget`: the largest total estimated size of the copies of a
+  // rule named from several places (see Lowering::within_limit).
   Lowering(const Grammar& grammar, const RecognizerOptions& options, size_t inline_limit,
-           size_t cycle_inline_factor)
+           size_t cycle_inline_factor, size_t copy_budget)
       : grammar_(grammar),
         options_(options),
         inline_limit_(inline_limit),
-        cycle_inline_factor_(cycle_inline_factor) {}
+        cycle_inline_factor_(cycle_inline_factor),
+        copy_budget_(copy_budget) {}
 
   // Whether some rule was inlined only thanks to the cycle factor.
   bool cycle_limit_used() const { return cycle_limit_used_; }
+  // Whether run() failed past RecognizerOptions::max_states.
+  bool states_exceeded() const { return states_exceeded_; }
 
   // Lowers the rules reachable from `root`. Once per Lowering.
   Result<std::shared_ptr<const ByteGrammar>> run(std::string_view root);
@@ -105,6 +110,7 @@ class Lowering {
     total_nfa_states_ += states;
     add_work(states);
     if (total_nfa_states_ > options_.max_states && status_.ok()) {
+      states_exceeded_ = true;
       status_ = Status(ErrorCode::kLimitExceeded,
                        "grammar too large after lowering (more than " +
                            std::to_string(options_.max_states) +
@@ -165,11 +171,14 @@ class Lowering {
   const RecognizerOptions& options_;
   const size_t inline_limit_;
   const size_t cycle_inline_factor_;
+  const size_t copy_budget_;
   bool cycle_limit_used_ = false;
+  bool states_exceeded_ = false;
   Status status_;
   std::shared_ptr<ByteGrammar> out_;
-  std::vector<bool> recursive_;  // (see find_reference_cycles())
-  std::vector<bool> on_cycle_;   // (likewise)
+  std::vector<bool> recursive_;   // (see find_reference_cycles())
+  std::vector<bool> on_cycle_;    // (likewise)
+  std::vector<uint32_t> places_;  // (see ReferenceCycles::places)
   std::vector<long long> inline_size_;
   std::vector<TailSummary> tail_summaries_;
   std::vector<uint32_t> lowered_of_source_;

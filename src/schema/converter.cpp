@@ -76,17 +76,6 @@ std::string Converter::convert() {
   if (start.empty()) fail(ErrorCode::kInvalidArgument, "the schema accepts no value");
   // inner(), after() and colon() name `ws` without defining it.
   if (options_.whitespace == JsonSchemaOptions::Whitespace::kFlexible) base_rule("ws");
-  // In a large grammar the copies of the small base rules that the lowering
-  // makes at every use (whitespace alone is some forty states) outgrow its
-  // state budget; there they stay single rules, at the price of a rule call
-  // per use while masking.
-  constexpr size_t kLargeGrammarBytes = 256 << 10;
-  if (grammar_bytes_ > kLargeGrammarBytes) {
-    base_rule("never");  // first: defining it in the loop would grow rules_
-    for (auto& [name, body] : rules_)
-      if (name == "ws" || name == "string" || name == "number" || name == "integer")
-        body = kept_whole(name, body);
-  }
   std::string text = "root ::= " + start + "\n";
   for (const auto& [name, body] : rules_) text += name + " ::= " + body + "\n";
   return text;

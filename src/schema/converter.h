@@ -277,11 +277,8 @@ class Converter {
   // --- the rule table and layout (rules.cpp) ---------------------------------
   // A named rule for `body`, shared by identical bodies.
   std::string add_rule(const std::string& hint, const std::string& body);
-  // add_rule for a rule kept whole (see kept_whole).
+  // A named rule for `body`, shared only with other unshared_rule bodies.
   std::string unshared_rule(const std::string& hint, const std::string& body);
-  // `body` as the body of rule `name`, with an alternative that matches
-  // nothing and names the rule itself (see the definition for why).
-  std::string kept_whole(const std::string& name, const std::string& body);
   // A rule name made from `hint`, unused so far and not a base rule's.
   std::string unique_name(const std::string& hint);
   // Refuses past max_grammar_bytes and max_rules.

@@ -47,16 +47,9 @@ std::string Converter::emit_members(const std::vector<Member>& members,
     return std::min(count + 1, cap);
   };
   std::vector<std::pair<std::string, std::string>> pending;
-  // Past a few members, each state stays a rule of its own: a long member
-  // list outgrows the lowering's inline budget, and each state then still
-  // inlined would be a rule holding a copy of the members after it
-  // (quadratic space).
-  constexpr size_t kInlinedMembers = 8;
   auto define_states = [&]() {
     for (auto& [name, body] : pending) {
-      std::string text = body.empty() ? "\"\"" : body;
-      if (n > kInlinedMembers) text = "(" + text + ") | " + base_rule("never") + " " + name;
-      define_rule(name, text);
+      define_rule(name, body.empty() ? "\"\"" : body);
     }
   };
   if (!any_order && !max_count && minimum == 1) {
@@ -134,9 +127,9 @@ std::string Converter::emit_members(const std::vector<Member>& members,
         auto next = next_count(c);
         if (next && *next == c) {
           // The count no longer changes: other members loop here, then
-          // member i or not, and the next state is referenced once (a
-          // choice between two references to it would double its size
-          // wherever the lowering inlines it).
+          // member i or not, and the next state is referenced once (not
+          // once in each of two alternatives, which would double the
+          // states after it written out in place).
           std::string loop = additional.empty() ? "" : group(member_text(additional, c == 0)) + "*";
           std::string body = loop;
           if (i < n) {

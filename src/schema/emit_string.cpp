@@ -71,9 +71,9 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
   if (!regexes.empty() || !clause.negated_patterns.empty() || !clause.excluded.empty())
     return emit_string_automaton(clause, max_length, hint);
   if (clause.min_length == 0 && !max_length) return base_rule("string");
-  // The character written out rather than as `char`: the lowering copies a
-  // referenced rule into every repetition, but lifts a large repeated
-  // expression into one rule.
+  // The character written out rather than as `char`: the repeated item is
+  // an expression, which a large repetition lifts into one rule (see
+  // docs/lowering.md, Repetition).
   std::string chars = counted(group(char_body()), clause.min_length, max_length, hint + "-chars");
   return add_rule(hint + "-str", seq({"\"\\\"\"", chars, "\"\\\"\""}));
 }
@@ -180,19 +180,11 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
 std::string Converter::dfa_rules(const internal::CharDfa& dfa,
                                  const std::function<bool(uint32_t)>& keep,
                                  const std::string& hint) {
-  // The state rules name each other last, so the lowering inlines them into
-  // plain DFA states of the caller, in linear size (as a rule call per
-  // byte, a key automaton cost milliseconds per mask). Past a couple of
-  // thousand states, copies at every place that names the automaton can
-  // take the lowering past its state budget (one MaskBench schema went past
-  // a million states): there each state stays a rule of its own.
-  constexpr size_t kInlinedStates = 2048;
-  const bool separate = dfa.states.size() > kInlinedStates;
+  // The state rules name each other last: a right-linear grammar, one rule
+  // per state.
   return internal::dfa_to_gbnf(
       dfa, keep, [&] { return unique_name(hint); },
-      [&](const std::string& name, const std::string& body) {
-        define_rule(name, separate ? kept_whole(name, body) : body);
-      },
+      [&](const std::string& name, const std::string& body) { define_rule(name, body); },
       "\"\\\"\"");
 }
 
@@ -270,9 +262,8 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
   // other states, the others leave the names, then anything (the shared
   // rule `key-tail`); states that end no name may end the key, closing
   // quote included (so that no state before it ends a rule). Every state
-  // rule, `key-tail` and `key-leave` is named only last in a rule, so the
-  // lowering builds each once where the key is named: the whole automaton
-  // becomes plain states of the caller.
+  // rule, `key-tail` and `key-leave` is named only last in a rule: a
+  // right-linear grammar, the automaton one rule per state.
   const internal::CodePointSet shared = internal::normalize_set(
       {{0x00, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {0x80, kMaxCodePoint}});
   if (key_tail_rule_.empty()) {

@@ -46,26 +46,16 @@ std::string Converter::add_rule(const std::string& hint, const std::string& body
   return name;
 }
 
-// A rule for `body` that the lowering keeps as one rule wherever it is
-// named (see kept_whole): for a part named from many places (between every
-// two declared members) copies of it would add up.
+// A named rule for `body` of its own, not shared with add_rule's rules:
+// a part named from many places (between every two declared members).
 std::string Converter::unshared_rule(const std::string& hint, const std::string& body) {
   const std::string key = "\x01" + body;
   auto it = text_memo_.find(key);
   if (it != text_memo_.end()) return it->second;
   std::string name = unique_name(hint);
-  define_rule(name, kept_whole(name, body));
+  define_rule(name, body);
   text_memo_[key] = name;
   return name;
-}
-
-// The lowering inlines a small non-recursive rule into every place that
-// names it other than last in a rule. An alternative that matches nothing
-// (`never`) and names the rule itself makes the rule recursive, so the
-// lowering keeps it as one rule; the language it matches is the same.
-// Every rule the converter keeps whole this way is written here.
-std::string Converter::kept_whole(const std::string& name, const std::string& body) {
-  return "(" + body + ") | " + base_rule("never") + " " + name;
 }
 
 std::string Converter::inner(uint32_t depth) const {
