@@ -33,7 +33,7 @@ class Recognizer {
   // if the root is unknown or grammar.validate() fails, and with
   // kLimitExceeded (the message names the option) if lowering passes
   // RecognizerOptions::max_states or max_lowering_work. Cost: the lowering
-  // work, at most options.max_lowering_work in each of at most three
+  // work, at most options.max_lowering_work in each of at most four
   // attempts (docs/lowering.md), plus time linear in the automata built.
   static Result<Recognizer> create(const Grammar& grammar, std::string_view root = "root",
                                    const RecognizerOptions& options = {});

@@ -28,7 +28,7 @@ struct RecognizerOptions {
   // kLimitExceeded naming this option.
   //
   // A grammar that passes max_states or this bound is lowered again with
-  // fewer rules copied inline (more rule calls, fewer states), up to three
+  // fewer rules copied inline (more rule calls, fewer states), up to four
   // attempts in all, before failing; each attempt has the whole bound.
   uint64_t max_lowering_work = uint64_t{1} << 27;
 };

@@ -79,7 +79,7 @@ class ByteGrammar {
   // Errors: kInvalidArgument if `root` names no rule; grammar.validate()'s
   // status if that fails; kLimitExceeded if the automata need more than
   // options.max_states states or more than options.max_lowering_work work
-  // units (bounds that apply to each of at most three attempts with fewer
+  // units (bounds that apply to each of at most four attempts with fewer
   // rules copied inline), if the grammar nests expressions too deeply, or if
   // a rule still blows up once split into rules of its own (the status
   // names its source position). Cost: time and memory proportional to the
