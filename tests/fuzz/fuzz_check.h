@@ -28,9 +28,9 @@ namespace grammask::fuzz {
 // lower fuzzed grammars. Adversarial grammars can be costly to lower while
 // small in states; these bounds keep every input well under the per-input
 // timeout: 2^22 units are some 30 ms of lowering in a Release build and about
-// 20 times that under ASan, and an input may lower up to four times (strict
-// and lenient schema conversion, each with its retry with fewer rules
-// inlined). Hitting one must be a clean kLimitExceeded.
+// 20 times that under ASan, and an input may lower up to eight times (strict
+// and lenient schema conversion, each in up to four attempts with fewer rules
+// inlined): under 5 s. Hitting one must be a clean kLimitExceeded.
 inline constexpr size_t kFuzzMaxStates = 1u << 13;
 inline constexpr uint64_t kFuzzMaxLoweringWork = uint64_t{1} << 22;
 
