@@ -372,5 +372,19 @@ TEST(ThreadSafety, ThreadPoolRunsEachItemOnceAcrossBackToBackBatches) {
   EXPECT_EQ(wrong, 0);
 }
 
+// A task that calls parallel_for on its own pool gets the inner items run
+// on its thread, instead of waiting forever for the batch it is part of.
+TEST(ThreadSafety, ThreadPoolTaskMayCallParallelForOnItsPool) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> runs(4 * 5);
+  pool.parallel_for(
+      4, [&](size_t i) { pool.parallel_for(5, [&](size_t j) { runs[5 * i + j].fetch_add(1); }); });
+  for (size_t k = 0; k < runs.size(); ++k) EXPECT_EQ(runs[k].load(), 1) << k;
+  // The pool still runs ordinary batches afterwards.
+  std::atomic<int> total{0};
+  pool.parallel_for(100, [&](size_t) { total.fetch_add(1); });
+  EXPECT_EQ(total.load(), 100);
+}
+
 }  // namespace
 }  // namespace grammask

@@ -25,8 +25,8 @@ class ThreadPool {
 
   // Runs task(i) once for each i in [0, n), on the calling thread and the
   // workers, in no set order, and returns when all have run. `task` must not
-  // throw, and must not call parallel_for on the same pool (it would wait
-  // forever). No allocation.
+  // throw. A task may call parallel_for on the same pool: that inner call
+  // runs its items on the calling thread, in order. No allocation.
   void parallel_for(size_t n, const std::function<void(size_t)>& task);
 
  private:

@@ -9,6 +9,12 @@
 #include <vector>
 
 namespace grammask {
+namespace {
+// The pool whose batch this thread is running, if any: a parallel_for on
+// that pool from inside one of its tasks runs inline instead of waiting for
+// the batch it is part of.
+thread_local const void* running_pool = nullptr;
+}  // namespace
 
 struct ThreadPool::Impl {
   std::mutex batch_mutex;  // one batch at a time
@@ -31,6 +37,7 @@ struct ThreadPool::Impl {
   }
 
   void worker_loop() {
+    running_pool = this;
     size_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
@@ -72,6 +79,10 @@ size_t ThreadPool::size() const noexcept {
 }
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task) {
+  if (running_pool == impl_.get()) {  // called from one of this pool's tasks
+    for (size_t i = 0; i < n; ++i) task(i);
+    return;
+  }
   std::lock_guard<std::mutex> batch(impl_->batch_mutex);
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -82,7 +93,10 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task)
     impl_->open = true;
   }
   impl_->wake.notify_all();
+  const void* outer = running_pool;
+  running_pool = impl_.get();
   impl_->run_items();
+  running_pool = outer;
   std::unique_lock<std::mutex> lock(impl_->mutex);
   // Every item is claimed; wait for the workers still finishing theirs.
   impl_->done.wait(lock, [&] { return impl_->busy == 0; });
