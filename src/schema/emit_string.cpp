@@ -275,28 +275,17 @@ std::string Converter::key_not_in_uncached(const std::vector<std::string>& names
   std::vector<std::string> state_names(representative.size());
   for (uint32_t id = 0; id < representative.size(); ++id)
     state_names[id] = id == canonical[0] ? base : base + "s" + std::to_string(id);
-  // The class gbnf_char_class writes for a set of ASCII code points (a
-  // bitmap here): ranges in order, letters and digits as themselves.
+  // The GBNF class of a set of ASCII code points (a bitmap here).
   auto ascii_class = [](const std::bitset<128>& set) {
-    auto write = [](std::string& out, uint32_t cp) {
-      internal::append_gbnf_char(out, cp, /*in_class=*/true, internal::GbnfEscapes::kAscii);
-    };
-    std::string out = "[";
-    for (uint32_t cp = 0; cp < 128;) {
-      if (!set[cp]) {
-        ++cp;
-        continue;
-      }
-      uint32_t last = cp;
-      while (last + 1 < 128 && set[last + 1]) ++last;
-      write(out, cp);
-      if (last != cp) {
-        out += '-';
-        write(out, last);
-      }
-      cp = last + 1;
+    std::vector<CodePointRange> ranges;
+    for (uint32_t cp = 0; cp < 128; ++cp) {
+      if (!set[cp]) continue;
+      if (!ranges.empty() && ranges.back().last + 1 == cp)
+        ranges.back().last = cp;
+      else
+        ranges.push_back({cp, cp});
     }
-    return out + "]";
+    return internal::gbnf_char_class(ranges);
   };
   std::string body;
   std::string used_key;
