@@ -1,7 +1,9 @@
 // The grammar IR: the value type that parse_gbnf (gbnf.h) and the JSON
 // Schema converter (json_schema.h) produce, that callers may build or edit
 // directly, and that Recognizer::create and CompiledGrammar::compile take.
-// Terminals are Unicode code points; matching is over their UTF-8 bytes.
+// Text terminals are Unicode code points, matched over their UTF-8 bytes;
+// token items are matched by token id, never by bytes, once a vocabulary
+// resolves them (CompiledGrammar::compile).
 #ifndef GRAMMASK_GRAMMAR_H_
 #define GRAMMASK_GRAMMAR_H_
 
@@ -40,16 +42,32 @@ struct Expr {
     kAnyChar,      // `.`: any one code point
     kRuleRef,      // the rule with index `rule`
     kRepeat,       // children[0] repeated min..max times (max may be kUnbounded)
+    // One token of the vocabulary, matched by id: `token` when `literal` is
+    // empty, else every token whose text is `literal` (written with its
+    // angle brackets, as "<|im_end|>"). With `negated`, any one token but
+    // those, whatever its bytes.
+    kToken,
+    // Text that the ECMA-262 pattern `literal` matches as a whole (no
+    // flags; code points). With `lazy`, only texts none of whose proper
+    // prefixes the pattern also matches: the shortest matches.
+    kRegex,
+    // Any substring of `literal`, the empty string included.
+    kSubstring,
+    // Any text that contains none of children, which are non-empty
+    // kLiteral nodes, as a substring (the empty text included).
+    kTextExcluding,
   };
 
   Kind kind = Kind::kSequence;
-  bool negated = false;                // kCharClass
+  bool negated = false;                // kCharClass, kToken
+  bool lazy = false;                   // kRegex
   uint32_t rule = 0;                   // kRuleRef: index into Grammar::rules()
+  uint32_t token = 0;                  // kToken by id
   uint32_t min = 0;                    // kRepeat
   uint32_t max = 0;                    // kRepeat
-  std::u32string literal;              // kLiteral
+  std::u32string literal;              // kLiteral, kToken by text, kRegex, kSubstring
   std::vector<CodePointRange> ranges;  // kCharClass, as written (may overlap)
-  std::vector<Expr> children;          // kSequence, kAlternation, kRepeat
+  std::vector<Expr> children;          // kSequence, kAlternation, kRepeat, kTextExcluding
   SourceLocation where;                // where it was written, if parsed
 
   static Expr sequence(std::vector<Expr> items);
@@ -59,6 +77,11 @@ struct Expr {
   static Expr any_char();
   static Expr rule_ref(uint32_t rule_index);
   static Expr repeat(Expr item, uint32_t min, uint32_t max);
+  static Expr token_id(uint32_t id, bool negated = false);
+  static Expr token_text(std::u32string text, bool negated = false);
+  static Expr regex(std::u32string pattern, bool lazy = false);
+  static Expr substring(std::u32string text);
+  static Expr text_excluding(std::vector<std::u32string> strings);
 };
 
 // Structural equality: same kinds and the fields that matter for each kind,
@@ -97,7 +120,11 @@ class Grammar {
   // Checks the invariants the recognizer relies on: unique non-empty names,
   // references in range, non-empty literals of Unicode scalar values (no
   // surrogates), non-empty alternations, repeats with one child and
-  // min <= max, class ranges with first <= last <= kMaxCodePoint. The first
+  // min <= max, class ranges with first <= last <= kMaxCodePoint, token
+  // texts of the form <...> (no other '>', no line break), regex patterns
+  // and substring texts of scalar values, exclusions of at least one
+  // non-empty literal. Regex patterns are parsed when the grammar is
+  // lowered, not here. The first
   // violation fails with kInvalidArgument, naming the rule, at the node's
   // `where`. Cost: linear in the grammar size; recursion as deep as the
   // deepest expression.

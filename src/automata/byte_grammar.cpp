@@ -93,6 +93,9 @@ void Lowering::finish() {
   };
   for (uint32_t s = 0; s < n; ++s)
     if (states[s].is_final) make_live(s);
+  // A token item's rule ends when the engine is given a matching token.
+  for (const TokenTerminal& terminal : out_->token_terminals_)
+    make_live(rules[terminal.rule].start);
   while (!work.empty()) {
     const uint32_t t = work.back();
     work.pop_back();

@@ -118,6 +118,12 @@ size_t Lowering::estimated_size(const Expr& e, int depth) {
     }
     case Expr::Kind::kAlternation:
       return context_size(e, depth);
+    case Expr::Kind::kToken:
+      return 2;
+    case Expr::Kind::kRegex:
+    case Expr::Kind::kSubstring:
+    case Expr::Kind::kTextExcluding:
+      return text_terminal_size(e);
     default: {
       size_t total = 2;
       for (const Expr& c : e.children) total += estimated_size(c, depth + 1);

@@ -66,10 +66,27 @@ struct ClassRun {
   uint32_t target;
 };
 
+inline constexpr uint32_t kNoTokenTerminal = UINT32_MAX;
+
 struct LoweredRule {
   std::string name;       // source rule name, or "name#k" for a lifted part
   uint32_t start = 0;     // start state
   bool nullable = false;  // derives the empty string
+  // For the rule that stands for a token item: its index in
+  // ByteGrammar::token_terminals(). Such a rule has one state, its start,
+  // with no transition: the engine completes it when given a token the
+  // item matches (EarleyEngine::push_token).
+  uint32_t token_terminal = kNoTokenTerminal;
+};
+
+// A token item of the grammar (Expr::Kind::kToken), not yet resolved
+// against a vocabulary.
+struct TokenTerminal {
+  uint32_t rule = 0;     // the lowered rule that stands for it
+  bool negated = false;  // any token but the named ones
+  uint32_t id = 0;       // the token id, when `text` is empty
+  std::string text;      // the token's text (UTF-8, brackets included)
+  SourceLocation where;  // where the first such item was written
 };
 
 // The immutable result of lowering. Shared by recognizers and matchers.
@@ -97,6 +114,13 @@ class ByteGrammar {
   const std::vector<LoweredRule>& rules() const noexcept { return rules_; }
   const std::vector<AutomatonState>& states() const noexcept { return states_; }
   const std::vector<RuleEdge>& rule_edges() const noexcept { return rule_edges_; }
+  // The distinct token items, in the order lowering met them.
+  const std::vector<TokenTerminal>& token_terminals() const noexcept { return token_terminals_; }
+  // Whether `state` is the start (and only state) of a token item's rule.
+  bool is_token_state(uint32_t state) const noexcept {
+    return !token_terminals_.empty() &&
+           rules_[states_[state].rule].token_terminal != kNoTokenTerminal;
+  }
   // Bytes in one class have the same transitions from every state; a class
   // is a range of bytes, and classes are numbered in byte order.
   uint32_t num_classes() const noexcept { return num_classes_; }
@@ -157,6 +181,7 @@ class ByteGrammar {
   std::vector<AutomatonState> states_;
   std::vector<RuleEdge> rule_edges_;
   std::vector<LoweredRule> rules_;
+  std::vector<TokenTerminal> token_terminals_;
 };
 
 }  // namespace grammask::internal

@@ -136,6 +136,16 @@ class Lowering {
   uint32_t build_alternation(const Expr& e, uint32_t from, Nfa& nfa, Part part);
   uint32_t build_split(const Expr& e, uint32_t from, Nfa& nfa, int depth);
 
+  // Token items, token_items.cpp: the lowered rule that stands for one
+  // token item (one per distinct item), which the Earley engine completes
+  // when it is given a token that the item matches.
+  uint32_t token_rule(const Expr& e);
+
+  // Regex, Substring and TextExcluding terminals, text_terminals.cpp: the
+  // fragment from `from` (returns its end), and its estimated NFA size.
+  uint32_t build_text_terminal(const Expr& e, uint32_t from, Nfa& nfa);
+  size_t text_terminal_size(const Expr& e);
+
   // Repetition, repetition.cpp.
   struct CopyTemplate;
   uint32_t build_repeat(const Expr& e, uint32_t from, Nfa& nfa, int depth);

@@ -86,7 +86,9 @@ void Lowering::build_nfa(uint32_t i) {
   nfa.start = nfa.add();
   const Expr& body = *pending_[i].body;
   built_split_[i] = split_bodies_.count(&body) != 0;
-  if (built_split_[i]) {
+  if (out_->rules_[i].token_terminal != kNoTokenTerminal) {
+    nfa.accept = nfa.add();  // (unreachable: the engine completes the rule)
+  } else if (built_split_[i]) {
     nfa.accept = build_split(body, nfa.start, nfa, 0);
   } else {
     TailContext tail{nfa.add(), {}};
@@ -148,6 +150,12 @@ size_t Lowering::structural_hash(const Expr& e) {
       break;
     case Expr::Kind::kRepeat:
       mix((uint64_t{e.min} << 32) | e.max);
+      break;
+    case Expr::Kind::kToken:
+    case Expr::Kind::kRegex:
+    case Expr::Kind::kSubstring:
+      mix((uint64_t{e.negated} << 33) | (uint64_t{e.lazy} << 32) | e.token);
+      for (char32_t cp : e.literal) mix(cp);
       break;
     default:
       break;
@@ -263,6 +271,16 @@ uint32_t Lowering::build(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
     case Expr::Kind::kRepeat:
       if (e.max <= 1) return build_in_new_context(e, from, nfa, depth);
       return build_repeat(e, from, nfa, depth);
+    case Expr::Kind::kToken: {
+      const uint32_t target = nfa.add();
+      nfa.add_rule(from, token_rule(e), target);
+      charge(1);
+      return target;
+    }
+    case Expr::Kind::kRegex:
+    case Expr::Kind::kSubstring:
+    case Expr::Kind::kTextExcluding:
+      return build_text_terminal(e, from, nfa);
   }
   return from;
 }
@@ -353,8 +371,18 @@ void Lowering::build_tail(const Expr& e, uint32_t from, Nfa& nfa, int depth, Tai
 // terminals become rules of their own and references are not inlined.
 uint32_t Lowering::build_split(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
   auto is_terminal = [](const Expr& x) {
-    return x.kind == Expr::Kind::kLiteral || x.kind == Expr::Kind::kCharClass ||
-           x.kind == Expr::Kind::kAnyChar;
+    switch (x.kind) {
+      case Expr::Kind::kLiteral:
+      case Expr::Kind::kCharClass:
+      case Expr::Kind::kAnyChar:
+      case Expr::Kind::kToken:
+      case Expr::Kind::kRegex:
+      case Expr::Kind::kSubstring:
+      case Expr::Kind::kTextExcluding:
+        return true;
+      default:
+        return false;
+    }
   };
   auto reference = [&](const Expr& part, uint32_t at) {
     uint32_t rule;

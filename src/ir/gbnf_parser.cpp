@@ -111,6 +111,8 @@ class GbnfParser {
   SourceLocation location_at(size_t offset) const;
   // Records the first error and returns false, so callers can `return fail(...)`.
   bool fail(size_t offset, std::string message);
+  // The same for valid syntax that grammask does not enforce (kUnsupported).
+  bool fail_unsupported(size_t offset, std::string message);
   // The same for a passed resource bound (kLimitExceeded).
   bool fail_limit(size_t offset, std::string message);
   bool nesting_too_deep(size_t offset);
@@ -132,6 +134,10 @@ class GbnfParser {
   bool append_item(bool nested, Expr item, uint32_t height, OpenGroup& group);
   bool parse_atom(Expr* out);
   bool parse_literal(Expr* out);
+  bool read_quoted(std::u32string* code_points);
+  bool parse_token_item(Expr* out);
+  bool at_builtin_call() const;
+  bool parse_builtin_call(Expr* out);
   bool parse_char_class(Expr* out);
   bool parse_class_char(size_t class_start, uint32_t* code_point);
   bool parse_escape(bool in_class, uint32_t* code_point);
@@ -178,6 +184,13 @@ SourceLocation GbnfParser::location_at(size_t offset) const {
 
 bool GbnfParser::fail(size_t offset, std::string message) {
   if (error_.ok()) error_ = Status(ErrorCode::kSyntax, std::move(message), location_at(offset));
+  return false;
+}
+
+bool GbnfParser::fail_unsupported(size_t offset, std::string message) {
+  if (error_.ok()) {
+    error_ = Status(ErrorCode::kUnsupported, std::move(message), location_at(offset));
+  }
   return false;
 }
 
@@ -393,6 +406,12 @@ bool GbnfParser::parse_body(Expr* out) {
         if (groups.size() > options_.max_nesting) return nesting_too_deep(pos_);
         const size_t open = pos_++;
         skip_space(/*newlines_ok=*/true);
+        if (peek() == '=') {
+          return fail_unsupported(
+              open,
+              "lookahead assertions '(= ...)' are not supported: grammask refuses them rather "
+              "than enforce them approximately (docs/GBNF.md, \"Lookahead\")");
+        }
         groups.push();  // invalidates `group`
         groups.back().open = open;
         groups.back().start = groups.back().sequence_start = pos_;
@@ -528,6 +547,10 @@ bool GbnfParser::parse_atom(Expr* out) {
   } else if (c == '.') {
     ++pos_;
     *out = Expr::any_char();
+  } else if (c == '<' || c == '!') {
+    if (!parse_token_item(out)) return false;
+  } else if (at_builtin_call()) {
+    if (!parse_builtin_call(out)) return false;
   } else if (is_name_char(c)) {
     const std::string_view name = read_name();
     const uint32_t symbol_id = symbol_for(name);
@@ -542,22 +565,30 @@ bool GbnfParser::parse_atom(Expr* out) {
     return fail(pos_, std::string("'") + c + "' must follow a symbol or group it repeats");
   } else {
     return fail(pos_, "unexpected " + describe_char_at(pos_) +
-                          ": expected a string, a character class, '.', a rule name or '('");
+                          ": expected a string, a character class, '.', a token item, a rule "
+                          "name or '('");
   }
   out->where = location_at(start);
   return true;
 }
 
 bool GbnfParser::parse_literal(Expr* out) {
+  std::u32string code_points;
+  if (!read_quoted(&code_points)) return false;
+  *out = code_points.empty() ? Expr::sequence({}) : Expr::literal_text(std::move(code_points));
+  return true;
+}
+
+// Reads a quoted string at pos_ (on its opening '"') with GBNF's escapes.
+bool GbnfParser::read_quoted(std::u32string* code_points) {
   const size_t open = pos_;
   ++pos_;
-  std::u32string code_points;
   // At most one code point per byte up to the closing quote (or the line's
   // end): reserved at once rather than regrown every few characters.
   size_t end = pos_;
   while (end < text_.size() && text_[end] != '"' && text_[end] != '\n')
     end += text_[end] == '\\' && end + 1 < text_.size() && text_[end + 1] != '\n' ? 2 : 1;
-  code_points.reserve(end - pos_);
+  code_points->reserve(end - pos_);
   while (true) {
     if (at_end() || peek() == '\n') {
       return fail(open, "unclosed string: expected '\"' before " + describe_char_at(pos_));
@@ -565,7 +596,7 @@ bool GbnfParser::parse_literal(Expr* out) {
     const char c = peek();
     if (c == '"') {
       ++pos_;
-      break;
+      return true;
     }
     uint32_t code_point = 0;
     if (c == '\\') {
@@ -573,9 +604,130 @@ bool GbnfParser::parse_literal(Expr* out) {
     } else {
       pos_ += utf8::decode(text_, pos_, &code_point);  // valid: checked up front
     }
-    code_points.push_back(static_cast<char32_t>(code_point));
+    code_points->push_back(static_cast<char32_t>(code_point));
   }
-  *out = code_points.empty() ? Expr::sequence({}) : Expr::literal_text(std::move(code_points));
+}
+
+// <[id]>, <text> and their negations !<[id]>, !<text> (pos_ on '<' or '!').
+bool GbnfParser::parse_token_item(Expr* out) {
+  const size_t start = pos_;
+  bool negated = false;
+  if (peek() == '!') {
+    negated = true;
+    ++pos_;
+    if (peek() != '<') {
+      return fail(start, "expected a token item after '!' ('!<[id]>' or '!<text>'), found " +
+                             describe_char_at(pos_));
+    }
+  }
+  const size_t open = pos_;
+  if (pos_ + 1 < text_.size() && text_[pos_ + 1] == '[') {
+    pos_ += 2;
+    if (!is_digit(peek())) {
+      return fail(pos_, "expected a token id after '<[', found " + describe_char_at(pos_));
+    }
+    uint64_t id = 0;
+    while (is_digit(peek())) {
+      id = id * 10 + static_cast<uint64_t>(peek() - '0');
+      if (id > UINT32_MAX) {
+        return fail_limit(open, "token id too large: the most is " + std::to_string(UINT32_MAX));
+      }
+      ++pos_;
+    }
+    if (peek() != ']' || pos_ + 1 >= text_.size() || text_[pos_ + 1] != '>') {
+      return fail(pos_, "expected ']>' to close the token id, found " + describe_char_at(pos_));
+    }
+    pos_ += 2;
+    *out = Expr::token_id(static_cast<uint32_t>(id), negated);
+    return true;
+  }
+  size_t close = pos_ + 1;
+  while (close < text_.size() && text_[close] != '>' && text_[close] != '\n' &&
+         text_[close] != '\r')
+    ++close;
+  if (close >= text_.size() || text_[close] != '>') {
+    return fail(open, "unclosed token item: expected '>' on the same line");
+  }
+  if (close == open + 1) return fail(open, "empty token item '<>': expected a token's text");
+  std::u32string text;
+  for (size_t at = open; at <= close;) {
+    uint32_t code_point = 0;
+    at += utf8::decode(text_, at, &code_point);  // valid: checked up front
+    text.push_back(static_cast<char32_t>(code_point));
+  }
+  pos_ = close + 1;
+  *out = Expr::token_text(std::move(text), negated);
+  return true;
+}
+
+namespace {
+
+// The built-in terminals written as calls, Name("..."), and how many
+// strings each takes.
+struct Builtin {
+  std::string_view name;
+  bool many;  // one or more strings, else exactly one
+};
+constexpr Builtin kBuiltins[] = {
+    {"Regex", false}, {"LazyRegex", false}, {"Substring", false}, {"TextExcluding", true}};
+
+const Builtin* builtin_named(std::string_view name) {
+  for (const Builtin& b : kBuiltins)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+}  // namespace
+
+// A built-in's name written right before '(' (no space): "Regex (" stays
+// a rule reference followed by a group, as in older GBNF.
+bool GbnfParser::at_builtin_call() const {
+  size_t p = pos_;
+  while (p < text_.size() && is_name_char(text_[p])) ++p;
+  if (p >= text_.size() || text_[p] != '(') return false;
+  return builtin_named(text_.substr(pos_, p - pos_)) != nullptr;
+}
+
+bool GbnfParser::parse_builtin_call(Expr* out) {
+  const std::string_view name = read_name();
+  const Builtin& builtin = *builtin_named(name);
+  ++pos_;  // '('
+  std::vector<std::u32string> strings;
+  std::vector<size_t> string_starts;
+  while (true) {
+    skip_space(/*newlines_ok=*/true);
+    if (peek() != '"') {
+      return fail(pos_, std::string(name) + "(...) takes " +
+                            (builtin.many ? "one or more strings" : "one string") + "; found " +
+                            describe_char_at(pos_));
+    }
+    const size_t string_start = pos_;
+    std::u32string value;
+    if (!read_quoted(&value)) return false;
+    if (builtin.many && value.empty()) {
+      return fail(string_start, std::string(name) + "(...) cannot exclude the empty string");
+    }
+    strings.push_back(std::move(value));
+    string_starts.push_back(string_start);
+    skip_space(/*newlines_ok=*/true);
+    if (peek() == ')') break;
+    if (peek() != ',' || !builtin.many) {
+      return fail(pos_, std::string("expected ") + (builtin.many ? "',' or " : "") +
+                            "')' to close " + std::string(name) + "(...), found " +
+                            describe_char_at(pos_));
+    }
+    ++pos_;
+  }
+  ++pos_;  // ')'
+  if (name == "Regex" || name == "LazyRegex") {
+    *out = Expr::regex(std::move(strings[0]), name == "LazyRegex");
+  } else if (name == "Substring") {
+    *out = Expr::substring(std::move(strings[0]));
+  } else {
+    *out = Expr::text_excluding(std::move(strings));
+  }
+  for (size_t i = 0; i < out->children.size(); ++i)
+    out->children[i].where = location_at(string_starts[i]);
   return true;
 }
 

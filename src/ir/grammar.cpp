@@ -64,6 +64,45 @@ Expr Expr::repeat(Expr item, uint32_t min, uint32_t max) {
   return e;
 }
 
+Expr Expr::token_id(uint32_t id, bool negated) {
+  Expr e;
+  e.kind = Kind::kToken;
+  e.token = id;
+  e.negated = negated;
+  return e;
+}
+
+Expr Expr::token_text(std::u32string text, bool negated) {
+  Expr e;
+  e.kind = Kind::kToken;
+  e.literal = std::move(text);
+  e.negated = negated;
+  return e;
+}
+
+Expr Expr::regex(std::u32string pattern, bool lazy) {
+  Expr e;
+  e.kind = Kind::kRegex;
+  e.literal = std::move(pattern);
+  e.lazy = lazy;
+  return e;
+}
+
+Expr Expr::substring(std::u32string text) {
+  Expr e;
+  e.kind = Kind::kSubstring;
+  e.literal = std::move(text);
+  return e;
+}
+
+Expr Expr::text_excluding(std::vector<std::u32string> strings) {
+  Expr e;
+  e.kind = Kind::kTextExcluding;
+  e.children.reserve(strings.size());
+  for (std::u32string& s : strings) e.children.push_back(literal_text(std::move(s)));
+  return e;
+}
+
 // --- equality -----------------------------------------------------------------
 
 bool operator==(const Expr& a, const Expr& b) {
@@ -82,6 +121,14 @@ bool operator==(const Expr& a, const Expr& b) {
       return a.rule == b.rule;
     case Expr::Kind::kRepeat:
       return a.min == b.min && a.max == b.max && a.children == b.children;
+    case Expr::Kind::kToken:
+      return a.negated == b.negated && a.token == b.token && a.literal == b.literal;
+    case Expr::Kind::kRegex:
+      return a.lazy == b.lazy && a.literal == b.literal;
+    case Expr::Kind::kSubstring:
+      return a.literal == b.literal;
+    case Expr::Kind::kTextExcluding:
+      return a.children == b.children;
   }
   return false;
 }
@@ -134,6 +181,17 @@ Status invalid(const Rule& rule, const Expr& expr, const std::string& what) {
   return Status(ErrorCode::kInvalidArgument, "rule '" + rule.name + "': " + what, expr.where);
 }
 
+Status check_scalar_values(const Rule& rule, const Expr& expr, const std::u32string& text,
+                           const char* what) {
+  for (const char32_t c : text) {
+    if (!utf8::is_scalar_value(c)) {
+      return invalid(rule, expr,
+                     std::string(what) + " holds " + hex_code_point(c) + ", not a character");
+    }
+  }
+  return Status();
+}
+
 Status validate_expr(const Expr& expr, const Rule& rule, size_t rule_count) {
   switch (expr.kind) {
     case Expr::Kind::kSequence:
@@ -143,11 +201,7 @@ Status validate_expr(const Expr& expr, const Rule& rule, size_t rule_count) {
       break;
     case Expr::Kind::kLiteral:
       if (expr.literal.empty()) return invalid(rule, expr, "empty literal");
-      for (const char32_t c : expr.literal) {
-        if (!utf8::is_scalar_value(c)) {
-          return invalid(rule, expr, "literal holds " + hex_code_point(c) + ", not a character");
-        }
-      }
+      if (Status s = check_scalar_values(rule, expr, expr.literal, "literal"); !s.ok()) return s;
       break;
     case Expr::Kind::kCharClass:
       for (const CodePointRange& range : expr.ranges) {
@@ -173,6 +227,35 @@ Status validate_expr(const Expr& expr, const Rule& rule, size_t rule_count) {
         return invalid(rule, expr,
                        "repeat minimum " + std::to_string(expr.min) + " above maximum " +
                            std::to_string(expr.max));
+      }
+      break;
+    case Expr::Kind::kToken:
+      if (!expr.literal.empty()) {
+        const std::u32string& t = expr.literal;
+        const bool bracketed = t.size() >= 3 && t.front() == U'<' && t.back() == U'>' &&
+                               t.find(U'>') == t.size() - 1 && t.find(U'\n') == t.npos &&
+                               t.find(U'\r') == t.npos;
+        if (!bracketed) {
+          return invalid(rule, expr,
+                         "token text must be '<', at least one character other than '>' and "
+                         "line breaks, then '>'");
+        }
+        if (Status s = check_scalar_values(rule, expr, t, "token text"); !s.ok()) return s;
+      }
+      break;
+    case Expr::Kind::kRegex:
+      if (Status s = check_scalar_values(rule, expr, expr.literal, "pattern"); !s.ok()) return s;
+      break;
+    case Expr::Kind::kSubstring:
+      if (Status s = check_scalar_values(rule, expr, expr.literal, "substring text"); !s.ok())
+        return s;
+      break;
+    case Expr::Kind::kTextExcluding:
+      if (expr.children.empty()) return invalid(rule, expr, "exclusion without strings");
+      for (const Expr& child : expr.children) {
+        if (child.kind != Expr::Kind::kLiteral) {
+          return invalid(rule, expr, "an exclusion holds only literals");
+        }
       }
       break;
   }
@@ -274,6 +357,33 @@ void print_expr(const Expr& expr, const Grammar& grammar, Position position, std
       // parses as (x*)?.
       print_expr(expr.children[0], grammar, Position::kRepeated, out);
       internal::append_repeat_suffix(out, expr.min, expr.max);
+      return;
+    case Expr::Kind::kToken:
+      if (expr.negated) out += '!';
+      if (expr.literal.empty()) {
+        out += "<[" + std::to_string(expr.token) + "]>";
+      } else {
+        out += utf8::encode(expr.literal);
+      }
+      return;
+    case Expr::Kind::kRegex:
+      out += expr.lazy ? "LazyRegex(" : "Regex(";
+      internal::append_gbnf_literal(out, expr.literal, internal::GbnfEscapes::kReadable);
+      out += ')';
+      return;
+    case Expr::Kind::kSubstring:
+      out += "Substring(";
+      internal::append_gbnf_literal(out, expr.literal, internal::GbnfEscapes::kReadable);
+      out += ')';
+      return;
+    case Expr::Kind::kTextExcluding:
+      out += "TextExcluding(";
+      for (size_t i = 0; i < expr.children.size(); ++i) {
+        if (i > 0) out += ", ";
+        internal::append_gbnf_literal(out, expr.children[i].literal,
+                                      internal::GbnfEscapes::kReadable);
+      }
+      out += ')';
       return;
   }
 }
