@@ -109,6 +109,53 @@ bool EarleyEngine::push_byte(uint8_t byte) {
   return true;
 }
 
+bool EarleyEngine::push_token(int last_byte, size_t token_start,
+                              const std::vector<uint8_t>& matches) {
+  work_limit_hit_ = false;
+  const uint64_t per_byte = grammar_->max_work_per_byte();
+  const uint64_t bound =
+      work_ + per_byte < work_ ? work_deadline_ : std::min(work_ + per_byte, work_deadline_);
+  const size_t from = sets_.back().begin;
+  const size_t to = items_.size();
+  const bool scans = last_byte >= 0 && sets_.back().scan.test(static_cast<uint8_t>(last_byte));
+  sets_.push_back(SetInfo{{}, next_generation_++, static_cast<uint32_t>(to), false});
+  begin_set_dedup();
+  if (scans) {
+    for (size_t i = from; i < to; ++i) {
+      const uint32_t target = grammar_->next(items_[i].state, static_cast<uint8_t>(last_byte));
+      if (target != kNoState) add(target, items_[i].origin);
+    }
+  }
+  const auto& states = grammar_->states();
+  const auto& rules = grammar_->rules();
+  // (Index-based: complete() may reallocate items_.)
+  const size_t end = set_end(token_start) - items_.data();
+  for (size_t i = sets_[token_start].begin; i < end; ++i) {
+    const EarleyItem item = items_[i];
+    const AutomatonState& st = states[item.state];
+    const uint32_t terminal = rules[st.rule].token_terminal;
+    if (terminal == kNoTokenTerminal || !matches[terminal]) continue;
+    complete(st.rule, item.origin, st.rule_tail_called);
+  }
+  if (items_.size() == to) {
+    sets_.pop_back();
+    return false;
+  }
+  if (!close_top_set(bound)) {
+    pop();
+    work_limit_hit_ = true;
+    return false;
+  }
+  return true;
+}
+
+bool EarleyEngine::awaits_token_item(size_t k) const noexcept {
+  if (grammar_->token_terminals().empty()) return false;
+  for (const EarleyItem* it = set_begin(k); it != set_end(k); ++it)
+    if (grammar_->is_token_state(it->state)) return true;
+  return false;
+}
+
 // Closes the newest set; false if the work passed `work_bound` first (the set
 // is then incomplete and must be popped).
 inline bool EarleyEngine::close_top_set(uint64_t work_bound) {

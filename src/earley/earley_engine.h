@@ -146,6 +146,18 @@ class EarleyEngine {
   bool push_byte(uint8_t byte);
   bool work_limit_hit() const noexcept { return work_limit_hit_; }
 
+  // Pushes the last set of a token that token items may read: one new set
+  // holding the items that scan `last_byte` from the newest set (none when
+  // last_byte < 0) and the completions of the token items awaited in set
+  // `token_start` for which matches[item] is nonzero (indexed like
+  // ByteGrammar::token_terminals()). The token's earlier bytes, if any, are
+  // pushed before with push_byte. Fails like push_byte, also when the new
+  // set would be empty. Precondition: token_start <= size().
+  bool push_token(int last_byte, size_t token_start, const std::vector<uint8_t>& matches);
+  // Whether some item of set k waits for a token item (the start state of
+  // a token item's rule). O(items of the set).
+  bool awaits_token_item(size_t k) const noexcept;
+
   // Work units spent so far (items added plus waiters examined), for callers
   // that bound a whole computation, such as a mask's trie walk: pushes fail
   // once work() would pass the deadline. charge() adds the caller's own work.

@@ -64,8 +64,11 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
                                                  const CompileOptions& options) {
   auto lowered = internal::ByteGrammar::lower(grammar, options.root, options.recognizer);
   if (!lowered.ok()) return lowered.status();
+  auto token_items = internal::TokenItems::resolve(**lowered, vocabulary);
+  if (!token_items.ok()) return token_items.status();
   auto data = std::make_shared<internal::CompiledGrammarData>(std::move(lowered).value(),
                                                               vocabulary, options.max_mask_work);
+  data->token_items = std::move(token_items).value();
   const internal::ByteGrammar& byte_grammar = *data->grammar;
   const internal::TokenTrie& trie = internal::VocabularyAccess::trie(vocabulary);
   data->pure = internal::pure_states(byte_grammar);

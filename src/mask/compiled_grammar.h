@@ -15,6 +15,7 @@
 #include "mask/pure_walk.h"
 #include "mask/state_analysis.h"
 #include "mask/text_closure.h"
+#include "mask/token_items.h"
 #include "mask/walk_store.h"
 #include "vocab/text_slice.h"
 #include "vocab/token_trie.h"
@@ -31,6 +32,7 @@ struct CompiledGrammarData {
   std::shared_ptr<const ByteGrammar> grammar;
   Vocabulary vocabulary;
   uint64_t max_mask_work = 0;  // CompileOptions::max_mask_work
+  TokenItems token_items;      // the grammar's token items, resolved
   std::vector<uint8_t> pure;   // per DFA state: pure_states()
   std::unique_ptr<const WalkClasses> walk_classes;
   // Per DFA state: a rule start or the target of a rule edge, the states

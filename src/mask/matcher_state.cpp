@@ -60,6 +60,9 @@ Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
                   "mask computation exceeded the work limit (CompileOptions::max_mask_work = " +
                       std::to_string(data_->max_mask_work) + ")");
   }
+  // The tokens that token items read depend on the top set's states alone,
+  // which every id below keys: cached with the rest of the mask.
+  if (!data_->token_items.empty()) data_->token_items.add_awaited(engine_, top, words);
   // A mask that read only the few sets nearest the top is kept by its
   // context id, without the stop tokens (whether the root may end here
   // is not in that id), else by the whole stack's structure.
@@ -80,6 +83,7 @@ Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
 bool MatcherState::is_token_allowed(uint32_t token) {
   const Vocabulary& vocab = data_->vocabulary;
   if (token >= vocab.size()) return false;
+  if (!terminated() && token_item_reads(token)) return true;
   if (vocab.is_stop(token)) return terminated() || engine_.is_accepting();
   if (terminated() || vocab.is_special(token)) return false;
   const std::string_view bytes = vocab.token_bytes(token);
@@ -98,6 +102,15 @@ Status MatcherState::accept_token(uint32_t token) {
     return Status(ErrorCode::kInvalidArgument, "token id " + std::to_string(token) +
                                                    " is out of range (vocabulary has " +
                                                    std::to_string(vocab.size()) + " tokens)");
+  }
+  if (!terminated() && token_item_reads(token)) {
+    if (!push_token_item(token)) {
+      if (engine_.work_limit_hit()) return work_limit_status("token " + std::to_string(token));
+      return Status(ErrorCode::kInvalidArgument,
+                    "token " + std::to_string(token) + " is not allowed here");
+    }
+    token_ends_.push_back(engine_.size());
+    return Status();
   }
   if (vocab.is_stop(token)) {
     if (!terminated() && !engine_.is_accepting()) {
@@ -161,7 +174,9 @@ std::string MatcherState::forced_bytes(size_t max_bytes) {
   std::string out;
   if (terminated()) return out;
   const size_t base = engine_.size();
-  while (out.size() < max_bytes && !engine_.is_accepting()) {
+  // (Where a token item may come next, no byte is forced.)
+  while (out.size() < max_bytes && !engine_.is_accepting() &&
+         !engine_.awaits_token_item(engine_.size())) {
     const ByteSet& scan = engine_.scan();
     int only = -1;
     for (int b = 0; b < 256; ++b) {
@@ -185,6 +200,33 @@ inline Status MatcherState::work_limit_status(const std::string& what) const {
                                                "(RecognizerOptions::max_work_per_byte = " +
                                                std::to_string(data_->grammar->max_work_per_byte()) +
                                                ")");
+}
+
+bool MatcherState::token_item_reads(uint32_t token) {
+  if (data_->token_items.empty()) return false;
+  data_->token_items.matches(token, token_matches_);
+  return TokenItems::awaited_reads(engine_, engine_.size(), token_matches_);
+}
+
+// Pushes `token` where some awaited token item reads it (token_matches_
+// holds its matches): the items' completions, together with the parses
+// that read the token's bytes as text, if it spells text here.
+bool MatcherState::push_token_item(uint32_t token) {
+  const Vocabulary& vocab = data_->vocabulary;
+  const size_t base = engine_.size();
+  const std::string_view bytes = vocab.is_special(token) || vocab.is_stop(token)
+                                     ? std::string_view()
+                                     : vocab.token_bytes(token);
+  if (!bytes.empty()) {
+    bool text = true;
+    for (size_t i = 0; i + 1 < bytes.size() && text; ++i)
+      text = engine_.push_byte(static_cast<uint8_t>(bytes[i]));
+    if (text && engine_.push_token(static_cast<uint8_t>(bytes.back()), base, token_matches_))
+      return true;
+    truncate(base);
+    if (engine_.work_limit_hit()) return false;
+  }
+  return engine_.push_token(-1, base, token_matches_);
 }
 
 inline bool MatcherState::push_all(std::string_view bytes) {

@@ -57,6 +57,9 @@ class MatcherState {
   inline Status work_limit_status(const std::string& what) const;
 
   inline bool push_all(std::string_view bytes);
+  // Whether a token item awaited here reads `token` (fills token_matches_).
+  bool token_item_reads(uint32_t token);
+  bool push_token_item(uint32_t token);
 
   inline void truncate(size_t length);
 
@@ -69,6 +72,7 @@ class MatcherState {
   TrieWalker walker_;
   size_t hits_ = 0;
   size_t misses_ = 0;
+  std::vector<uint8_t> token_matches_;  // (scratch of token_item_reads)
 };
 
 }  // namespace internal

@@ -61,7 +61,7 @@ std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
   std::vector<uint8_t> pure(states.size());
   for (size_t s = 0; s < states.size(); ++s) {
     const AutomatonState& state = states[s];
-    pure[s] = state.calls_no_rule() &&
+    pure[s] = state.calls_no_rule() && !grammar.is_token_state(static_cast<uint32_t>(s)) &&
               (!state.is_final || (state.rule == grammar.root_rule() && !root_is_called));
   }
   return pure;

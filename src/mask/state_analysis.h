@@ -22,7 +22,8 @@ namespace grammask {
 namespace internal {
 
 // A DFA state is "pure" when input from it is plain DFA transitions,
-// whatever its rule was called from: it calls no rule, and it does not end
+// whatever its rule was called from: it calls no rule, it is not a token
+// item's state (tokens, not bytes, move on from there), and it does not end
 // its rule, or its rule is the root and nothing calls the root (then ending
 // it completes nothing, it only makes the output acceptable).
 std::vector<uint8_t> pure_states(const ByteGrammar& grammar);
