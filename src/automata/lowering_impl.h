@@ -145,6 +145,10 @@ class Lowering {
   // fragment from `from` (returns its end), and its estimated NFA size.
   uint32_t build_text_terminal(const Expr& e, uint32_t from, Nfa& nfa);
   size_t text_terminal_size(const Expr& e);
+  // A terminal's code-point automaton (or why there is none), made once per
+  // expression and kept in text_terminals_.
+  struct TextTerminal;
+  const TextTerminal& text_terminal(const Expr& e);
 
   // Repetition, repetition.cpp.
   struct CopyTemplate;
@@ -203,6 +207,7 @@ class Lowering {
   // structural hash.
   std::unordered_multimap<size_t, std::pair<const Expr*, std::vector<Utf8Sequence>>>
       class_sequences_;
+  std::unordered_map<const Expr*, std::shared_ptr<const TextTerminal>> text_terminals_;
   std::vector<size_t> nfa_charge_;  // states each rule's NFA charged
   std::vector<bool> built_split_;   // whether each rule's NFA was built split
   std::vector<size_t> dfa_begin_;   // first DFA state of each determinized rule
