@@ -10,8 +10,10 @@
 // (byte_grammar.cpp). Errors: kInvalidArgument (no such root, an invalid
 // grammar), kLimitExceeded (RecognizerOptions::max_states or
 // max_lowering_work exceeded, nesting too deep, a rule too large even when
-// split). A Lowering is used once, by one thread; docs/lowering.md tells
-// how the passes work.
+// split, a text terminal's automaton past its budget), and a Regex pattern's
+// refusal (kSyntax, kUnsupported, kLimitExceeded; text_terminals.cpp). A
+// Lowering is used once, by one thread; docs/lowering.md tells how the
+// passes work.
 #ifndef GRAMMASK_SRC_AUTOMATA_LOWERING_IMPL_H_
 #define GRAMMASK_SRC_AUTOMATA_LOWERING_IMPL_H_
 
