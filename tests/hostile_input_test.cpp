@@ -917,6 +917,69 @@ TEST(HostileGrammar, SlowToLowerGrammarsStayCorrect) {
   }
 }
 
+// --- text terminals past the limits ------------------------------------------------
+
+// Regex, Substring and TextExcluding terminals whose automata would be huge
+// stop at a limit, named in the message, before building them; those within
+// the limits lower and are exact.
+TEST(HostileGrammar, TextTerminalsEndWithinTheLimits) {
+  auto create = [](const std::string& gbnf) {
+    auto grammar = parse_gbnf(gbnf);
+    EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
+    if (!grammar.ok()) return Result<Recognizer>(grammar.status());
+    return Recognizer::create(*grammar);
+  };
+  // A suffix automaton of 1 MB of text needs up to 2 million states.
+  std::string text;
+  std::mt19937 rng(3);
+  while (text.size() < (size_t{1} << 20)) text += static_cast<char>('a' + rng() % 26);
+  EXPECT_TRUE(FailsWith(create("root ::= Substring(\"" + text + "\")").status(),
+                        ErrorCode::kLimitExceeded, "RecognizerOptions::max_states"));
+  // Counted repeats: past RegexLimits::max_repeat, and products of nested
+  // bounds (a million states) past what max_states leaves for one terminal.
+  EXPECT_TRUE(FailsWith(create(R"(root ::= Regex("a{100000}"))").status(),
+                        ErrorCode::kLimitExceeded, "RegexLimits"));
+  EXPECT_TRUE(FailsWith(create(R"(root ::= Regex("(a{1001}){999}"))").status(),
+                        ErrorCode::kLimitExceeded, "RecognizerOptions::max_states"));
+  EXPECT_TRUE(FailsWith(create(R"(root ::= LazyRegex("(?:[a-z]{1001}){999}x"))").status(),
+                        ErrorCode::kLimitExceeded, "RecognizerOptions::max_states"));
+  // Counts of at most 1000 whose product passes 1000 are refused by RE2's
+  // check of the parsed pattern, at the terminal.
+  const Status nested = create(R"(root ::= Regex("(a{1000}){1000}"))").status();
+  EXPECT_FALSE(nested.ok());
+  EXPECT_EQ(nested.where().column, 10u) << nested.to_string();
+  // 10,000 strings whose automaton is small (four digits after 'w'): exact.
+  std::string words;
+  for (int i = 0; i < 10000; ++i) {
+    char word[8];
+    std::snprintf(word, sizeof word, "w%04d", i);
+    words += std::string(words.empty() ? "" : ", ") + "\"" + word + "\"";
+  }
+  auto small = create("root ::= TextExcluding(" + words + ") \";\"");
+  ASSERT_TRUE(small.ok()) << small.status().to_string();
+  const auto accepts = [&](std::string_view input) {
+    small->reset();
+    return small->push_bytes(input) == input.size() && small->is_accepting();
+  };
+  EXPECT_TRUE(accepts("w123 w12x w;"));
+  EXPECT_FALSE(accepts("ww0123;"));
+  EXPECT_FALSE(accepts("w9999;"));
+  // 10,000 strings of two characters with distinct first characters: every
+  // state needs an edge per first character (10^8 in all).
+  std::string pairs;
+  for (uint32_t i = 0; i < 10000; ++i) {
+    std::string pair;
+    const uint32_t cp = 0x4E00 + i;
+    pair += static_cast<char>(0xE0 | (cp >> 12));
+    pair += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    pair += static_cast<char>(0x80 | (cp & 0x3F));
+    pair += 'x';
+    pairs += std::string(pairs.empty() ? "" : ", ") + "\"" + pair + "\"";
+  }
+  EXPECT_TRUE(FailsWith(create("root ::= TextExcluding(" + pairs + ")").status(),
+                        ErrorCode::kLimitExceeded, "RecognizerOptions::max_states"));
+}
+
 // --- noexcept functions with extreme arguments -------------------------------------------
 
 TEST(HostileNoexcept, ExtremeArgumentsNeverThrowOrCrash) {

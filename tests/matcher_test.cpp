@@ -235,6 +235,31 @@ t ::= ( [^{}\\] | "\\" [{}x] ){0,400} ( "ab" | "c" ))gm",
 INSTANTIATE_TEST_SUITE_P(PrecomputeBudgets, MasksMatchOracle,
                          ::testing::Values(CompileOptions{}.precompute_budget, 0.0, 0.1, 1.0));
 
+// Grammars with the text terminals (Regex, LazyRegex, Substring,
+// TextExcluding), whose automata come from code-point DFAs.
+const char* const kTextTerminalGrammars[] = {
+    R"gm(root ::= "<think>" TextExcluding("</think>") "</think>" Regex("[a-z]{1,8}"))gm",
+    R"gm(root ::= "<" TextExcluding("e", "E") "e" Regex("[a-z]{1,3}[0-9]"))gm",
+    R"gm(root ::= Substring("The quick brown fox jumps over the lazy dog; 日本語も.") "\n")gm",
+    R"gm(root ::= LazyRegex(".*e") "!" | "[" Regex(".*a") "]")gm",
+    R"gm(root ::= (Regex("[0-9]+(\\.[0-9]+)?") ", ")* Substring("abc日本"))gm",
+};
+
+TEST(Matcher, TextTerminalMasksMatchOracle) {
+  const Vocabulary vocab = small_vocab();
+  int compared = 0;
+  for (const char* text : kTextTerminalGrammars) {
+    SCOPED_TRACE(text);
+    auto grammar = parse_gbnf(text);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto compiled = CompiledGrammar::compile(*grammar, vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    for (uint32_t seed = 1; seed <= 20; ++seed)
+      compared += random_walk_compare(*grammar, *compiled, vocab, seed, 30, 1);
+  }
+  EXPECT_GT(compared, 300);
+}
+
 // The mask cache keys a mask by as much of the stack as its walk read (a
 // context id), so one Matcher serves a mask computed at one nesting depth
 // at another. These walks go on in one Matcher (reset and rollback between
@@ -671,6 +696,26 @@ TEST(SharedWorkload, MasksMatchOracleOnGgufVocabularies) {
     auto vocab = Vocabulary::from_gguf_file(shared + "/bench/vocab/" + v + ".gguf");
     ASSERT_TRUE(vocab.ok());
     oracle_on_vocab(*vocab, shared, 1, 12);
+  }
+}
+
+TEST(SharedWorkload, MasksMatchOracleWithTextTerminalsOnGgufVocabularies) {
+  const std::string shared = GRAMMASK_SHARED_DIR;
+  if (shared.empty() || read(shared + "/bench/README.md").empty()) GTEST_SKIP() << "no ../shared";
+  for (const char* v : {"gpt2", "deepseek-llm", "phi3"}) {
+    auto vocab = Vocabulary::from_gguf_file(shared + "/bench/vocab/" + v + ".gguf");
+    ASSERT_TRUE(vocab.ok());
+    for (const char* text : kTextTerminalGrammars) {
+      SCOPED_TRACE(std::string(v) + ": " + text);
+      auto grammar = parse_gbnf(text);
+      ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+      auto compiled = CompiledGrammar::compile(*grammar, *vocab);
+      ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+      int compared = 0;
+      for (uint32_t seed = 1; seed <= 2; ++seed)
+        compared += random_walk_compare(*grammar, *compiled, *vocab, seed, 24, 3);
+      EXPECT_GT(compared, 1);
+    }
   }
 }
 

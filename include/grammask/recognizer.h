@@ -32,7 +32,10 @@ class Recognizer {
   // Lowers `grammar` with `root` as start rule. Fails with kInvalidArgument
   // if the root is unknown or grammar.validate() fails, and with
   // kLimitExceeded (the message names the option) if lowering passes
-  // RecognizerOptions::max_states or max_lowering_work. Cost: the lowering
+  // RecognizerOptions::max_states or max_lowering_work. A Regex or LazyRegex
+  // pattern that is not ECMA-262 (kSyntax), cannot be enforced exactly or
+  // matches no text (kUnsupported), or passes the pattern parser's limits
+  // (kLimitExceeded) fails at the terminal's position. Cost: the lowering
   // work, at most options.max_lowering_work in each of at most four
   // attempts (docs/lowering.md), plus time linear in the automata built.
   static Result<Recognizer> create(const Grammar& grammar, std::string_view root = "root",

@@ -10,8 +10,10 @@
 // (byte_grammar.cpp). Errors: kInvalidArgument (no such root, an invalid
 // grammar), kLimitExceeded (RecognizerOptions::max_states or
 // max_lowering_work exceeded, nesting too deep, a rule too large even when
-// split). A Lowering is used once, by one thread; docs/lowering.md tells
-// how the passes work.
+// split, a text terminal's automaton past its budget), and a Regex pattern's
+// refusal (kSyntax, kUnsupported, kLimitExceeded; text_terminals.cpp). A
+// Lowering is used once, by one thread; docs/lowering.md tells how the
+// passes work.
 #ifndef GRAMMASK_SRC_AUTOMATA_LOWERING_IMPL_H_
 #define GRAMMASK_SRC_AUTOMATA_LOWERING_IMPL_H_
 
@@ -145,6 +147,10 @@ class Lowering {
   // fragment from `from` (returns its end), and its estimated NFA size.
   uint32_t build_text_terminal(const Expr& e, uint32_t from, Nfa& nfa);
   size_t text_terminal_size(const Expr& e);
+  // A terminal's code-point automaton (or why there is none), made once per
+  // expression and kept in text_terminals_.
+  struct TextTerminal;
+  const TextTerminal& text_terminal(const Expr& e);
 
   // Repetition, repetition.cpp.
   struct CopyTemplate;
@@ -203,6 +209,7 @@ class Lowering {
   // structural hash.
   std::unordered_multimap<size_t, std::pair<const Expr*, std::vector<Utf8Sequence>>>
       class_sequences_;
+  std::unordered_map<const Expr*, std::shared_ptr<const TextTerminal>> text_terminals_;
   std::vector<size_t> nfa_charge_;  // states each rule's NFA charged
   std::vector<bool> built_split_;   // whether each rule's NFA was built split
   std::vector<size_t> dfa_begin_;   // first DFA state of each determinized rule

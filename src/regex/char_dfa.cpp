@@ -198,6 +198,64 @@ void for_each_piece(const std::vector<const CodePointSet*>& sets, Visit visit) {
 
 }  // namespace
 
+namespace {
+
+// The subset construction of a Thompson NFA: DFA state k is the closed NFA
+// state set number k; sets holding `accept` get `label`. Past `max_states`
+// DFA states, returns `over(max_states)`.
+Result<CharDfa> subset_construction(const std::vector<NfaState>& nfa, uint32_t start,
+                                    uint32_t accept, uint32_t label, size_t max_states,
+                                    Status (*over)(size_t)) {
+  CharDfa dfa;
+  SequenceIndex closed_sets;
+  std::vector<bool> seen(nfa.size(), false);
+  auto intern = [&](std::vector<uint32_t> set) -> std::optional<uint32_t> {
+    close_over_epsilon(nfa, set, seen);
+    const auto [id, inserted] = closed_sets.intern(set.data(), set.size());
+    if (!inserted) return id;
+    if (id >= max_states) return std::nullopt;
+    dfa.states.emplace_back();
+    if (std::binary_search(set.begin(), set.end(), accept)) dfa.states[id].label = label;
+    return id;
+  };
+  if (!intern({start})) return over(max_states);
+  std::vector<uint32_t> members;
+  for (uint32_t next = 0; next < closed_sets.count(); ++next) {
+    members.assign(closed_sets.data(next), closed_sets.data(next) + closed_sets.size(next));
+    std::vector<const CodePointSet*> sets;
+    std::vector<uint32_t> targets;
+    for (uint32_t s : members)
+      for (const auto& [chars, target] : nfa[s].edges) {
+        sets.push_back(&chars);
+        targets.push_back(target);
+      }
+    bool over_budget = false;
+    std::vector<CharDfa::Edge> edges;
+    for_each_piece(sets, [&](CodePointSet piece, const std::vector<uint32_t>& which) {
+      std::vector<uint32_t> to;
+      for (uint32_t i : which) to.push_back(targets[i]);
+      std::sort(to.begin(), to.end());
+      to.erase(std::unique(to.begin(), to.end()), to.end());
+      std::optional<uint32_t> id = intern(std::move(to));
+      if (!id) {
+        over_budget = true;
+        return;
+      }
+      edges.push_back({std::move(piece), *id});
+    });
+    if (over_budget) return over(max_states);
+    dfa.states[next].edges = std::move(edges);
+  }
+  return dfa;
+}
+
+Status too_many_states_for_whole_match(size_t budget) {
+  return Status(ErrorCode::kLimitExceeded,
+                "the pattern needs more than " + std::to_string(budget) + " automaton states");
+}
+
+}  // namespace
+
 Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label, size_t max_states) {
   Result<std::vector<RegexBranch>> branches = regex_branches(pattern);
   if (!branches.ok()) return branches.status();
@@ -221,50 +279,25 @@ Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label, size_t 
     builder.epsilon(at, accept);
   }
   if (builder.over()) return too_many_states(max_states);
-  const std::vector<NfaState>& nfa = builder.states();
+  return subset_construction(builder.states(), start, accept, label, max_states, too_many_states);
+}
 
-  CharDfa dfa;
-  // DFA state k is the closed NFA state set number k.
-  SequenceIndex closed_sets;
-  std::vector<bool> seen(nfa.size(), false);
-  auto intern = [&](std::vector<uint32_t> set) -> std::optional<uint32_t> {
-    close_over_epsilon(nfa, set, seen);
-    const auto [id, inserted] = closed_sets.intern(set.data(), set.size());
-    if (!inserted) return id;
-    if (id >= max_states) return std::nullopt;
-    dfa.states.emplace_back();
-    if (std::binary_search(set.begin(), set.end(), accept)) dfa.states[id].label = label;
-    return id;
-  };
-  if (!intern({start})) return too_many_states(max_states);
-  std::vector<uint32_t> members;
-  for (uint32_t next = 0; next < closed_sets.count(); ++next) {
-    members.assign(closed_sets.data(next), closed_sets.data(next) + closed_sets.size(next));
-    std::vector<const CodePointSet*> sets;
-    std::vector<uint32_t> targets;
-    for (uint32_t s : members)
-      for (const auto& [chars, target] : nfa[s].edges) {
-        sets.push_back(&chars);
-        targets.push_back(target);
-      }
-    bool over = false;
-    std::vector<CharDfa::Edge> edges;
-    for_each_piece(sets, [&](CodePointSet piece, const std::vector<uint32_t>& which) {
-      std::vector<uint32_t> to;
-      for (uint32_t i : which) to.push_back(targets[i]);
-      std::sort(to.begin(), to.end());
-      to.erase(std::unique(to.begin(), to.end()), to.end());
-      std::optional<uint32_t> id = intern(std::move(to));
-      if (!id) {
-        over = true;
-        return;
-      }
-      edges.push_back({std::move(piece), *id});
-    });
-    if (over) return too_many_states(max_states);
-    dfa.states[next].edges = std::move(edges);
+Result<CharDfa> dfa_from_whole_regex(const RegexNode& pattern, size_t max_states) {
+  // Anchors at the edges of a branch change nothing when the match must
+  // span the whole text; regex_branches refuses the others.
+  Result<std::vector<RegexBranch>> branches = regex_branches(pattern);
+  if (!branches.ok()) return branches.status();
+  NfaBuilder builder(max_states);
+  const uint32_t start = builder.add();
+  const uint32_t accept = builder.add();
+  for (const RegexBranch& branch : *branches) {
+    const uint32_t at = builder.add();
+    builder.epsilon(start, at);
+    builder.epsilon(builder.build(branch.body, at), accept);
   }
-  return dfa;
+  if (builder.over()) return too_many_states_for_whole_match(max_states);
+  return subset_construction(builder.states(), start, accept, 1, max_states,
+                             too_many_states_for_whole_match);
 }
 
 CharDfa dfa_any(uint32_t label) {

@@ -42,6 +42,12 @@ constexpr size_t kDefaultDfaStates = 4096;
 // unanchored pattern means "contains"); accepting states get `label`.
 Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label = 1,
                                size_t max_states = kDefaultDfaStates);
+// Strings that the pattern matches as a whole (anchored at both ends,
+// whatever its own anchors say), labelled 1. Fails as regex_branches does
+// (an anchor inside a branch is kUnsupported), and with kLimitExceeded when
+// the Thompson NFA or the DFA would pass `max_states` states (checked as
+// they grow: memory and time stay linear in the budget).
+Result<CharDfa> dfa_from_whole_regex(const RegexNode& pattern, size_t max_states);
 // Every string, with `label`.
 CharDfa dfa_any(uint32_t label = 1);
 // Exactly the given strings (UTF-8), with `label`.
