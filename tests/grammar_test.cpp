@@ -67,6 +67,36 @@ TEST(GrammarExpr, Factories) {
   EXPECT_EQ(repeat.children[0], lit(U"a"));
 }
 
+TEST(GrammarExpr, TokenAndTextTerminalFactories) {
+  const Expr by_id = Expr::token_id(128009);
+  EXPECT_EQ(by_id.kind, Kind::kToken);
+  EXPECT_EQ(by_id.token, 128009u);
+  EXPECT_TRUE(by_id.literal.empty());
+  EXPECT_FALSE(by_id.negated);
+  EXPECT_TRUE(Expr::token_id(5, true).negated);
+
+  const Expr by_text = Expr::token_text(U"<|im_end|>", true);
+  EXPECT_EQ(by_text.kind, Kind::kToken);
+  EXPECT_EQ(by_text.literal, U"<|im_end|>");
+  EXPECT_TRUE(by_text.negated);
+
+  const Expr regex = Expr::regex(U"\\d+");
+  EXPECT_EQ(regex.kind, Kind::kRegex);
+  EXPECT_EQ(regex.literal, U"\\d+");
+  EXPECT_FALSE(regex.lazy);
+  EXPECT_TRUE(Expr::regex(U".*</think>", true).lazy);
+
+  const Expr substring = Expr::substring(U"abc");
+  EXPECT_EQ(substring.kind, Kind::kSubstring);
+  EXPECT_EQ(substring.literal, U"abc");
+
+  const Expr excluding = Expr::text_excluding({U"</think>", U"\n\n"});
+  EXPECT_EQ(excluding.kind, Kind::kTextExcluding);
+  ASSERT_EQ(excluding.children.size(), 2u);
+  EXPECT_EQ(excluding.children[0], lit(U"</think>"));
+  EXPECT_EQ(excluding.children[1], lit(U"\n\n"));
+}
+
 TEST(GrammarExpr, EqualityIsStructuralAndIgnoresLocations) {
   Expr a = seq({lit(U"a"), Expr::repeat(Expr::rule_ref(1), 0, 1)});
   Expr b = seq({lit(U"a"), Expr::repeat(Expr::rule_ref(1), 0, 1)});
@@ -84,6 +114,26 @@ TEST(GrammarExpr, EqualityIsStructuralAndIgnoresLocations) {
   EXPECT_NE(Expr::repeat(lit(U"a"), 0, 1), Expr::repeat(lit(U"a"), 0, 2));
   EXPECT_NE(Expr::repeat(lit(U"a"), 0, 1), Expr::repeat(lit(U"b"), 0, 1));
   EXPECT_EQ(Expr::any_char(), Expr::any_char());
+}
+
+TEST(GrammarExpr, EqualityOfTokenAndTextTerminals) {
+  EXPECT_EQ(Expr::token_id(5), Expr::token_id(5));
+  EXPECT_NE(Expr::token_id(5), Expr::token_id(6));
+  EXPECT_NE(Expr::token_id(5), Expr::token_id(5, true));
+  EXPECT_EQ(Expr::token_text(U"<a>"), Expr::token_text(U"<a>"));
+  EXPECT_NE(Expr::token_text(U"<a>"), Expr::token_text(U"<b>"));
+  EXPECT_NE(Expr::token_text(U"<a>"), Expr::token_text(U"<a>", true));
+  EXPECT_NE(Expr::token_text(U"<a>"), Expr::token_id(0));
+  // A token item is not the literal that spells it.
+  EXPECT_NE(Expr::token_text(U"<a>"), lit(U"<a>"));
+  EXPECT_EQ(Expr::regex(U"a+"), Expr::regex(U"a+"));
+  EXPECT_NE(Expr::regex(U"a+"), Expr::regex(U"a+", true));
+  EXPECT_NE(Expr::regex(U"a+"), Expr::regex(U"a*"));
+  EXPECT_NE(Expr::regex(U"a"), Expr::substring(U"a"));
+  EXPECT_NE(Expr::substring(U"ab"), Expr::substring(U"a"));
+  EXPECT_EQ(Expr::text_excluding({U"a", U"b"}), Expr::text_excluding({U"a", U"b"}));
+  EXPECT_NE(Expr::text_excluding({U"a", U"b"}), Expr::text_excluding({U"b", U"a"}));
+  EXPECT_NE(Expr::text_excluding({U"a"}), Expr::text_excluding({U"a", U"b"}));
 }
 
 TEST(GrammarExpr, EqualityIgnoresFieldsOtherKindsUse) {
@@ -176,6 +226,49 @@ TEST(GrammarValidate, RejectsBrokenInvariants) {
   expect_invalid(duplicated.validate(), "duplicate rule name 'a'");
 }
 
+TEST(GrammarValidate, AcceptsTokenAndTextTerminals) {
+  EXPECT_TRUE(validate_body(seq({Expr::token_id(0), Expr::token_id(UINT32_MAX, true),
+                                 Expr::token_text(U"<|im_end|>"), Expr::token_text(U"<a>", true),
+                                 Expr::token_text(U"<a<b>"), Expr::token_text(U"<a[>"),
+                                 Expr::regex(U""), Expr::regex(U"(a|b)*", true),
+                                 Expr::substring(U""), Expr::text_excluding({U"x", U"\n"})}))
+                  .ok());
+}
+
+TEST(GrammarValidate, RejectsBadTokenAndTextTerminals) {
+  const auto expect_invalid = [](const Expr& body, const std::string& fragment) {
+    const Status status = validate_body(body);
+    EXPECT_EQ(status.code(), ErrorCode::kInvalidArgument) << status.to_string();
+    EXPECT_NE(status.message().find(fragment), std::string::npos) << status.to_string();
+  };
+  // Token texts are written with their angle brackets, as in GBNF.
+  expect_invalid(Expr::token_text(U"im_end"), "token text must be '<'");
+  expect_invalid(Expr::token_text(U"<im_end"), "token text must be '<'");
+  expect_invalid(Expr::token_text(U"im_end>"), "token text must be '<'");
+  expect_invalid(Expr::token_text(U"<>"), "token text must be '<'");
+  expect_invalid(Expr::token_text(U"<a>b>"), "token text must be '<'");
+  expect_invalid(Expr::token_text(U"<a\nb>"), "token text must be '<'");
+  expect_invalid(Expr::token_text(U"<a\rb>", true), "token text must be '<'");
+  // GBNF reads "<[" as a token id: such a text could not be printed back.
+  expect_invalid(Expr::token_text(U"<[PAD]>"), "cannot start with '<['");
+  expect_invalid(Expr::token_text(U"<[>", true), "cannot start with '<['");
+  expect_invalid(Expr::token_text(std::u32string(U"<\xD800>")), "U+D800");
+  expect_invalid(Expr::regex(std::u32string(1, char32_t(0xDC00))), "pattern holds U+DC00");
+  expect_invalid(Expr::substring(std::u32string(1, char32_t(0x110000))), "U+110000");
+
+  Expr no_strings = Expr::text_excluding({});
+  expect_invalid(no_strings, "exclusion without strings");
+  Expr holds_class = Expr::text_excluding({U"a"});
+  holds_class.children.push_back(Expr::char_class({{'a', 'z'}}, false));
+  expect_invalid(holds_class, "an exclusion holds only literals");
+  Expr holds_reference = Expr::text_excluding({U"a"});
+  holds_reference.children[0] = Expr::rule_ref(0);
+  expect_invalid(holds_reference, "an exclusion holds only literals");
+  // Its literals are checked as any literal: non-empty, scalar values.
+  expect_invalid(Expr::text_excluding({U"a", U""}), "empty literal");
+  expect_invalid(Expr::text_excluding({std::u32string(1, char32_t(0xD800))}), "U+D800");
+}
+
 TEST(GrammarValidate, ReportsTheLocationOfTheBadNode) {
   Expr bad = lit(U"");
   bad.where = SourceLocation{4, 7, 30};
@@ -254,6 +347,34 @@ TEST(GrammarPrint, RepeatForms) {
   EXPECT_EQ(print_body(Expr::repeat(x, 1, 5)), "x{1,5}");
 }
 
+TEST(GrammarPrint, TokenItems) {
+  EXPECT_EQ(print_body(Expr::token_id(5)), "<[5]>");
+  EXPECT_EQ(print_body(Expr::token_id(5, true)), "!<[5]>");
+  EXPECT_EQ(print_body(Expr::token_id(4294967295u)), "<[4294967295]>");
+  EXPECT_EQ(print_body(Expr::token_text(U"<|im_end|>")), "<|im_end|>");
+  EXPECT_EQ(print_body(Expr::token_text(U"<|im_end|>", true)), "!<|im_end|>");
+  // The text is written as is: no escapes between the brackets.
+  EXPECT_EQ(print_body(Expr::token_text(U"<a \"\\#\u00E9>")), "<a \"\\#\xC3\xA9>");
+  EXPECT_EQ(print_body(seq({Expr::token_text(U"<think>"),
+                            Expr::repeat(Expr::token_text(U"</think>", true), 0, kUnbounded),
+                            Expr::token_text(U"</think>")})),
+            "<think> !</think>* </think>");
+  EXPECT_EQ(print_body(Expr::repeat(Expr::token_id(7), 2, 3)), "<[7]>{2,3}");
+}
+
+TEST(GrammarPrint, TextTerminals) {
+  EXPECT_EQ(print_body(Expr::regex(U"\\d+")), R"(Regex("\\d+"))");
+  EXPECT_EQ(print_body(Expr::regex(U".*</think>", true)), R"(LazyRegex(".*</think>"))");
+  EXPECT_EQ(print_body(Expr::regex(U"\"[^\"]*\"")), R"(Regex("\"[^\"]*\""))");
+  EXPECT_EQ(print_body(Expr::regex(U"")), R"(Regex(""))");
+  EXPECT_EQ(print_body(Expr::substring(U"a\nb")), R"(Substring("a\nb"))");
+  EXPECT_EQ(print_body(Expr::substring(U"")), R"(Substring(""))");
+  EXPECT_EQ(print_body(Expr::text_excluding({U"a", U"b"})), R"(TextExcluding("a", "b"))");
+  EXPECT_EQ(print_body(Expr::text_excluding({U"</think>"})), R"(TextExcluding("</think>"))");
+  EXPECT_EQ(print_body(Expr::repeat(Expr::regex(U"a"), 0, kUnbounded)), R"(Regex("a")*)");
+  EXPECT_EQ(print_body(alt({Expr::substring(U"x"), Expr::rule_ref(1)})), R"(Substring("x") | x)");
+}
+
 TEST(GrammarPrint, WholeGrammarOneRulePerLine) {
   Grammar grammar;
   grammar.add_rule("root", seq({Expr::rule_ref(1), lit(U"\n")}));
@@ -271,6 +392,28 @@ TEST(GrammarPrint, PrintedTextParsesBackEqual) {
   Result<Grammar> parsed = parse_gbnf(grammar.to_gbnf());
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string() << "\n" << grammar.to_gbnf();
   EXPECT_EQ(*parsed, grammar);
+}
+
+TEST(GrammarPrint, TokenAndTextTerminalsParseBackEqual) {
+  Grammar grammar;
+  grammar.add_rule(
+      "root",
+      seq({Expr::token_text(U"<think>"),
+           Expr::repeat(Expr::token_text(U"</think>", true), 0, kUnbounded),
+           Expr::token_text(U"</think>"), Expr::token_id(0), Expr::token_id(4294967295u, true),
+           alt({Expr::regex(U"\\d+(\\.\\d*)?"), Expr::regex(U".*\n", true), Expr::rule_ref(1)}),
+           Expr::substring(U"say \"hi\"\t\u00E9"),
+           Expr::text_excluding({U"</think>", U"\n\n", U"\\"}), Expr::token_text(U"<a<b>")}));
+  // A rule named like a built-in: its references print without '(' after them.
+  grammar.add_rule("Regex", lit(U"r"));
+  grammar.add_rule("x", seq({Expr::rule_ref(1), alt({lit(U"a"), lit(U"b")})}));
+  ASSERT_TRUE(grammar.validate().ok()) << grammar.validate().to_string();
+  const std::string printed = grammar.to_gbnf();
+  EXPECT_NE(printed.find("Regex (\"a\" | \"b\")"), std::string::npos) << printed;
+  Result<Grammar> parsed = parse_gbnf(printed);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string() << "\n" << printed;
+  EXPECT_EQ(*parsed, grammar) << printed;
+  EXPECT_EQ(parsed->to_gbnf(), printed);
 }
 
 TEST(GrammarPrint, OutOfRangeReferencesDoNotCrash) {

@@ -121,10 +121,10 @@ class Grammar {
   // references in range, non-empty literals of Unicode scalar values (no
   // surrogates), non-empty alternations, repeats with one child and
   // min <= max, class ranges with first <= last <= kMaxCodePoint, token
-  // texts of the form <...> (no other '>', no line break), regex patterns
-  // and substring texts of scalar values, exclusions of at least one
-  // non-empty literal. Regex patterns are parsed when the grammar is
-  // lowered, not here. The first
+  // texts of the form <...> (no other '>', no line break, not starting with
+  // "<[", which GBNF reads as an id), regex patterns and substring texts of
+  // scalar values, exclusions of at least one non-empty literal. Regex
+  // patterns are parsed when the grammar is lowered, not here. The first
   // violation fails with kInvalidArgument, naming the rule, at the node's
   // `where`. Cost: linear in the grammar size; recursion as deep as the
   // deepest expression.

@@ -2,6 +2,7 @@
 //
 //   grammask check G.gbnf
 //   grammask match (G.gbnf | --schema S.json) [INPUT] [--root NAME] [--prefix] [--lines]
+//   grammask match --vocab FILE (G.gbnf | --schema S.json) --tokens (IDS | -) [INPUT] ...
 //   grammask schema S.json
 //   grammask mask --vocab FILE (--grammar G | --schema S) [--prefix-tokens "ids"]
 //   grammask bench (--suite DIR | --vocab FILE (--grammar G | --schema S) --trace T)
@@ -85,6 +86,8 @@ const char* const kUsage =
     "usage:\n"
     "  grammask check G.gbnf\n"
     "  grammask match (G.gbnf | --schema S.json) [INPUT] [--root NAME] [--prefix] [--lines]\n"
+    "  grammask match --vocab FILE (G.gbnf | --schema S.json) --tokens (IDS | -) [INPUT]\n"
+    "                 [--root NAME] [--prefix] [--lines]\n"
     "  grammask schema S.json [--document URI=FILE]...\n"
     "  grammask mask --vocab FILE (--grammar G.gbnf | --schema S.json) [--prefix-tokens \"IDS\"]\n"
     "  grammask bench --suite DIR [--runs N]\n"
@@ -100,6 +103,10 @@ const char* const kUsage =
     "  --lines      each line of INPUT is a separate input; print accept, prefix or reject\n"
     "               per line; exit 0 when all lines were processed\n"
     "  --schema S   match against a JSON Schema instead of a grammar\n"
+    "  --tokens IDS match token ids (separated by spaces or commas) against the grammar\n"
+    "               compiled for --vocab FILE instead of text; with --tokens - the ids come\n"
+    "               from INPUT (with --lines, one id list per line); a refused token is\n"
+    "               reported by its index and id; a stop token ends a complete output\n"
     "  --document URI=FILE  (with a schema; repeatable) the document a $ref to URI reads;\n"
     "               nothing is fetched from the network\n"
     "schema prints the GBNF for a JSON Schema (exit 1 with the errors otherwise)\n"
@@ -127,6 +134,7 @@ struct CommandLine {
   std::string grammar;
   std::string vocab;
   std::string prefix_tokens;
+  std::optional<std::string> tokens;  // match --tokens: ids, or "-" for INPUT
   bool prefix = false;
   bool lines = false;
 };
@@ -146,6 +154,9 @@ std::string parse_command_line(int argc, char** argv, CommandLine& out) {
                           : arg == "--vocab"   ? out.vocab
                                                : out.prefix_tokens;
       slot = argv[++i];
+    } else if (arg == "--tokens") {
+      if (i + 1 >= argc) return "--tokens needs token ids (or - to read them from INPUT)";
+      out.tokens = argv[++i];
     } else if (arg == "--document") {
       if (i + 1 >= argc) return "--document needs URI=FILE";
       std::string spec = argv[++i];
@@ -249,9 +260,12 @@ int report_work_limit(const std::string& input_name, std::string_view input, siz
   return kExitUsage;
 }
 
+int run_match_tokens(const CommandLine& cl);
+
 int run_match(int argc, char** argv) {
   CommandLine cl;
   if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
+  if (cl.tokens) return run_match_tokens(cl);
   const bool is_schema = !cl.schema.empty();
   const size_t inputs = cl.positional.size() - (is_schema ? 0 : 1);
   if ((!is_schema && cl.positional.empty()) || inputs > 1)
@@ -342,6 +356,170 @@ bool parse_ids(const std::string& text, std::vector<uint32_t>& out) {
     out.push_back(static_cast<uint32_t>(v));
   }
   return true;
+}
+
+// A token's bytes for a message: printable ASCII as is, '"' and '\' escaped,
+// any other byte as \xHH; cut after 40 bytes.
+std::string describe_token_bytes(std::string_view bytes) {
+  std::string out = "\"";
+  for (size_t i = 0; i < bytes.size() && i < 40; ++i) {
+    const unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c >= 0x20 && c < 0x7F) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    }
+  }
+  out += bytes.size() > 40 ? "\"..." : "\"";
+  return out;
+}
+
+enum class TokenVerdict { kAccept, kPrefix, kReject, kWorkLimit };
+
+struct TokenOutcome {
+  TokenVerdict verdict;
+  size_t index = 0;  // kReject, kWorkLimit: the refused token's index
+  bool after_stop = false;
+};
+
+// Accepts `ids` one by one from a reset matcher. Accepted at the end: the
+// output is complete, or a stop token ended it.
+TokenOutcome match_token_ids(grammask::Matcher& matcher, const std::vector<uint32_t>& ids) {
+  matcher.reset();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool terminated = matcher.is_terminated();
+    grammask::Status s = matcher.accept_token(ids[i]);
+    if (s.ok()) continue;
+    if (s.code() == grammask::ErrorCode::kLimitExceeded) return {TokenVerdict::kWorkLimit, i};
+    return {TokenVerdict::kReject, i, terminated};
+  }
+  const bool done = matcher.is_terminated() || matcher.is_accepting();
+  return {done ? TokenVerdict::kAccept : TokenVerdict::kPrefix, ids.size()};
+}
+
+// match --tokens: token ids against the grammar compiled for a vocabulary.
+int run_match_tokens(const CommandLine& cl) {
+  const bool is_schema = !cl.schema.empty();
+  const bool from_input = *cl.tokens == "-";
+  const size_t grammars = is_schema ? 0 : 1;
+  if (cl.positional.size() < grammars || cl.positional.size() > grammars + (from_input ? 1 : 0))
+    return usage_error(
+        "match --tokens takes a grammar file (or --schema S.json), and an input file only "
+        "with --tokens -");
+  if (cl.vocab.empty()) return usage_error("match --tokens needs --vocab FILE");
+
+  std::string input_name = "--tokens";  // (named in messages only when not inline)
+  std::string ids_text = *cl.tokens;
+  if (from_input) {
+    const std::string input_arg = cl.positional.size() > grammars ? cl.positional.back() : "-";
+    input_name = "<stdin>";
+    if (input_arg != "-") {
+      input_name = input_arg;
+      auto data = read_file(input_name);
+      if (!data) {
+        std::cerr << "grammask: cannot read '" << input_name << "': " << std::strerror(errno)
+                  << "\n";
+        return kExitUsage;
+      }
+      ids_text = std::move(*data);
+    } else {
+      ids_text = read_stdin();
+    }
+  }
+  // The ids are checked before anything is loaded: a typo fails fast.
+  std::vector<std::vector<uint32_t>> lists;
+  if (cl.lines) {
+    size_t start = 0, line = 1;
+    while (start < ids_text.size()) {
+      size_t end = ids_text.find('\n', start);
+      if (end == std::string::npos) end = ids_text.size();
+      lists.emplace_back();
+      if (!parse_ids(ids_text.substr(start, end - start), lists.back())) {
+        std::cerr << "grammask: " << input_name << ":" << line
+                  << ": not a list of token ids (decimal ids separated by spaces or commas)\n";
+        return kExitUsage;
+      }
+      start = end + 1;
+      ++line;
+    }
+  } else {
+    lists.emplace_back();
+    if (!parse_ids(ids_text, lists.back())) {
+      return usage_error((from_input ? input_name : std::string("--tokens")) +
+                         ": not a list of token ids (decimal ids separated by spaces or commas)");
+    }
+  }
+
+  auto vocab = load_vocabulary(cl.vocab);
+  if (!vocab.ok()) {
+    std::cerr << cl.vocab << ": " << vocab.status().to_string() << "\n";
+    return kExitUsage;
+  }
+  const std::string& path = is_schema ? cl.schema : cl.positional[0];
+  bool io_error = false;
+  auto gbnf = load_constraint_gbnf(path, is_schema, &io_error);
+  if (!gbnf) return kExitUsage;
+  grammask::CompileOptions options;
+  options.root = cl.root;
+  auto compiled = grammask::CompiledGrammar::from_gbnf(*gbnf, *vocab, options);
+  if (!compiled.ok()) {
+    std::cerr << path << ":" << compiled.status().to_string() << "\n";
+    return kExitUsage;
+  }
+  grammask::Matcher matcher(*compiled);
+
+  auto report_work_limit = [&](size_t list, const TokenOutcome& m) {
+    std::cerr << "grammask: error: "
+              << (cl.lines ? input_name + ":" + std::to_string(list + 1) + ": " : "")
+              << "token index " << m.index << " (id " << lists[list][m.index]
+              << "): undecided, the grammar exceeded the per-byte work limit "
+                 "(RecognizerOptions::max_work_per_byte; the grammar is highly ambiguous)\n";
+    return kExitUsage;
+  };
+
+  if (cl.lines) {
+    for (size_t i = 0; i < lists.size(); ++i) {
+      const TokenOutcome m = match_token_ids(matcher, lists[i]);
+      if (m.verdict == TokenVerdict::kWorkLimit) return report_work_limit(i, m);
+      std::cout << (m.verdict == TokenVerdict::kAccept   ? "accept"
+                    : m.verdict == TokenVerdict::kPrefix ? "prefix"
+                                                         : "reject")
+                << "\n";
+    }
+    return kExitOk;
+  }
+
+  const std::vector<uint32_t>& ids = lists[0];
+  const TokenOutcome m = match_token_ids(matcher, ids);
+  switch (m.verdict) {
+    case TokenVerdict::kAccept:
+      std::cout << "accept\n";
+      return kExitOk;
+    case TokenVerdict::kPrefix:
+      std::cout << "prefix: the tokens are a valid but incomplete prefix (" << ids.size()
+                << " tokens)\n";
+      return cl.prefix ? kExitOk : kExitRejected;
+    case TokenVerdict::kReject: {
+      const uint32_t id = ids[m.index];
+      std::cout << "reject: " << (from_input ? input_name + ": " : "") << "token index " << m.index
+                << ": id " << id;
+      if (id >= vocab->size()) {
+        std::cout << " is out of range (the vocabulary has " << vocab->size() << " tokens)\n";
+      } else {
+        std::cout << " " << describe_token_bytes(vocab->token_bytes(id)) << " is not allowed here"
+                  << (m.after_stop ? ": a stop token already ended the output" : "") << "\n";
+      }
+      return kExitRejected;
+    }
+    case TokenVerdict::kWorkLimit:
+      return report_work_limit(0, m);
+  }
+  return kExitRejected;
 }
 
 int run_mask(int argc, char** argv) {

@@ -707,6 +707,9 @@ bool GbnfParser::parse_builtin_call(Expr* out) {
     if (builtin.many && value.empty()) {
       return fail(string_start, std::string(name) + "(...) cannot exclude the empty string");
     }
+    // Each excluded string is a literal node of its own (the call itself was
+    // counted by parse_atom), so GbnfOptions::max_symbols bounds them too.
+    if (builtin.many && !count_symbol(string_start)) return false;
     strings.push_back(std::move(value));
     string_starts.push_back(string_start);
     skip_space(/*newlines_ok=*/true);

@@ -240,6 +240,12 @@ Status validate_expr(const Expr& expr, const Rule& rule, size_t rule_count) {
                          "token text must be '<', at least one character other than '>' and "
                          "line breaks, then '>'");
         }
+        // GBNF reads "<[" as the start of a token id: such a text would not
+        // print to GBNF that parses back to it.
+        if (t[1] == U'[') {
+          return invalid(rule, expr,
+                         "token text cannot start with '<[' (GBNF writes '<[id]>' for a token id)");
+        }
         if (Status s = check_scalar_values(rule, expr, t, "token text"); !s.ok()) return s;
       }
       break;
