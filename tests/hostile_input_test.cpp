@@ -943,11 +943,10 @@ TEST(HostileGrammar, TextTerminalsEndWithinTheLimits) {
                         ErrorCode::kLimitExceeded, "RecognizerOptions::max_states"));
   EXPECT_TRUE(FailsWith(create(R"(root ::= LazyRegex("(?:[a-z]{1001}){999}x"))").status(),
                         ErrorCode::kLimitExceeded, "RecognizerOptions::max_states"));
-  // Counts of at most 1000 whose product passes 1000 are refused by RE2's
-  // check of the parsed pattern, at the terminal.
-  const Status nested = create(R"(root ::= Regex("(a{1000}){1000}"))").status();
-  EXPECT_FALSE(nested.ok());
-  EXPECT_EQ(nested.where().column, 10u) << nested.to_string();
+  // Counts of at most 1000 whose product passes 1000 (RE2's limit, so only
+  // grammask's own bounds apply): a million states.
+  EXPECT_TRUE(FailsWith(create(R"(root ::= Regex("(a{1000}){1000}"))").status(),
+                        ErrorCode::kLimitExceeded, "RecognizerOptions::max_states"));
   // 10,000 strings whose automaton is small (four digits after 'w'): exact.
   std::string words;
   for (int i = 0; i < 10000; ++i) {
@@ -978,6 +977,52 @@ TEST(HostileGrammar, TextTerminalsEndWithinTheLimits) {
   }
   EXPECT_TRUE(FailsWith(create("root ::= TextExcluding(" + pairs + ")").status(),
                         ErrorCode::kLimitExceeded, "RecognizerOptions::max_states"));
+}
+
+// 10,000 token items in one alternation, by id and by text: each is a
+// rule of its own, so every set that awaits them holds 10,000 items. They
+// compile and mask exactly, or stop at a work bound; never a hang.
+TEST(HostileGrammar, TenThousandTokenItems) {
+  std::vector<std::string> tokens;
+  std::vector<uint32_t> control;
+  for (uint32_t i = 0; i < 10001; ++i) {
+    tokens.push_back("<t" + std::to_string(i) + ">");
+    control.push_back(i);
+  }
+  tokens.push_back("x");
+  const Vocabulary vocab = *Vocabulary::from_token_bytes(tokens, {}, control);
+  for (const bool by_text : {false, true}) {
+    std::string gbnf = "root ::= (";
+    for (uint32_t i = 0; i < 10000; ++i)
+      gbnf += (i ? " | " : "") + (by_text ? tokens[i] : "<[" + std::to_string(i) + "]>");
+    gbnf += ") \"x\"";
+    auto compiled = CompiledGrammar::from_gbnf(gbnf, vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    Matcher m(*compiled);
+    std::vector<uint32_t> words(compiled->mask_words());
+    ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+    size_t allowed = 0;
+    for (uint32_t id = 0; id < vocab.size(); ++id) allowed += test_bit(words.data(), id);
+    EXPECT_EQ(allowed, 10000u);
+    EXPECT_FALSE(test_bit(words.data(), 10000));
+    ASSERT_TRUE(m.accept_token(9999).ok());
+    ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+    EXPECT_TRUE(test_bit(words.data(), 10001));
+    EXPECT_FALSE(test_bit(words.data(), 9999));
+  }
+  // The same items negated: together they read every token.
+  std::string negated = "root ::= (";
+  for (uint32_t i = 0; i < 10000; ++i) negated += (i ? " | !<[" : "!<[") + std::to_string(i) + "]>";
+  negated += ") \"x\"";
+  auto compiled = CompiledGrammar::from_gbnf(negated, vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  Matcher m(*compiled);
+  std::vector<uint32_t> words(compiled->mask_words());
+  ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+  for (uint32_t id = 0; id < vocab.size(); ++id) EXPECT_TRUE(test_bit(words.data(), id)) << id;
+  ASSERT_TRUE(m.accept_token(10001).ok());  // "x", read as any token
+  ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+  for (uint32_t id = 0; id < vocab.size(); ++id) EXPECT_EQ(test_bit(words.data(), id), id == 10001);
 }
 
 // --- noexcept functions with extreme arguments -------------------------------------------

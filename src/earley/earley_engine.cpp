@@ -126,16 +126,25 @@ bool EarleyEngine::push_token(int last_byte, size_t token_start,
       if (target != kNoState) add(target, items_[i].origin);
     }
   }
+  // The matching items' rules all start at token_start and end here: one
+  // pass over the waiters there advances every edge on one of them (a
+  // complete() per rule would read the waiters once per matching item,
+  // and a negated item may match along with thousands of others).
   const auto& states = grammar_->states();
   const auto& rules = grammar_->rules();
-  // (Index-based: complete() may reallocate items_.)
+  const auto& edges = grammar_->rule_edges();
+  if (token_start < floor_) below_floor_ = true;
+  note_read(static_cast<uint32_t>(token_start));
+  // (Index-based: add() may reallocate items_.)
   const size_t end = set_end(token_start) - items_.data();
   for (size_t i = sets_[token_start].begin; i < end; ++i) {
-    const EarleyItem item = items_[i];
-    const AutomatonState& st = states[item.state];
-    const uint32_t terminal = rules[st.rule].token_terminal;
-    if (terminal == kNoTokenTerminal || !matches[terminal]) continue;
-    complete(st.rule, item.origin, st.rule_tail_called);
+    const EarleyItem waiter = items_[i];
+    const AutomatonState& st = states[waiter.state];
+    work_ += st.rule_edges_end - st.rule_edges_begin;
+    for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e) {
+      const uint32_t terminal = rules[edges[e].rule].token_terminal;
+      if (terminal != kNoTokenTerminal && matches[terminal]) add(edges[e].target, waiter.origin);
+    }
   }
   if (items_.size() == to) {
     sets_.pop_back();

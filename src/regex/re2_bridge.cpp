@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "ir/gbnf_writer.h"
@@ -56,13 +57,27 @@ std::string node_to_re2(const RegexNode& node) {
 
 }  // namespace
 
-bool has_large_repeat(const RegexNode& node) {
-  if (node.kind == RegexNode::Kind::kRepeat &&
-      ((node.max != kUnbounded && node.max > 1000) || node.min > 1000))
-    return true;
+namespace {
+
+// Whether a repeat count times the counts of the repeats around it passes
+// 1000, the most RE2 takes (it refuses `(a{1000}){1000}` as it refuses
+// `a{1001}`).
+bool repeats_past_re2(const RegexNode& node, uint64_t outer) {
+  uint64_t here = outer;
+  if (node.kind == RegexNode::Kind::kRepeat) {
+    const uint64_t count = node.max != kUnbounded ? node.max : node.min;
+    here = outer * std::max<uint64_t>(count, 1);
+    if (here > 1000) return true;
+  }
   for (const RegexNode& child : node.children)
-    if (has_large_repeat(child)) return true;
+    if (repeats_past_re2(child, here)) return true;
   return false;
+}
+
+}  // namespace
+
+bool has_large_repeat(const RegexNode& node) {
+  return repeats_past_re2(node, 1);
 }
 
 std::string regex_to_re2(const RegexNode& pattern) {

@@ -15,7 +15,8 @@
 
 namespace grammask::internal {
 
-// True if a repeat count of `node` is above 1000, the most RE2 accepts.
+// True if a repeat count of `node`, times the counts of the repeats around
+// it, is above 1000, the most RE2 accepts.
 bool has_large_repeat(const RegexNode& node);
 
 // The same language in RE2 syntax (UTF-8 mode), used to validate patterns
