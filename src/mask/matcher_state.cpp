@@ -52,7 +52,9 @@ Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
   ++misses_;
   std::fill(words, words + n_words, 0);
   engine_.start_read_log(top);
-  const bool within_limit = walker_.walk(engine_, words);
+  // (Where no byte can come next, as before a token item, no text token
+  // can either: the mask is the items' tokens alone, without a walk.)
+  const bool within_limit = engine_.scan().empty() || walker_.walk(engine_, words);
   engine_.stop_read_log();
   if (!within_limit) {
     std::memset(words, 0, n_words * sizeof(uint32_t));
