@@ -64,8 +64,12 @@ struct CompileOptions {
 // CompileOptions::precompute_budget instead.
 class CompiledGrammar {
  public:
-  // Cost: lowering and analysing the grammar (about linear in its lowered
-  // size), plus the walks of CompileOptions::precompute_budget.
+  // Token items are resolved here: an id past the vocabulary, or a text
+  // that no token has, fails with kInvalidArgument naming the item and its
+  // line:column. Lowering's errors as for Recognizer::create. Cost: lowering
+  // and analysing the grammar (about linear in its lowered size), plus the
+  // walks of CompileOptions::precompute_budget, plus a pass over the
+  // vocabulary when a token item names a token by its text.
   static Result<CompiledGrammar> compile(const Grammar& grammar, const Vocabulary& vocabulary,
                                          const CompileOptions& options = {});
   // parse_gbnf (with options.gbnf, root options.root) + compile. Syntax
@@ -107,8 +111,9 @@ class Matcher {
   ~Matcher();
 
   // Writes the allowed-token mask: bit i%32 of words[i/32] is set iff token i
-  // may come next. Stop tokens are allowed exactly when the output so far is
-  // complete; after a stop token only stop tokens are. Words past the
+  // may come next. Stop tokens are allowed when the output so far is
+  // complete, or where a token item naming one may come next (docs/GBNF.md,
+  // "Token items"); after a stop token only stop tokens are. Words past the
   // vocabulary are zeroed. Fails with kInvalidArgument (writing nothing) if
   // n_words < mask_words() or words is null (with an empty vocabulary,
   // fill_mask(nullptr, 0) succeeds and writes nothing), and with
@@ -121,7 +126,9 @@ class Matcher {
 
   // Appends a token. Refuses (kInvalidArgument, state unchanged) a token
   // that is not allowed, out of range, or any token after termination except
-  // a stop token (kInvalidState). A stop token terminates the matcher.
+  // a stop token (kInvalidState). A stop token terminates the matcher,
+  // unless a token item that names it reads it as grammar input. A token
+  // that spells text and that a token item reads keeps both readings.
   // kLimitExceeded (state unchanged) if a byte would pass
   // RecognizerOptions::max_work_per_byte.
   Status accept_token(uint32_t token);
@@ -143,8 +150,9 @@ class Matcher {
   // A stop token was accepted.
   bool is_terminated() const noexcept;
   // The bytes that are the only way forward from here (jump-forward
-  // decoding), stopping where the output could also end or branch. Empty if
-  // there is no forced continuation. Does not change the state.
+  // decoding), stopping where the output could also end or branch, or where
+  // a token item may come next. Empty if there is no forced continuation.
+  // Does not change the state.
   std::string forced_bytes(size_t max_bytes = 4096) const;
 
   // Statistics of this matcher's mask cache (for benchmarks and tests).

@@ -6,8 +6,10 @@
 // grammar and whether they are a whole sentence. A checkpoint is size() and
 // going back to it is truncate(). One Recognizer serves one thread at a
 // time; copies are independent and share the immutable lowered grammar, so
-// they may run on different threads. docs/lowering.md describes the
-// lowering and the Earley engine behind it.
+// they may run on different threads. Token items (<[id]>, <text>, !<...>)
+// are read by token id through a Matcher, never by bytes: no byte input
+// gets past one here. docs/lowering.md describes the lowering and the
+// Earley engine behind it.
 #ifndef GRAMMASK_RECOGNIZER_H_
 #define GRAMMASK_RECOGNIZER_H_
 
