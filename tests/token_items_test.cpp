@@ -261,6 +261,8 @@ TEST(TokenItems, MasksMatchOracleOnSmallVocabulary) {
       "root ::= \"ab\" \"!\" | !<[2]> \"?\" | <[13]> <[13]>",
       "root ::= x+ <tool_call> \"{\" x* \"}\"\nx ::= [a-c] | <think> x </think> | \" \"",
       "root ::= \"<\" \"|\" <|end|> | <|end|> \"<|\" | <think> \"é\" (!<think>)?",
+      // Text constructs that read any character, beside items.
+      "root ::= [^a]{0,3} <think> . !<[11]> ([^b] | TextExcluding(\"x\"))* </think>",
   };
   int compared = 0;
   for (const char* g : grammars)
