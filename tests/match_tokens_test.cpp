@@ -5,6 +5,7 @@
 // (one token per printable ASCII character, a space, the tokens {" (95), ":
 // (96) and "a" (97), and the stop token <|end_of_text|> (98)). Grammar:
 // tests/data/match_tokens/object.gbnf, root ::= "{" "\"a\"" ":" [0-9]+ "}".
+// Token items: token_item.gbnf and negated_item.gbnf.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -180,6 +181,26 @@ TEST(MatchTokens, UsageErrors) {
   run = run_tool("match " + kVocab + " \"" + kData + "/ids.txt\" --tokens \"1\"");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("ids.txt:1:4: error: expected '::='"), std::string::npos) << run.output;
+}
+
+TEST(MatchTokens, TokenItemsMatchById) {
+  // token_item.gbnf: root ::= "a" <[5]> "b"; id 5 is "&", 64 "a", 65 "b".
+  const std::string item = "\"" + kData + "/token_item.gbnf\"";
+  ToolRun run = run_tool("match " + kVocab + " " + item + " --tokens \"64 5 65\"");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "accept\n");
+  // Another token in the item's place is refused.
+  run = run_tool("match " + kVocab + " " + item + " --tokens \"64 6 65\"");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_EQ(run.output, "reject: token index 1: id 6 \"'\" is not allowed here\n");
+  // negated_item.gbnf: root ::= "a" !<[5]> "b": any token but id 5.
+  const std::string negated = "\"" + kData + "/negated_item.gbnf\"";
+  run = run_tool("match " + kVocab + " " + negated + " --tokens \"64 5 65\"");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_EQ(run.output, "reject: token index 1: id 5 \"&\" is not allowed here\n");
+  run = run_tool("match " + kVocab + " " + negated + " --tokens \"64 6 65\"");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "accept\n");
 }
 
 TEST(MatchText, WithoutTokensMatchesTextAsBefore) {
