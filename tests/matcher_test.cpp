@@ -699,14 +699,18 @@ TEST(SharedWorkload, MasksMatchOracleOnGgufVocabularies) {
   }
 }
 
-TEST(SharedWorkload, MasksMatchOracleWithTextTerminalsOnGgufVocabularies) {
+TEST(SharedWorkload, MasksMatchOracleWithTextTerminalsOnSharedVocabularies) {
   const std::string shared = GRAMMASK_SHARED_DIR;
   if (shared.empty() || read(shared + "/bench/README.md").empty()) GTEST_SKIP() << "no ../shared";
-  for (const char* v : {"gpt2", "deepseek-llm", "phi3"}) {
-    auto vocab = Vocabulary::from_gguf_file(shared + "/bench/vocab/" + v + ".gguf");
-    ASSERT_TRUE(vocab.ok());
+  for (const std::string v :
+       {"bench/vocab/gpt2.gguf", "bench/vocab/deepseek-llm.gguf", "bench/vocab/phi3.gguf",
+        "tokenizers/llama-3/tokenizer.json", "tokenizers/phi-3-mini/tokenizer.json"}) {
+    auto vocab = v.find(".gguf") != std::string::npos
+                     ? Vocabulary::from_gguf_file(shared + "/" + v)
+                     : Vocabulary::from_tokenizer_json_file(shared + "/" + v);
+    ASSERT_TRUE(vocab.ok()) << v;
     for (const char* text : kTextTerminalGrammars) {
-      SCOPED_TRACE(std::string(v) + ": " + text);
+      SCOPED_TRACE(v + ": " + text);
       auto grammar = parse_gbnf(text);
       ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
       auto compiled = CompiledGrammar::compile(*grammar, *vocab);

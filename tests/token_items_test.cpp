@@ -273,22 +273,37 @@ TEST(TokenItems, MasksMatchOracleOnSmallVocabulary) {
 TEST(TokenItems, MasksMatchOracleOnSharedVocabularies) {
   const std::string shared = GRAMMASK_SHARED_DIR;
   if (shared.empty() || read(shared + "/bench/README.md").empty()) GTEST_SKIP() << "no ../shared";
-  for (const char* v : {"gpt2", "deepseek-llm", "phi3"}) {
-    auto vocab = Vocabulary::from_gguf_file(shared + "/bench/vocab/" + v + ".gguf");
-    ASSERT_TRUE(vocab.ok());
+  const std::string files[] = {"bench/vocab/gpt2.gguf", "bench/vocab/deepseek-llm.gguf",
+                               "bench/vocab/phi3.gguf", "tokenizers/llama-3/tokenizer.json",
+                               "tokenizers/phi-3-mini/tokenizer.json"};
+  for (const std::string& file : files) {
+    const std::string path = shared + "/" + file;
+    auto vocab = file.find(".gguf") != std::string::npos
+                     ? Vocabulary::from_gguf_file(path)
+                     : Vocabulary::from_tokenizer_json_file(path);
+    ASSERT_TRUE(vocab.ok()) << file;
     const uint32_t stop = vocab->stop_tokens().front();
     const std::string s = std::to_string(stop);
-    const std::string grammars[] = {
+    std::vector<std::string> grammars = {
         // A control token as the delimiter around free text and a number.
         "root ::= \"<a>\" [a-z ]{0,12} \"</a>\" <[" + s + "]>",
         "root ::= (!<[" + s + "]> | \"x\")* \"{\" [0-9]+ \"}\"",
         "root ::= <[" + s + "]> [a-z]+ | \"hello\" !<[100]> \" world\"",
     };
+    // Control tokens by name, a stop token among them.
+    if (file.find("llama-3") != std::string::npos) {
+      grammars.push_back(
+          "root ::= <|start_header_id|> \"assistant\" <|end_header_id|> \"\\n\\n\" [a-z ]{0,12} "
+          "<|eot_id|>");
+      grammars.push_back("root ::= (!<|eot_id|>)* <|eot_id|>");
+    } else if (file.find("phi-3") != std::string::npos) {
+      grammars.push_back("root ::= <|assistant|> [a-z ]{0,12} <|end|>");
+    }
     int compared = 0;
     for (const std::string& g : grammars)
       for (uint32_t seed = 1; seed <= 2; ++seed)
         compared += walk_against_oracle(g, *vocab, seed, 8);
-    EXPECT_GT(compared, 20) << v;
+    EXPECT_GT(compared, 20) << file;
   }
 }
 
