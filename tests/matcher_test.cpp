@@ -16,6 +16,8 @@
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
 #include "grammask/json_schema.h"
+#include "mask/state_analysis.h"
+#include "mask/text_closure.h"
 
 namespace grammask {
 namespace {
@@ -243,7 +245,38 @@ const char* const kTextTerminalGrammars[] = {
     R"gm(root ::= Substring("The quick brown fox jumps over the lazy dog; 日本語も.") "\n")gm",
     R"gm(root ::= LazyRegex(".*e") "!" | "[" Regex(".*a") "]")gm",
     R"gm(root ::= (Regex("[0-9]+(\\.[0-9]+)?") ", ")* Substring("abc日本"))gm",
+    // Free text up to a tag, then JSON-like text: the exclusion's masks take
+    // the slice tokens without '>' in bulk (TextClosure::avoided_ascii).
+    R"gm(root ::= "<think>\n" TextExcluding("</think>", "<|") "</think>\n\n{\"a\": " [0-9]+ "}")gm",
+    R"gm(root ::= (TextExcluding("\n\n") "\n\n" | "`" TextExcluding("`") "`")+)gm",
 };
+
+// Inside text that excludes "</think>", every plain character stays in the
+// exclusion's states except '>' after "</think" (it leaves for what
+// follows): the slice tokens without '>' are allowed in bulk.
+TEST(TextClosure, ExclusionStatesAvoidOnlyTheBytesThatLeave) {
+  auto grammar = parse_gbnf(R"(root ::= "<" TextExcluding("</think>") "</think>x")");
+  ASSERT_TRUE(grammar.ok());
+  auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+  ASSERT_TRUE(lowered.ok());
+  const internal::ByteGrammar& g = **lowered;
+  const std::vector<uint8_t> pure = internal::pure_states(g);
+  const internal::TextClosure closure(g, 16);
+  uint32_t s = g.next(g.rules()[g.root_rule()].start, '<');
+  ASSERT_NE(s, internal::kNoState);
+  for (const char c : std::string("ab </thin")) {
+    const auto avoid = closure.avoided_ascii(s, pure);
+    ASSERT_TRUE(avoid.has_value()) << c;
+    for (unsigned b = 0; b < 256; ++b)
+      EXPECT_EQ(avoid->test(static_cast<uint8_t>(b)), b == '>') << b;
+    s = g.next(s, static_cast<uint8_t>(c));
+    ASSERT_NE(s, internal::kNoState);
+  }
+  // After "</think>" the text is over: no such set.
+  for (const char c : std::string("k>")) s = g.next(s, static_cast<uint8_t>(c));
+  ASSERT_NE(s, internal::kNoState);
+  EXPECT_FALSE(closure.avoided_ascii(s, pure).has_value());
+}
 
 TEST(Matcher, TextTerminalMasksMatchOracle) {
   const Vocabulary vocab = small_vocab();

@@ -31,6 +31,22 @@ bool CompiledGrammarData::walk_pure_state(uint32_t s, TextCover cover, uint64_t 
                              visited);
     }
   }
+  // Text that excludes some strings: the slice tokens without the bytes
+  // that can leave it in bulk, and a walk of the others only.
+  if (cover == kNoText) {
+    if (const std::optional<ByteSet> avoid = text_closure->avoided_ascii(s, pure)) {
+      const TextSlice& slice = internal::VocabularyAccess::text_slice(vocabulary);
+      if (const AvoidingSlice* avoiding = slice.avoiding->get(
+              *avoid, slice.words, internal::VocabularyAccess::trie(vocabulary),
+              internal::VocabularyAccess::bytes(vocabulary),
+              internal::VocabularyAccess::offsets(vocabulary), vocabulary.size())) {
+        walk.slice = &avoiding->words;
+        walk.trie = &avoiding->rest;
+        return walk_from_state(*pure_transitions, avoiding->rest, vocabulary.size(), s, budget,
+                               walk, visited);
+      }
+    }
+  }
   if (walk_classes->split(walk_classes->of(s))) {
     const uint32_t short_class = walk_classes->short_of(s);
     const PureWalk* short_part = short_class_walks->find(short_class, cover);

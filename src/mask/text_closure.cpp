@@ -565,6 +565,83 @@ uint32_t TextClosure::plain_chars(uint32_t state, const std::vector<uint8_t>& pu
   return 0;  // every plain text of kMaxTierChars + 1 characters: not a tier
 }
 
+std::optional<ByteSet> TextClosure::avoided_ascii(uint32_t state,
+                                                  const std::vector<uint8_t>& pure) const {
+  // The core: `state` and the states that plain characters lead to from the
+  // core and that lead back to `state`. Every character read in the core
+  // must stay in it, or be an ASCII byte (with its byte class) put in X.
+  constexpr size_t kMaxCore = 32;
+  constexpr size_t kMaxBackSearch = 32;
+  // Calls on_char(first byte, target or kNoState) for every plain character
+  // from `at` (one per byte class and phase), through pure states.
+  auto chars_from = [&](uint32_t at, auto on_char) {
+    struct Node {
+      uint32_t at;
+      Phase phase;
+      uint8_t first;
+    };
+    std::vector<Node> stack{{at, kBoundary, 0}};
+    while (!stack.empty()) {
+      const Node node = stack.back();
+      stack.pop_back();
+      for (const Step& step : steps_[node.phase]) {
+        const uint8_t first = node.phase == kBoundary ? step.byte : node.first;
+        const uint32_t t = grammar_.next(node.at, step.byte);
+        const bool ok = t != kNoState && pure[t];
+        if (step.next == kBoundary || !ok) {
+          on_char(first, ok ? t : kNoState);
+        } else {
+          stack.push_back({t, step.next, first});
+        }
+      }
+    }
+  };
+  // Whether `from` leads back to `state` by plain characters.
+  auto leads_back = [&](uint32_t from) {
+    std::vector<uint32_t> seen{from};
+    for (size_t i = 0; i < seen.size() && seen.size() <= kMaxBackSearch; ++i) {
+      bool found = false;
+      chars_from(seen[i], [&](uint8_t, uint32_t t) {
+        if (t == state) found = true;
+        if (t != kNoState && std::find(seen.begin(), seen.end(), t) == seen.end() &&
+            seen.size() <= kMaxBackSearch)
+          seen.push_back(t);
+      });
+      if (found) return true;
+    }
+    return false;
+  };
+  if (!pure[state]) return std::nullopt;
+  std::vector<uint32_t> core{state};
+  ByteSet avoid;
+  size_t avoided = 0;
+  for (size_t i = 0; i < core.size(); ++i) {
+    bool failed = false;
+    chars_from(core[i], [&](uint8_t first, uint32_t t) {
+      if (failed) return;
+      if (t != kNoState && std::find(core.begin(), core.end(), t) != core.end()) return;
+      if (t != kNoState && core.size() < kMaxCore && leads_back(t)) {
+        core.push_back(t);
+        return;
+      }
+      if (first >= 0x80) {
+        failed = true;
+        return;
+      }
+      const uint8_t cls = grammar_.byte_class(first);
+      for (unsigned b = 0; b < 0x80; ++b) {
+        if (grammar_.byte_class(static_cast<uint8_t>(b)) != cls ||
+            avoid.test(static_cast<uint8_t>(b)))
+          continue;
+        avoid.set(static_cast<uint8_t>(b));
+        ++avoided;
+      }
+    });
+    if (failed || avoided > kMaxAvoidedBytes) return std::nullopt;
+  }
+  return avoid;
+}
+
 TextCover TextClosure::cover(uint32_t state) const {
   return best_cover(&state, 1);
 }

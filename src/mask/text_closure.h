@@ -54,6 +54,14 @@ class TextClosure {
   // nor begins in them); else 0. Then a plain token is allowed exactly when
   // it has at most N characters, and only the other tokens need a walk.
   uint32_t plain_chars(uint32_t state, const std::vector<uint8_t>& pure) const;
+  // A set X of at most kMaxAvoidedBytes ASCII bytes such that from
+  // `state` every plain text whose characters are not in X reads through
+  // pure states without end (as text excluding "</think>" does with
+  // X = {'>'}): then every slice token avoiding X is allowed, and only the
+  // other tokens need a walk. nullopt if no such set is found (bounded
+  // search). Read-only; thread-safe.
+  static constexpr size_t kMaxAvoidedBytes = 8;
+  std::optional<ByteSet> avoided_ascii(uint32_t state, const std::vector<uint8_t>& pure) const;
   // A superset of the bytes that can begin a non-empty derivation of `rule`.
   const ByteSet& rule_first_bytes(uint32_t rule) const { return rule_first_bytes_[rule]; }
 

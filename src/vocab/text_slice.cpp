@@ -116,4 +116,31 @@ TextSlice TextSlice::build(const char* bytes, const uint32_t* offsets,
   return slice;
 }
 
+const AvoidingSlice* AvoidingSlices::get(const ByteSet& avoid,
+                                         const std::vector<uint32_t>& slice_words,
+                                         const TokenTrie& trie, const char* bytes,
+                                         const uint32_t* offsets, size_t vocabulary_size) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& known : kept_)
+    if (known->avoid == avoid) return known.get();
+  if (kept_.size() >= kMaxKept) return nullptr;
+  auto made = std::make_unique<AvoidingSlice>();
+  made->avoid = avoid;
+  made->words = slice_words;
+  std::vector<uint32_t> rest(slice_words.size(), 0);
+  for (const uint32_t id : trie.token_ids()) {
+    const uint32_t bit = uint32_t{1} << (id % 32);
+    bool kept = (slice_words[id / 32] & bit) != 0;
+    for (uint32_t at = offsets[id]; kept && at < offsets[id + 1]; ++at)
+      kept = !avoid.test(static_cast<uint8_t>(bytes[at]));
+    if (!kept) {
+      made->words[id / 32] &= ~bit;
+      rest[id / 32] |= bit;
+    }
+  }
+  made->rest = TokenTrie::build(bytes, offsets, rest.data(), vocabulary_size);
+  kept_.push_back(std::move(made));
+  return kept_.back().get();
+}
+
 }  // namespace grammask::internal

@@ -11,10 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "base/byte_set.h"
 #include "vocab/token_trie.h"
 
 namespace grammask::internal {
@@ -50,6 +52,32 @@ bool spells_plain_text(std::string_view bytes) noexcept;
 // Its characters when it does, else 0.
 size_t plain_text_chars(std::string_view bytes) noexcept;
 
+// The slice tokens that contain none of the bytes of `avoid`, as mask
+// words, and a trie of every other trie token: for walks from states that
+// read every plain text avoiding those bytes (text that excludes a string).
+struct AvoidingSlice {
+  ByteSet avoid;
+  std::vector<uint32_t> words;
+  TokenTrie rest;
+};
+
+// AvoidingSlices built on first request and kept for the life of the
+// vocabulary (its copies share them), at most kMaxKept; get() returns
+// nullptr past that. A build costs a pass over the trie tokens' bytes and a
+// trie of those outside it. Thread-safe.
+class AvoidingSlices {
+ public:
+  static constexpr size_t kMaxKept = 8;
+  // `slice`, `trie`, bytes and offsets: the vocabulary's (see TextSlice::build).
+  const AvoidingSlice* get(const ByteSet& avoid, const std::vector<uint32_t>& slice_words,
+                           const TokenTrie& trie, const char* bytes, const uint32_t* offsets,
+                           size_t vocabulary_size) const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::vector<std::unique_ptr<const AvoidingSlice>> kept_;
+};
+
 // The partition of a vocabulary's trie tokens: the slice as mask words, and
 // a trie of every other token; the same for the short tier. Built with the
 // trie.
@@ -71,6 +99,8 @@ struct TextSlice {
   TokenTrie long_tokens;
   TokenTrie long_rest;
   size_t max_length = 0;  // the longest slice token, in bytes
+  // The slice less the tokens holding given bytes, on request.
+  std::shared_ptr<const AvoidingSlices> avoiding = std::make_shared<AvoidingSlices>();
 
   // `member_words`: the trie's tokens as mask words (mask_words(
   // vocabulary_size) of them). Token id spells bytes[offsets[id],

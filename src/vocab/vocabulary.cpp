@@ -302,6 +302,14 @@ const TextSlice& VocabularyAccess::text_slice(const Vocabulary& vocabulary) noex
   return *vocabulary.stops_->text_slice;
 }
 
+const char* VocabularyAccess::bytes(const Vocabulary& vocabulary) noexcept {
+  return vocabulary.data_->bytes.data();
+}
+
+const uint32_t* VocabularyAccess::offsets(const Vocabulary& vocabulary) noexcept {
+  return vocabulary.data_->offsets.data();
+}
+
 }  // namespace internal
 
 std::optional<uint32_t> Vocabulary::find_token(std::string_view bytes) const {

@@ -17,6 +17,10 @@ struct VocabularyAccess {
   // The trie's tokens split into those that spell only plain text and the
   // others (vocab/text_slice.h); built and shared with the trie. O(1).
   static const TextSlice& text_slice(const Vocabulary& vocabulary) noexcept;
+  // The bytes of every token, packed: token id spells
+  // bytes[offsets[id], offsets[id + 1]). O(1).
+  static const char* bytes(const Vocabulary& vocabulary) noexcept;
+  static const uint32_t* offsets(const Vocabulary& vocabulary) noexcept;
 };
 
 }  // namespace grammask::internal
