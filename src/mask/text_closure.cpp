@@ -596,22 +596,33 @@ std::optional<ByteSet> TextClosure::avoided_ascii(uint32_t state,
       }
     }
   };
-  // Whether `from` leads back to `state` by plain characters.
+  // A core state reads all but at most kMaxAvoidedBytes plain ASCII
+  // characters (it would have to avoid the others): most states do not, and
+  // neither they nor what lies past them need a search.
+  auto reads_most_ascii = [&](uint32_t s) {
+    const ByteSet& scan = grammar_.states()[s].scan;
+    size_t unread = 0;
+    for (unsigned b = 0x20; b < 0x7F; ++b)
+      unread += is_plain_text_char(b) && !scan.test(static_cast<uint8_t>(b));
+    return unread <= kMaxAvoidedBytes;
+  };
+  // Whether `from` leads back to `state` by plain characters, through such
+  // states.
   auto leads_back = [&](uint32_t from) {
     std::vector<uint32_t> seen{from};
     for (size_t i = 0; i < seen.size() && seen.size() <= kMaxBackSearch; ++i) {
       bool found = false;
       chars_from(seen[i], [&](uint8_t, uint32_t t) {
         if (t == state) found = true;
-        if (t != kNoState && std::find(seen.begin(), seen.end(), t) == seen.end() &&
-            seen.size() <= kMaxBackSearch)
+        if (t != kNoState && seen.size() <= kMaxBackSearch &&
+            std::find(seen.begin(), seen.end(), t) == seen.end() && reads_most_ascii(t))
           seen.push_back(t);
       });
       if (found) return true;
     }
     return false;
   };
-  if (!pure[state]) return std::nullopt;
+  if (!pure[state] || !reads_most_ascii(state)) return std::nullopt;
   std::vector<uint32_t> core{state};
   ByteSet avoid;
   size_t avoided = 0;
@@ -620,7 +631,9 @@ std::optional<ByteSet> TextClosure::avoided_ascii(uint32_t state,
     chars_from(core[i], [&](uint8_t first, uint32_t t) {
       if (failed) return;
       if (t != kNoState && std::find(core.begin(), core.end(), t) != core.end()) return;
-      if (t != kNoState && core.size() < kMaxCore && leads_back(t)) {
+      // (A byte already avoided needs no search: it stays avoided.)
+      if (t != kNoState && core.size() < kMaxCore && !avoid.test(first) && reads_most_ascii(t) &&
+          leads_back(t)) {
         core.push_back(t);
         return;
       }
@@ -636,6 +649,7 @@ std::optional<ByteSet> TextClosure::avoided_ascii(uint32_t state,
         avoid.set(static_cast<uint8_t>(b));
         ++avoided;
       }
+      failed = avoided > kMaxAvoidedBytes;  // (no use searching on)
     });
     if (failed || avoided > kMaxAvoidedBytes) return std::nullopt;
   }
