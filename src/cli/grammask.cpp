@@ -69,6 +69,30 @@ grammask::Result<grammask::Vocabulary> load_vocabulary(const std::string& path) 
               : grammask::Vocabulary::from_tokenizer_json_file(path);
 }
 
+// Loads the vocabulary at `vocab_path` and compiles the grammar or schema at
+// `path` for it; prints the error and returns nullopt on failure.
+std::optional<grammask::CompiledGrammar> compile_for_vocabulary(const std::string& vocab_path,
+                                                                const std::string& path,
+                                                                bool is_schema,
+                                                                const std::string& root) {
+  auto vocab = load_vocabulary(vocab_path);
+  if (!vocab.ok()) {
+    std::cerr << vocab_path << ": " << vocab.status().to_string() << "\n";
+    return std::nullopt;
+  }
+  bool io_error = false;
+  auto gbnf = load_constraint_gbnf(path, is_schema, &io_error);
+  if (!gbnf) return std::nullopt;
+  grammask::CompileOptions options;
+  options.root = root;
+  auto compiled = grammask::CompiledGrammar::from_gbnf(*gbnf, *vocab, options);
+  if (!compiled.ok()) {
+    std::cerr << path << ":" << compiled.status().to_string() << "\n";
+    return std::nullopt;
+  }
+  return std::move(compiled).value();
+}
+
 std::string file_stem(const std::string& path) {
   size_t slash = path.find_last_of('/');
   std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -455,22 +479,10 @@ int run_match_tokens(const CommandLine& cl) {
     }
   }
 
-  auto vocab = load_vocabulary(cl.vocab);
-  if (!vocab.ok()) {
-    std::cerr << cl.vocab << ": " << vocab.status().to_string() << "\n";
-    return kExitUsage;
-  }
   const std::string& path = is_schema ? cl.schema : cl.positional[0];
-  bool io_error = false;
-  auto gbnf = load_constraint_gbnf(path, is_schema, &io_error);
-  if (!gbnf) return kExitUsage;
-  grammask::CompileOptions options;
-  options.root = cl.root;
-  auto compiled = grammask::CompiledGrammar::from_gbnf(*gbnf, *vocab, options);
-  if (!compiled.ok()) {
-    std::cerr << path << ":" << compiled.status().to_string() << "\n";
-    return kExitUsage;
-  }
+  auto compiled = compile_for_vocabulary(cl.vocab, path, is_schema, cl.root);
+  if (!compiled) return kExitUsage;
+  const grammask::Vocabulary* vocab = &compiled->vocabulary();
   grammask::Matcher matcher(*compiled);
 
   auto report_work_limit = [&](size_t list, const TokenOutcome& m) {
@@ -530,23 +542,11 @@ int run_mask(int argc, char** argv) {
   std::vector<uint32_t> prefix;
   if (!parse_ids(cl.prefix_tokens, prefix))
     return usage_error("--prefix-tokens takes space-separated token ids");
-  auto vocab = load_vocabulary(cl.vocab);
-  if (!vocab.ok()) {
-    std::cerr << cl.vocab << ": " << vocab.status().to_string() << "\n";
-    return kExitUsage;
-  }
   const bool is_schema = !cl.schema.empty();
   const std::string& path = is_schema ? cl.schema : cl.grammar;
-  bool io_error = false;
-  auto gbnf = load_constraint_gbnf(path, is_schema, &io_error);
-  if (!gbnf) return kExitUsage;
-  grammask::CompileOptions options;
-  options.root = cl.root;
-  auto compiled = grammask::CompiledGrammar::from_gbnf(*gbnf, *vocab, options);
-  if (!compiled.ok()) {
-    std::cerr << path << ":" << compiled.status().to_string() << "\n";
-    return kExitUsage;
-  }
+  auto compiled = compile_for_vocabulary(cl.vocab, path, is_schema, cl.root);
+  if (!compiled) return kExitUsage;
+  const grammask::Vocabulary* vocab = &compiled->vocabulary();
   grammask::Matcher matcher(*compiled);
   for (size_t i = 0; i < prefix.size(); ++i) {
     grammask::Status s = matcher.accept_token(prefix[i]);
