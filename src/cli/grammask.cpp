@@ -7,6 +7,7 @@
 //   grammask mask --vocab FILE (--grammar G | --schema S) [--prefix-tokens "ids"]
 //   grammask bench (--suite DIR | --vocab FILE (--grammar G | --schema S) --trace T)
 //   grammask schema-stats DIR [--vocab FILE] [--verbose]
+//   grammask tools --format NAME TOOLS.json [--tool-choice C] [--reasoning] [--no-parallel]
 //
 // Exit codes: 0 success / accepted, 1 rejected (or malformed grammar for
 // `check`), 2 usage, I/O or grammar errors.
@@ -117,6 +118,9 @@ const char* const kUsage =
     "  grammask bench --suite DIR [--runs N]\n"
     "  grammask bench --vocab FILE (--grammar G.gbnf | --schema S.json) --trace T.ids [--runs N]\n"
     "  grammask schema-stats DIR [--vocab FILE] [--verbose]\n"
+    "  grammask tools --format NAME TOOLS.json [--tool-choice auto|required|none|NAME]\n"
+    "                 [--reasoning] [--no-parallel]\n"
+    "  grammask tools --list\n"
     "\n"
     "check  exit 0 if the grammar is well-formed, else print FILE:LINE:COL: error: ... and exit 1\n"
     "match  exit 0 if the whole INPUT (a file, or stdin) is in the language; exit 1 if not,\n"
@@ -138,7 +142,9 @@ const char* const kUsage =
     "bench  replays token traces and prints one JSON object per (vocab, case)\n"
     "schema-stats  converts every schema of a MaskBench-style directory (files with `schema`\n"
     "       and `tests`) and reports conversion, refusals and instance results per split;\n"
-    "       with --vocab also compile and mask times from a token-by-token replay\n";
+    "       with --vocab also compile and mask times from a token-by-token replay\n"
+    "tools  prints the structural tag (JSON) of a model's tool-call format for OpenAI-style\n"
+    "       tools; --list prints the format names\n";
 
 int usage_error(const std::string& message) {
   std::cerr << "grammask: " << message << "\n\n" << kUsage;
@@ -583,6 +589,7 @@ int main(int argc, char** argv) {
   if (command == "mask") return run_mask(argc, argv);
   if (command == "bench") return run_bench(argc, argv);
   if (command == "schema-stats") return run_schema_stats(argc, argv);
+  if (command == "tools") return run_tools(argc, argv);
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
     return kExitOk;

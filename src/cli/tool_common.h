@@ -36,6 +36,8 @@ grammask::Result<grammask::Vocabulary> load_vocabulary(const std::string& path);
 std::string file_stem(const std::string& path);
 
 int run_bench(int argc, char** argv);
+// `grammask tools` (tools_command.cpp).
+int run_tools(int argc, char** argv);
 
 }  // namespace grammask_tool
 

@@ -1,0 +1,392 @@
+// OpenAI-style tools -> the structural tag of a model's tool-call format.
+// docs/tool-calling.md ("Model formats") cites the chat template or document
+// each format follows and says why a delimiter is a token or text.
+#include "grammask/tool_calls.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace grammask {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct Tool {
+  std::string name;
+  Json parameters;  // a JSON Schema
+};
+
+enum class Choice { kAuto, kRequired, kNone, kNamed };
+
+// What every format builder gets: the tools the reply may call (only the
+// named one for Choice::kNamed) and the options.
+struct Request {
+  std::vector<Tool> tools;
+  Choice choice = Choice::kAuto;
+  bool parallel = true;
+  bool reasoning = false;
+};
+
+Json const_string(const std::string& value) {
+  return Json{{"type", "const_string"}, {"value", value}};
+}
+Json token(const std::string& text) {
+  return Json{{"type", "token"}, {"token", text}};
+}
+Json any_text() {
+  return Json{{"type", "any_text"}};
+}
+Json schema(const Json& parameters) {
+  return Json{{"type", "json_schema"}, {"json_schema", parameters}};
+}
+Json sequence(Json elements) {
+  if (elements.size() == 1) return std::move(elements[0]);
+  return Json{{"type", "sequence"}, {"elements", std::move(elements)}};
+}
+Json one_of(Json elements) {
+  if (elements.size() == 1) return std::move(elements[0]);
+  return Json{{"type", "or"}, {"elements", std::move(elements)}};
+}
+Json tag(Json begin, Json content, Json end) {
+  return Json{{"type", "tag"},
+              {"begin", std::move(begin)},
+              {"content", std::move(content)},
+              {"end", std::move(end)}};
+}
+Json triggered_tags(const std::string& trigger, Json tags, bool at_least_one,
+                    bool stop_after_first) {
+  return Json{{"type", "triggered_tags"},
+              {"triggers", Json::array({trigger})},
+              {"tags", std::move(tags)},
+              {"at_least_one", at_least_one},
+              {"stop_after_first", stop_after_first}};
+}
+Json tags_with_separator(Json tags, const std::string& separator, bool stop_after_first) {
+  return Json{{"type", "tags_with_separator"},
+              {"tags", std::move(tags)},
+              {"separator", separator},
+              {"at_least_one", true},
+              {"stop_after_first", stop_after_first}};
+}
+
+// `<think>` free text `</think>`, then the blank line Qwen 3's and
+// DeepSeek-R1's templates write after it. `opened_by_prompt`: the template's
+// generation prompt already holds `<think>\n` (DeepSeek-R1).
+Json think_block(bool opened_by_prompt) {
+  return sequence(Json::array(
+      {tag(opened_by_prompt ? "" : "<think>", any_text(), "</think>"), const_string("\n\n")}));
+}
+
+// Calls written as tags (`begin` JSON `end`) among free text: auto lets text
+// and calls mix, required and named allow only calls.
+Json text_triggered_calls(const Request& r, const std::string& trigger, Json tags,
+                          const std::string& separator) {
+  switch (r.choice) {
+    case Choice::kAuto:
+      return triggered_tags(trigger, std::move(tags), false, !r.parallel);
+    case Choice::kRequired:
+      return r.parallel ? tags_with_separator(std::move(tags), separator, false)
+                        : one_of(std::move(tags));
+    case Choice::kNamed:
+      return std::move(tags[0]);
+    case Choice::kNone:
+      break;
+  }
+  return any_text();
+}
+
+// The body after the optional reasoning block: free text for "none" (and
+// for "auto" without tools), else `calls`.
+Json with_reasoning(const Request& r, Json reasoning, Json body) {
+  if (!r.reasoning) return body;
+  Json elements = reasoning["type"] == "sequence" ? std::move(reasoning["elements"])
+                                                  : Json::array({std::move(reasoning)});
+  elements.push_back(std::move(body));
+  return sequence(std::move(elements));
+}
+
+// Llama 3.1/3.2/3.3 JSON tool calls (llama.cpp common/chat.cpp,
+// common_chat_params_init_llama_3_1_tool_calls): one call per reply.
+Json llama3(const Request& r) {
+  Json tags = Json::array();
+  for (const Tool& tool : r.tools) {
+    tags.push_back(
+        tag("{\"name\": \"" + tool.name + "\", \"parameters\": ", schema(tool.parameters), "}"));
+  }
+  Request single = r;
+  single.parallel = false;
+  Json body = r.choice == Choice::kNone || tags.empty()
+                  ? any_text()
+                  : text_triggered_calls(single, "{\"name\": ", std::move(tags), "");
+  return with_reasoning(r, think_block(false), std::move(body));
+}
+
+// Llama 3.x with the <|python_tag|> control token before the JSON call.
+Json llama3_python_tag(const Request& r) {
+  Json calls = Json::array();
+  for (const Tool& tool : r.tools) {
+    calls.push_back(
+        sequence(Json::array({const_string("{\"name\": \"" + tool.name + "\", \"parameters\": "),
+                              schema(tool.parameters), const_string("}")})));
+  }
+  Json body = any_text();
+  if (r.choice != Choice::kNone && !calls.empty()) {
+    Json call = sequence(Json::array({token("<|python_tag|>"), one_of(std::move(calls))}));
+    body = r.choice == Choice::kAuto ? one_of(Json::array({any_text(), std::move(call)}))
+                                     : std::move(call);
+  }
+  return with_reasoning(r, think_block(false), std::move(body));
+}
+
+// Hermes 2 Pro, Qwen 2.5, Qwen 3: <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>
+// (their chat templates; llama.cpp common_chat_params_init_hermes_2_pro).
+Json hermes(const Request& r) {
+  Json tags = Json::array();
+  for (const Tool& tool : r.tools) {
+    tags.push_back(tag("<tool_call>\n{\"name\": \"" + tool.name + "\", \"arguments\": ",
+                       schema(tool.parameters), "}\n</tool_call>"));
+  }
+  Json body = r.choice == Choice::kNone || tags.empty()
+                  ? any_text()
+                  : text_triggered_calls(r, "<tool_call>", std::move(tags), "\n");
+  return with_reasoning(r, think_block(false), std::move(body));
+}
+
+// Mistral Nemo / Mistral v3 tokenizers: the [TOOL_CALLS] control token, then
+// a JSON array of calls (llama.cpp common_chat_params_init_mistral_nemo).
+Json mistral(const Request& r) {
+  Json body = any_text();
+  if (r.choice != Choice::kNone && !r.tools.empty()) {
+    Json items = Json::array();
+    for (const Tool& tool : r.tools) {
+      items.push_back(Json{{"type", "object"},
+                           {"properties",
+                            {{"name", {{"type", "string"}, {"const", tool.name}}},
+                             {"arguments", tool.parameters},
+                             {"id", {{"type", "string"}, {"pattern", "^[a-zA-Z0-9]{9}$"}}}}},
+                           {"required", Json::array({"name", "arguments"})},
+                           {"additionalProperties", false}});
+    }
+    Json array{{"type", "array"},
+               {"items", items.size() == 1 ? items[0] : Json{{"anyOf", items}}},
+               {"minItems", 1}};
+    if (!r.parallel || r.choice == Choice::kNamed) array["maxItems"] = 1;
+    Json calls = sequence(Json::array({token("[TOOL_CALLS]"), schema(array)}));
+    body = r.choice == Choice::kAuto ? one_of(Json::array({any_text(), std::move(calls)}))
+                                     : std::move(calls);
+  }
+  return with_reasoning(r, think_block(false), std::move(body));
+}
+
+// DeepSeek V3 and R1 (their tokenizer_config.json chat templates; llama.cpp
+// common_chat_params_init_deepseek_r1).
+Json deepseek(const Request& r) {
+  const std::string calls_begin = "<｜tool▁calls▁begin｜>";
+  const std::string calls_end = "<｜tool▁calls▁end｜>";
+  const std::string call_begin = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>";
+  const std::string call_end = "\n```<｜tool▁call▁end｜>";
+  Json body = any_text();
+  if (r.choice == Choice::kNamed) {
+    body = tag(calls_begin + call_begin + r.tools[0].name + "\n```json\n",
+               schema(r.tools[0].parameters), call_end + calls_end);
+  } else if (r.choice != Choice::kNone && !r.tools.empty()) {
+    Json tags = Json::array();
+    for (const Tool& tool : r.tools) {
+      tags.push_back(
+          tag(call_begin + tool.name + "\n```json\n", schema(tool.parameters), call_end));
+    }
+    Json calls =
+        tag(calls_begin, tags_with_separator(std::move(tags), "\n", !r.parallel), calls_end);
+    body = r.choice == Choice::kAuto
+               ? triggered_tags(calls_begin, Json::array({std::move(calls)}), false, true)
+               : std::move(calls);
+  }
+  return with_reasoning(r, think_block(true), std::move(body));
+}
+
+// gpt-oss harmony (openai/harmony docs, gpt-oss chat_template.jinja): every
+// delimiter is a control token; a reply ends at <|call|> or <|return|>.
+Json harmony(const Request& r) {
+  const Json specials = Json::array({"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>",
+                                     "<|end|>", "<|call|>", "<|return|>"});
+  auto message = [&](const std::string& channel, const std::string& end) {
+    return sequence(
+        Json::array({token("<|channel|>"), const_string(channel),
+                     tag(token("<|message|>"),
+                         Json{{"type", "any_tokens"}, {"exclude_tokens", specials}}, token(end))}));
+  };
+  Json calls = Json::array();
+  for (const Tool& tool : r.tools) {
+    calls.push_back(sequence(Json::array(
+        {token("<|channel|>"), const_string("commentary to=functions." + tool.name + " "),
+         token("<|constrain|>"), const_string("json"), token("<|message|>"),
+         schema(tool.parameters), token("<|call|>")})));
+  }
+  Json body = message("final", "<|return|>");
+  if (r.choice == Choice::kAuto) {
+    calls.push_back(std::move(body));
+    body = one_of(std::move(calls));
+  } else if (r.choice != Choice::kNone) {
+    body = one_of(std::move(calls));
+  }
+  Json analysis = sequence(
+      Json::array({message("analysis", "<|end|>"), token("<|start|>"), const_string("assistant")}));
+  return with_reasoning(r, std::move(analysis), std::move(body));
+}
+
+struct Format {
+  ToolCallFormatInfo info;
+  Json (*build)(const Request&);
+};
+
+const std::vector<Format>& formats() {
+  static const std::vector<Format> kFormats = {
+      {{"llama3", "Llama 3.1, 3.2, 3.3 (JSON tool calls)"}, llama3},
+      {{"llama3-python-tag", "Llama 3.1, 3.2, 3.3 (<|python_tag|> then a JSON call)"},
+       llama3_python_tag},
+      {{"hermes", "Qwen 2.5, Qwen 3, Hermes 2 Pro and 3 (<tool_call> JSON </tool_call>)"}, hermes},
+      {{"mistral", "Mistral Nemo, Mistral 7B v0.3, Mistral Small ([TOOL_CALLS] JSON array)"},
+       mistral},
+      {{"deepseek", "DeepSeek V3, DeepSeek R1 (<｜tool▁calls▁begin｜> ...)"}, deepseek},
+      {{"harmony", "gpt-oss (harmony channels)"}, harmony},
+  };
+  return kFormats;
+}
+
+Status invalid(std::string message) {
+  return Status(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Status read_tools(std::string_view tools_json, std::vector<Tool>& out) {
+  Json tools = Json::parse(tools_json.begin(), tools_json.end(), nullptr, false);
+  if (tools.is_discarded()) return Status(ErrorCode::kSyntax, "tools: malformed JSON");
+  if (!tools.is_array()) return invalid("tools: expected a JSON array of tools");
+  std::set<std::string> names;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& tool = tools[i];
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    if (!tool.is_object()) return invalid(where + ": expected an object");
+    auto type = tool.find("type");
+    if (type != tool.end() && *type != "function") {
+      return invalid(where + ": type " + type->dump() + " is not \"function\"");
+    }
+    auto function = tool.find("function");
+    if (function == tool.end() || !function->is_object()) {
+      return invalid(where + ": no \"function\" object");
+    }
+    auto name = function->find("name");
+    if (name == function->end() || !name->is_string()) {
+      return invalid(where + ": the function has no name");
+    }
+    Tool parsed;
+    parsed.name = name->get<std::string>();
+    if (!valid_name(parsed.name)) {
+      return invalid(where + ": function name \"" + parsed.name +
+                     "\" is not 1 to 64 of [A-Za-z0-9_.-]");
+    }
+    if (!names.insert(parsed.name).second) {
+      return invalid(where + ": duplicate function name \"" + parsed.name + "\"");
+    }
+    auto parameters = function->find("parameters");
+    if (parameters == function->end() || *parameters == true) {
+      parsed.parameters = Json{{"type", "object"}};
+    } else if (parameters->is_object()) {
+      parsed.parameters = *parameters;
+    } else {
+      return invalid(where + ": \"parameters\" of \"" + parsed.name +
+                     "\" is not a JSON Schema object");
+    }
+    out.push_back(std::move(parsed));
+  }
+  return Status();
+}
+
+// "auto", "required", "none", a name, or {"type": "function", "function": {"name": ...}}.
+Status read_choice(const std::string& text, Request& r) {
+  if (text == "auto" || text.empty()) {
+    r.choice = Choice::kAuto;
+    return Status();
+  }
+  if (text == "required" || text == "none") {
+    r.choice = text == "required" ? Choice::kRequired : Choice::kNone;
+    if (r.choice == Choice::kRequired && r.tools.empty()) {
+      return invalid("tool_choice \"required\" needs at least one tool");
+    }
+    return Status();
+  }
+  std::string name = text;
+  if (!text.empty() && text[0] == '{') {
+    Json choice = Json::parse(text, nullptr, false);
+    if (choice.is_discarded()) return Status(ErrorCode::kSyntax, "tool_choice: malformed JSON");
+    auto function = choice.find("function");
+    if (!choice.is_object() || function == choice.end() || !function->is_object() ||
+        !function->contains("name") || !(*function)["name"].is_string()) {
+      return invalid(
+          "tool_choice: expected {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    name = (*function)["name"].get<std::string>();
+  }
+  for (Tool& tool : r.tools) {
+    if (tool.name == name) {
+      Tool chosen = std::move(tool);
+      r.tools.clear();
+      r.tools.push_back(std::move(chosen));
+      r.choice = Choice::kNamed;
+      return Status();
+    }
+  }
+  std::string known;
+  for (const Tool& tool : r.tools) known += (known.empty() ? "" : ", ") + tool.name;
+  return invalid("tool_choice names \"" + name + "\", which is not among the tools (" +
+                 (known.empty() ? "none given" : known) + ")");
+}
+
+}  // namespace
+
+const std::vector<ToolCallFormatInfo>& tool_call_formats() {
+  static const std::vector<ToolCallFormatInfo> kInfo = [] {
+    std::vector<ToolCallFormatInfo> info;
+    for (const Format& format : formats()) info.push_back(format.info);
+    return info;
+  }();
+  return kInfo;
+}
+
+Result<std::string> tool_calls_structural_tag(std::string_view format, std::string_view tools_json,
+                                              const ToolCallOptions& options) {
+  const Format* chosen = nullptr;
+  std::string known;
+  for (const Format& f : formats()) {
+    if (f.info.name == format) chosen = &f;
+    known += (known.empty() ? "" : ", ") + f.info.name;
+  }
+  if (chosen == nullptr) {
+    return invalid("unknown tool-call format \"" + std::string(format) + "\" (known: " + known +
+                   ")");
+  }
+  Request request;
+  request.parallel = options.parallel_tool_calls;
+  request.reasoning = options.reasoning;
+  Status status = read_tools(tools_json, request.tools);
+  if (!status.ok()) return status;
+  status = read_choice(options.tool_choice, request);
+  if (!status.ok()) return status;
+  Json tag{{"type", "structural_tag"}, {"format", chosen->build(request)}};
+  return tag.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace grammask
