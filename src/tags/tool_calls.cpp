@@ -29,6 +29,8 @@ struct Request {
   Choice choice = Choice::kAuto;
   bool parallel = true;
   bool reasoning = false;
+  // Strings the free text after the reasoning block may not contain.
+  std::vector<std::string> excludes;
 };
 
 Json const_string(const std::string& value) {
@@ -39,6 +41,12 @@ Json token(const std::string& text) {
 }
 Json any_text() {
   return Json{{"type", "any_text"}};
+}
+// Free text of the reply (after the reasoning block).
+Json free_text(const Request& r) {
+  Json text = any_text();
+  if (!r.excludes.empty()) text["excludes"] = r.excludes;
+  return text;
 }
 Json schema(const Json& parameters) {
   return Json{{"type", "json_schema"}, {"json_schema", parameters}};
@@ -57,13 +65,15 @@ Json tag(Json begin, Json content, Json end) {
               {"content", std::move(content)},
               {"end", std::move(end)}};
 }
-Json triggered_tags(const std::string& trigger, Json tags, bool at_least_one,
+Json triggered_tags(const Request& r, const std::string& trigger, Json tags, bool at_least_one,
                     bool stop_after_first) {
-  return Json{{"type", "triggered_tags"},
+  Json format{{"type", "triggered_tags"},
               {"triggers", Json::array({trigger})},
               {"tags", std::move(tags)},
               {"at_least_one", at_least_one},
               {"stop_after_first", stop_after_first}};
+  if (!r.excludes.empty()) format["excludes"] = r.excludes;
+  return format;
 }
 Json tags_with_separator(Json tags, const std::string& separator, bool stop_after_first) {
   return Json{{"type", "tags_with_separator"},
@@ -87,7 +97,7 @@ Json text_triggered_calls(const Request& r, const std::string& trigger, Json tag
                           const std::string& separator) {
   switch (r.choice) {
     case Choice::kAuto:
-      return triggered_tags(trigger, std::move(tags), false, !r.parallel);
+      return triggered_tags(r, trigger, std::move(tags), false, !r.parallel);
     case Choice::kRequired:
       return r.parallel ? tags_with_separator(std::move(tags), separator, false)
                         : one_of(std::move(tags));
@@ -96,7 +106,7 @@ Json text_triggered_calls(const Request& r, const std::string& trigger, Json tag
     case Choice::kNone:
       break;
   }
-  return any_text();
+  return free_text(r);
 }
 
 // The body after the optional reasoning block: free text for "none" (and
@@ -120,7 +130,7 @@ Json llama3(const Request& r) {
   Request single = r;
   single.parallel = false;
   Json body = r.choice == Choice::kNone || tags.empty()
-                  ? any_text()
+                  ? free_text(r)
                   : text_triggered_calls(single, "{\"name\": ", std::move(tags), "");
   return with_reasoning(r, think_block(false), std::move(body));
 }
@@ -133,10 +143,10 @@ Json llama3_python_tag(const Request& r) {
         sequence(Json::array({const_string("{\"name\": \"" + tool.name + "\", \"parameters\": "),
                               schema(tool.parameters), const_string("}")})));
   }
-  Json body = any_text();
+  Json body = free_text(r);
   if (r.choice != Choice::kNone && !calls.empty()) {
     Json call = sequence(Json::array({token("<|python_tag|>"), one_of(std::move(calls))}));
-    body = r.choice == Choice::kAuto ? one_of(Json::array({any_text(), std::move(call)}))
+    body = r.choice == Choice::kAuto ? one_of(Json::array({free_text(r), std::move(call)}))
                                      : std::move(call);
   }
   return with_reasoning(r, think_block(false), std::move(body));
@@ -151,7 +161,7 @@ Json hermes(const Request& r) {
                        schema(tool.parameters), "}\n</tool_call>"));
   }
   Json body = r.choice == Choice::kNone || tags.empty()
-                  ? any_text()
+                  ? free_text(r)
                   : text_triggered_calls(r, "<tool_call>", std::move(tags), "\n");
   return with_reasoning(r, think_block(false), std::move(body));
 }
@@ -159,7 +169,7 @@ Json hermes(const Request& r) {
 // Mistral Nemo / Mistral v3 tokenizers: the [TOOL_CALLS] control token, then
 // a JSON array of calls (llama.cpp common_chat_params_init_mistral_nemo).
 Json mistral(const Request& r) {
-  Json body = any_text();
+  Json body = free_text(r);
   if (r.choice != Choice::kNone && !r.tools.empty()) {
     Json items = Json::array();
     for (const Tool& tool : r.tools) {
@@ -176,7 +186,7 @@ Json mistral(const Request& r) {
                {"minItems", 1}};
     if (!r.parallel || r.choice == Choice::kNamed) array["maxItems"] = 1;
     Json calls = sequence(Json::array({token("[TOOL_CALLS]"), schema(array)}));
-    body = r.choice == Choice::kAuto ? one_of(Json::array({any_text(), std::move(calls)}))
+    body = r.choice == Choice::kAuto ? one_of(Json::array({free_text(r), std::move(calls)}))
                                      : std::move(calls);
   }
   return with_reasoning(r, think_block(false), std::move(body));
@@ -189,7 +199,7 @@ Json deepseek(const Request& r) {
   const std::string calls_end = "<｜tool▁calls▁end｜>";
   const std::string call_begin = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>";
   const std::string call_end = "\n```<｜tool▁call▁end｜>";
-  Json body = any_text();
+  Json body = free_text(r);
   if (r.choice == Choice::kNamed) {
     body = tag(calls_begin + call_begin + r.tools[0].name + "\n```json\n",
                schema(r.tools[0].parameters), call_end + calls_end);
@@ -202,7 +212,7 @@ Json deepseek(const Request& r) {
     Json calls =
         tag(calls_begin, tags_with_separator(std::move(tags), "\n", !r.parallel), calls_end);
     body = r.choice == Choice::kAuto
-               ? triggered_tags(calls_begin, Json::array({std::move(calls)}), false, true)
+               ? triggered_tags(r, calls_begin, Json::array({std::move(calls)}), false, true)
                : std::move(calls);
   }
   return with_reasoning(r, think_block(true), std::move(body));
@@ -381,6 +391,9 @@ Result<std::string> tool_calls_structural_tag(std::string_view format, std::stri
   Request request;
   request.parallel = options.parallel_tool_calls;
   request.reasoning = options.reasoning;
+  // After a <think> block the reply's text may not open another (XGrammar's
+  // built-in styles do the same); harmony's channels need no such rule.
+  if (options.reasoning && chosen->build != harmony) request.excludes = {"<think>", "</think>"};
   Status status = read_tools(tools_json, request.tools);
   if (!status.ok()) return status;
   status = read_choice(options.tool_choice, request);
