@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -166,21 +167,64 @@ class TagConverter {
     to.insert(to.end(), from.begin(), from.end());
   }
 
-  // Imports `sub`'s rules under a fresh prefix; returns a reference to its root.
+  // Imports `sub`'s rules under a fresh prefix; returns a reference to its
+  // root. A rule whose body equals an imported one's, once both refer to the
+  // same rules, is shared: the schemas of many tools use the same string,
+  // number and whitespace rules, which then are lowered once.
   Expr import(const Grammar& sub, const std::string& kind, const std::string& root) {
-    const uint32_t base = static_cast<uint32_t>(grammar_.rules().size());
     const std::string prefix = kind + std::to_string(next_name_++) + "-";
-    for (const Rule& rule : sub.rules()) {
-      Expr body = rule.body;
-      shift_rule_refs(body, base);
-      grammar_.add_rule(prefix + rule.name, std::move(body), rule.where);
+    const uint32_t n = static_cast<uint32_t>(sub.rules().size());
+    constexpr uint32_t kUnmapped = UINT32_MAX;
+    std::vector<uint32_t> mapped(n, kUnmapped);
+    // Each rule's references, and who refers to whom, for a bottom-up order.
+    std::vector<std::vector<uint32_t>> callers(n);
+    std::vector<uint32_t> waiting(n, 0);  // distinct rules referred to, not yet mapped
+    auto collect = [&](const Expr& e, std::vector<uint32_t>& out, auto&& self) -> void {
+      if (e.kind == Expr::Kind::kRuleRef) out.push_back(e.rule);
+      for (const Expr& child : e.children) self(child, out, self);
+    };
+    std::vector<uint32_t> queue;
+    for (uint32_t i = 0; i < n; ++i) {
+      std::vector<uint32_t> refs;
+      collect(sub.rules()[i].body, refs, collect);
+      std::sort(refs.begin(), refs.end());
+      refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+      waiting[i] = static_cast<uint32_t>(refs.size());
+      for (uint32_t r : refs) callers[r].push_back(i);
+      if (refs.empty()) queue.push_back(i);
     }
-    return Expr::rule_ref(base + static_cast<uint32_t>(sub.find_rule(root)));
-  }
-
-  static void shift_rule_refs(Expr& e, uint32_t base) {
-    if (e.kind == Expr::Kind::kRuleRef) e.rule += base;
-    for (Expr& child : e.children) shift_rule_refs(child, base);
+    auto remap = [&](Expr& e, auto&& self) -> void {
+      if (e.kind == Expr::Kind::kRuleRef) e.rule = mapped[e.rule];
+      for (Expr& child : e.children) self(child, self);
+    };
+    // Rules whose references are all mapped, bottom-up, shared when equal.
+    for (size_t q = 0; q < queue.size(); ++q) {
+      const uint32_t i = queue[q];
+      Expr body = sub.rules()[i].body;
+      remap(body, remap);
+      auto [it, added] = imported_.emplace(to_gbnf(body, grammar_), 0);
+      if (added) {
+        it->second =
+            grammar_.add_rule(prefix + sub.rules()[i].name, std::move(body), sub.rules()[i].where);
+      }
+      mapped[i] = it->second;
+      for (uint32_t caller : callers[i])
+        if (--waiting[caller] == 0) queue.push_back(caller);
+    }
+    // The rest (cycles) are copied as they are.
+    std::vector<uint32_t> rest;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (mapped[i] != kUnmapped) continue;
+      mapped[i] =
+          grammar_.add_rule(prefix + sub.rules()[i].name, Expr::sequence({}), sub.rules()[i].where);
+      rest.push_back(i);
+    }
+    for (uint32_t i : rest) {
+      Expr body = sub.rules()[i].body;
+      remap(body, remap);
+      grammar_.mutable_rules()[mapped[i]].body = std::move(body);
+    }
+    return Expr::rule_ref(mapped[static_cast<uint32_t>(sub.find_rule(root))]);
   }
 
   // A token named by id or by text; `path` locates it.
@@ -714,6 +758,7 @@ class TagConverter {
 
   const StructuralTagOptions& options_;
   Grammar grammar_;
+  std::unordered_map<std::string, uint32_t> imported_;  // rule body (GBNF) -> rule
   uint32_t next_name_ = 1;
 };
 
