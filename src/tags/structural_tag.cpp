@@ -157,11 +157,11 @@ class TagConverter {
     return Expr::repeat(Expr::tokens_except(std::move(excluded)), 0, kUnbounded);
   }
 
-  // A named rule for an expression used more than once.
-  Expr define(const std::string& hint, Expr body) {
-    const std::string name = "st-" + hint + "-" + std::to_string(next_name_++);
-    return Expr::rule_ref(grammar_.add_rule(name, std::move(body)));
-  }
+  // An expression used more than once stays inline (no rule of its own):
+  // lowering then keeps free text and the tags' begins in the caller's
+  // automaton, whose states a mask can walk as a plain DFA. What repeats is
+  // small; schemas and grammars are rule references.
+  static Expr define(const std::string& /*hint*/, Expr body) { return body; }
 
   static void append(std::vector<std::u32string>& to, const std::vector<std::u32string>& from) {
     to.insert(to.end(), from.begin(), from.end());
