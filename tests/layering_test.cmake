@@ -23,7 +23,7 @@ set(uses_vocab base)
 set(uses_kernels base)
 set(uses_schema base ir regex)
 set(uses_mask base ir automata earley vocab kernels)
-set(uses_tags base ir regex schema vocab mask)
+set(uses_tags base ir regex vocab schema mask)
 set(uses_cli base ir regex automata earley vocab kernels schema mask tags)
 
 # The layer of each public header: the one whose sources implement it.
@@ -38,6 +38,7 @@ set(public_vocabulary.h vocab)
 set(public_bitmask.h kernels)
 set(public_json_schema.h schema)
 set(public_matcher.h mask)
+set(public_structural_tag.h tags)
 set(public_tool_calls.h tags)
 
 set(violations "")

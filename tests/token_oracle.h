@@ -177,7 +177,15 @@ class TokenOracle {
   void rewrite(Expr& e, char32_t base) {
     switch (e.kind) {
       case Expr::Kind::kToken: {
-        const auto key = std::make_tuple(e.negated, e.token, e.literal);
+        // Sets are told apart by their printed form.
+        std::u32string name = e.literal;
+        if (e.token_set) {
+          name = U"!(";
+          for (const Expr& member : e.children)
+            name += member.literal.empty() ? U"#" + std::u32string(1, char32_t(member.token)) + U"|"
+                                           : member.literal + U"|";
+        }
+        const auto key = std::make_tuple(e.negated, e.token, name);
         auto [it, added] = items_.emplace(key, static_cast<uint32_t>(items_.size()));
         if (added) item_list_.push_back(e);
         e = Expr::literal_text(std::u32string(1, base + it->second));
@@ -216,10 +224,19 @@ class TokenOracle {
     }
   }
 
+  bool names(const Expr& item, uint32_t id) const {
+    return item.literal.empty() ? item.token == id
+                                : vocab_->kind(id) != TokenKind::kUnused &&
+                                      vocab_->token_bytes(id) == utf8_of(item.literal);
+  }
+
   bool item_reads(const Expr& item, uint32_t id) const {
-    const bool named = item.literal.empty() ? item.token == id
-                                            : vocab_->kind(id) != TokenKind::kUnused &&
-                                                  vocab_->token_bytes(id) == utf8_of(item.literal);
+    bool named = false;
+    if (item.token_set) {
+      for (const Expr& member : item.children) named = named || names(member, id);
+    } else {
+      named = names(item, id);
+    }
     if (!item.negated) return named;
     return !named && !vocab_->is_stop(id) && vocab_->kind(id) != TokenKind::kUnused;
   }

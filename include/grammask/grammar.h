@@ -45,7 +45,9 @@ struct Expr {
     // One token of the vocabulary, matched by id: `token` when `literal` is
     // empty, else every token whose text is `literal` (written with its
     // angle brackets, as "<|im_end|>"). With `negated`, any one token but
-    // those, whatever its bytes.
+    // those, whatever its bytes. With `token_set`, `children` name the
+    // tokens instead (each a kToken by id or text, neither negated nor a
+    // set); only a negated set is valid, and the empty one is any token.
     kToken,
     // Text that the ECMA-262 pattern `literal` matches as a whole (no
     // flags; code points). With `lazy`, only texts none of whose proper
@@ -61,13 +63,15 @@ struct Expr {
   Kind kind = Kind::kSequence;
   bool negated = false;                // kCharClass, kToken
   bool lazy = false;                   // kRegex
+  bool token_set = false;              // kToken: the tokens are `children`
   uint32_t rule = 0;                   // kRuleRef: index into Grammar::rules()
   uint32_t token = 0;                  // kToken by id
   uint32_t min = 0;                    // kRepeat
   uint32_t max = 0;                    // kRepeat
   std::u32string literal;              // kLiteral, kToken by text, kRegex, kSubstring
   std::vector<CodePointRange> ranges;  // kCharClass, as written (may overlap)
-  std::vector<Expr> children;          // kSequence, kAlternation, kRepeat, kTextExcluding
+  std::vector<Expr> children;          // kSequence, kAlternation, kRepeat, kTextExcluding,
+                                       // kToken set
   SourceLocation where;                // where it was written, if parsed
 
   static Expr sequence(std::vector<Expr> items);
@@ -79,6 +83,9 @@ struct Expr {
   static Expr repeat(Expr item, uint32_t min, uint32_t max);
   static Expr token_id(uint32_t id, bool negated = false);
   static Expr token_text(std::u32string text, bool negated = false);
+  // Any one token but `items` (token_id/token_text items): written
+  // !(<[1]> | <|eot_id|>) in GBNF; no items: any token, !().
+  static Expr tokens_except(std::vector<Expr> items);
   static Expr regex(std::u32string pattern, bool lazy = false);
   static Expr substring(std::u32string text);
   static Expr text_excluding(std::vector<std::u32string> strings);

@@ -82,11 +82,18 @@ struct LoweredRule {
 // A token item of the grammar (Expr::Kind::kToken), not yet resolved
 // against a vocabulary.
 struct TokenTerminal {
-  uint32_t rule = 0;     // the lowered rule that stands for it
-  bool negated = false;  // any token but the named ones
-  uint32_t id = 0;       // the token id, when `text` is empty
-  std::string text;      // the token's text (UTF-8, brackets included)
-  SourceLocation where;  // where the first such item was written
+  struct Name {
+    uint32_t id = 0;   // the token id, when `text` is empty
+    std::string text;  // the token's text (UTF-8, brackets included)
+    friend bool operator==(const Name& a, const Name& b) {
+      return a.id == b.id && a.text == b.text;
+    }
+  };
+  uint32_t rule = 0;        // the lowered rule that stands for it
+  bool negated = false;     // any token but the named ones
+  std::vector<Name> names;  // one, or a negated set's (none: any token)
+  std::string written;      // the item as GBNF writes it
+  SourceLocation where;     // where the first such item was written
 };
 
 // The immutable result of lowering. Shared by recognizers and matchers.

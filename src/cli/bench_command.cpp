@@ -28,7 +28,7 @@ double micros_since(Clock::time_point start) {
 struct BenchJob {
   std::string vocab_path;
   std::string constraint_path;
-  bool is_schema = false;
+  Constraint kind = Constraint::kGbnf;
   std::string trace_path;
   std::string case_name;
 };
@@ -147,7 +147,7 @@ bool run_job(const BenchJob& job, const grammask::Vocabulary& vocab, double voca
     return false;
   }
   bool io_error = false;
-  auto gbnf = load_constraint_gbnf(job.constraint_path, job.is_schema, &io_error);
+  auto gbnf = load_constraint_gbnf(job.constraint_path, job.kind, &io_error, &vocab);
   if (!gbnf) return false;
   RunResult best;
   double best_mean = 0;
@@ -195,7 +195,7 @@ grammask::Result<grammask::Vocabulary> timed_vocabulary(const std::string& path,
 }  // namespace
 
 int run_bench(int argc, char** argv) {
-  std::string suite, vocab_path, grammar, schema, trace;
+  std::string suite, vocab_path, grammar, schema, tag, trace;
   int runs = 3;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
@@ -213,6 +213,8 @@ int run_bench(int argc, char** argv) {
       ok = value(grammar);
     else if (arg == "--schema")
       ok = value(schema);
+    else if (arg == "--tag")
+      ok = value(tag);
     else if (arg == "--trace")
       ok = value(trace);
     else if (arg == "--runs") {
@@ -247,23 +249,32 @@ int run_bench(int argc, char** argv) {
       for (const auto& c : cases) {
         BenchJob job;
         job.vocab_path = v.string();
-        job.is_schema = fs::exists(c / "schema.json");
-        job.constraint_path = (c / (job.is_schema ? "schema.json" : "grammar.gbnf")).string();
+        job.kind = fs::exists(c / "schema.json") ? Constraint::kSchema
+                   : fs::exists(c / "tag.json")  ? Constraint::kStructuralTag
+                                                 : Constraint::kGbnf;
+        job.constraint_path = (c / (job.kind == Constraint::kSchema          ? "schema.json"
+                                    : job.kind == Constraint::kStructuralTag ? "tag.json"
+                                                                             : "grammar.gbnf"))
+                                  .string();
         job.case_name = c.filename().string();
         job.trace_path =
             (fs::path(suite) / "traces" / v.stem() / (job.case_name + ".ids")).string();
         jobs.push_back(job);
       }
   } else {
-    if (vocab_path.empty() || grammar.empty() == schema.empty() || trace.empty()) {
-      std::cerr << "grammask: bench needs --suite DIR, or --vocab FILE, --grammar G or --schema S, "
+    const int given = !grammar.empty() + !schema.empty() + !tag.empty();
+    if (vocab_path.empty() || given != 1 || trace.empty()) {
+      std::cerr << "grammask: bench needs --suite DIR, or --vocab FILE, one of --grammar G, "
+                   "--schema S or --tag TAG.json, "
                    "and --trace T\n";
       return kExitUsage;
     }
     BenchJob job;
     job.vocab_path = vocab_path;
-    job.is_schema = !schema.empty();
-    job.constraint_path = job.is_schema ? schema : grammar;
+    job.kind = !schema.empty() ? Constraint::kSchema
+               : !tag.empty()  ? Constraint::kStructuralTag
+                               : Constraint::kGbnf;
+    job.constraint_path = !schema.empty() ? schema : !tag.empty() ? tag : grammar;
     job.trace_path = trace;
     job.case_name = fs::path(job.constraint_path).parent_path().filename().string();
     if (job.case_name.empty()) job.case_name = file_stem(job.constraint_path);

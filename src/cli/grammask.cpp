@@ -1,10 +1,12 @@
 // grammask: the command-line tool bundled with the library.
 //
 //   grammask check G.gbnf
-//   grammask match (G.gbnf | --schema S.json) [INPUT] [--root NAME] [--prefix] [--lines]
-//   grammask match --vocab FILE (G.gbnf | --schema S.json) --tokens (IDS | -) [INPUT] ...
+//   grammask match (G.gbnf | --schema S.json | --tag T.json) [INPUT] [--root NAME] [--prefix]
+//                  [--lines]
+//   grammask match --vocab FILE (G.gbnf | --schema S | --tag T) --tokens (IDS | -) [INPUT] ...
 //   grammask schema S.json
-//   grammask mask --vocab FILE (--grammar G | --schema S) [--prefix-tokens "ids"]
+//   grammask tag TAG.json [--vocab FILE]
+//   grammask mask --vocab FILE (--grammar G | --schema S | --tag T) [--prefix-tokens "ids"]
 //   grammask bench (--suite DIR | --vocab FILE (--grammar G | --schema S) --trace T)
 //   grammask schema-stats DIR [--vocab FILE] [--verbose]
 //   grammask tools --format NAME TOOLS.json [--tool-choice C] [--reasoning] [--no-parallel]
@@ -19,6 +21,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "grammask/bitmask.h"
@@ -26,6 +29,7 @@
 #include "grammask/json_schema.h"
 #include "grammask/matcher.h"
 #include "grammask/recognizer.h"
+#include "grammask/structural_tag.h"
 #include "schema_stats.h"
 #include "tool_common.h"
 
@@ -44,8 +48,9 @@ std::map<std::string, std::string>& schema_documents() {
   return documents;
 }
 
-std::optional<std::string> load_constraint_gbnf(const std::string& path, bool is_schema,
-                                                bool* io_error) {
+std::optional<std::string> load_constraint_gbnf(const std::string& path, Constraint kind,
+                                                bool* io_error,
+                                                const grammask::Vocabulary* vocabulary) {
   *io_error = false;
   auto text = read_file(path);
   if (!text) {
@@ -53,10 +58,18 @@ std::optional<std::string> load_constraint_gbnf(const std::string& path, bool is
     *io_error = true;
     return std::nullopt;
   }
-  if (!is_schema) return text;
+  if (kind == Constraint::kGbnf) return text;
   grammask::JsonSchemaOptions options;
   options.documents = schema_documents();
-  auto gbnf = grammask::json_schema_to_gbnf(*text, options);
+  grammask::Result<std::string> gbnf = std::string();
+  if (kind == Constraint::kSchema) {
+    gbnf = grammask::json_schema_to_gbnf(*text, options);
+  } else {
+    grammask::StructuralTagOptions tag_options;
+    tag_options.json_schema = options;
+    tag_options.vocabulary = vocabulary;
+    gbnf = grammask::structural_tag_to_gbnf(*text, tag_options);
+  }
   if (!gbnf.ok()) {
     std::cerr << path << ": " << gbnf.status().to_string() << "\n";
     return std::nullopt;
@@ -74,7 +87,7 @@ grammask::Result<grammask::Vocabulary> load_vocabulary(const std::string& path) 
 // `path` for it; prints the error and returns nullopt on failure.
 std::optional<grammask::CompiledGrammar> compile_for_vocabulary(const std::string& vocab_path,
                                                                 const std::string& path,
-                                                                bool is_schema,
+                                                                Constraint kind,
                                                                 const std::string& root) {
   auto vocab = load_vocabulary(vocab_path);
   if (!vocab.ok()) {
@@ -82,7 +95,7 @@ std::optional<grammask::CompiledGrammar> compile_for_vocabulary(const std::strin
     return std::nullopt;
   }
   bool io_error = false;
-  auto gbnf = load_constraint_gbnf(path, is_schema, &io_error);
+  auto gbnf = load_constraint_gbnf(path, kind, &io_error, &*vocab);
   if (!gbnf) return std::nullopt;
   grammask::CompileOptions options;
   options.root = root;
@@ -110,11 +123,14 @@ using namespace grammask_tool;
 const char* const kUsage =
     "usage:\n"
     "  grammask check G.gbnf\n"
-    "  grammask match (G.gbnf | --schema S.json) [INPUT] [--root NAME] [--prefix] [--lines]\n"
-    "  grammask match --vocab FILE (G.gbnf | --schema S.json) --tokens (IDS | -) [INPUT]\n"
-    "                 [--root NAME] [--prefix] [--lines]\n"
+    "  grammask match (G.gbnf | --schema S.json | --tag T.json) [INPUT] [--root NAME] [--prefix]\n"
+    "                 [--lines]\n"
+    "  grammask match --vocab FILE (G.gbnf | --schema S.json | --tag T.json) --tokens (IDS | -)\n"
+    "                 [INPUT] [--root NAME] [--prefix] [--lines]\n"
     "  grammask schema S.json [--document URI=FILE]...\n"
-    "  grammask mask --vocab FILE (--grammar G.gbnf | --schema S.json) [--prefix-tokens \"IDS\"]\n"
+    "  grammask tag T.json [--vocab FILE]\n"
+    "  grammask mask --vocab FILE (--grammar G.gbnf | --schema S.json | --tag T.json)\n"
+    "                [--prefix-tokens \"IDS\"]\n"
     "  grammask bench --suite DIR [--runs N]\n"
     "  grammask bench --vocab FILE (--grammar G.gbnf | --schema S.json) --trace T.ids [--runs N]\n"
     "  grammask schema-stats DIR [--vocab FILE] [--verbose]\n"
@@ -131,6 +147,7 @@ const char* const kUsage =
     "  --lines      each line of INPUT is a separate input; print accept, prefix or reject\n"
     "               per line; exit 0 when all lines were processed\n"
     "  --schema S   match against a JSON Schema instead of a grammar\n"
+    "  --tag T      match against a structural tag (XGrammar's JSON format)\n"
     "  --tokens IDS match token ids (separated by spaces or commas) against the grammar\n"
     "               compiled for --vocab FILE instead of text; with --tokens - the ids come\n"
     "               from INPUT (with --lines, one id list per line); a refused token is\n"
@@ -138,6 +155,8 @@ const char* const kUsage =
     "  --document URI=FILE  (with a schema; repeatable) the document a $ref to URI reads;\n"
     "               nothing is fetched from the network\n"
     "schema prints the GBNF for a JSON Schema (exit 1 with the errors otherwise)\n"
+    "tag    prints the GBNF for a structural tag; --vocab resolves token names that GBNF\n"
+    "       cannot write as <text> (exit 1 with the errors otherwise)\n"
     "mask   prints the allowed token ids (one line, space-separated) after the given tokens\n"
     "bench  replays token traces and prints one JSON object per (vocab, case)\n"
     "schema-stats  converts every schema of a MaskBench-style directory (files with `schema`\n"
@@ -161,6 +180,7 @@ struct CommandLine {
   std::vector<std::string> positional;
   std::string root = "root";
   std::string schema;
+  std::string tag;
   std::string grammar;
   std::string vocab;
   std::string prefix_tokens;
@@ -176,10 +196,11 @@ std::string parse_command_line(int argc, char** argv, CommandLine& out) {
     if (arg == "--root") {
       if (i + 1 >= argc) return "--root needs a rule name";
       out.root = argv[++i];
-    } else if (arg == "--schema" || arg == "--grammar" || arg == "--vocab" ||
+    } else if (arg == "--schema" || arg == "--tag" || arg == "--grammar" || arg == "--vocab" ||
                arg == "--prefix-tokens") {
       if (i + 1 >= argc) return arg + " needs a value";
       std::string& slot = arg == "--schema"    ? out.schema
+                          : arg == "--tag"     ? out.tag
                           : arg == "--grammar" ? out.grammar
                           : arg == "--vocab"   ? out.vocab
                                                : out.prefix_tokens;
@@ -208,12 +229,21 @@ std::string parse_command_line(int argc, char** argv, CommandLine& out) {
   return "";
 }
 
-// Loads a grammar (GBNF file, or JSON Schema when is_schema) and builds a
+// The constraint of match: --schema S, --tag T, or else the first
+// positional argument (a GBNF file). Empty path: both options were given.
+std::pair<Constraint, std::string> match_constraint(const CommandLine& cl) {
+  if (!cl.schema.empty() && !cl.tag.empty()) return {Constraint::kGbnf, ""};
+  if (!cl.schema.empty()) return {Constraint::kSchema, cl.schema};
+  if (!cl.tag.empty()) return {Constraint::kStructuralTag, cl.tag};
+  return {Constraint::kGbnf, cl.positional.empty() ? "" : cl.positional[0]};
+}
+
+// Loads a grammar (GBNF file, JSON Schema or structural tag) and builds a
 // recognizer; prints PATH:LINE:COL: error: on failure.
-std::optional<grammask::Recognizer> load_recognizer(const std::string& path, bool is_schema,
+std::optional<grammask::Recognizer> load_recognizer(const std::string& path, Constraint kind,
                                                     const std::string& root, int* exit_code) {
   bool io_error = false;
-  auto text = load_constraint_gbnf(path, is_schema, &io_error);
+  auto text = load_constraint_gbnf(path, kind, &io_error);
   *exit_code = io_error ? kExitUsage : kExitRejected;
   if (!text) return std::nullopt;
   grammask::GbnfOptions options;
@@ -236,7 +266,7 @@ int run_check(int argc, char** argv) {
   if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
   if (cl.positional.size() != 1) return usage_error("check takes one grammar file");
   int exit_code = kExitRejected;
-  if (!load_recognizer(cl.positional[0], false, cl.root, &exit_code)) return exit_code;
+  if (!load_recognizer(cl.positional[0], Constraint::kGbnf, cl.root, &exit_code)) return exit_code;
   return kExitOk;
 }
 
@@ -296,19 +326,19 @@ int run_match(int argc, char** argv) {
   CommandLine cl;
   if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
   if (cl.tokens) return run_match_tokens(cl);
-  const bool is_schema = !cl.schema.empty();
-  const size_t inputs = cl.positional.size() - (is_schema ? 0 : 1);
-  if ((!is_schema && cl.positional.empty()) || inputs > 1)
+  const auto [kind, path] = match_constraint(cl);
+  const size_t grammars = kind == Constraint::kGbnf ? 1 : 0;
+  if (path.empty() || cl.positional.size() > grammars + 1)
     return usage_error(
-        "match takes a grammar file (or --schema S.json) and an optional input file");
+        "match takes a grammar file (or --schema S.json, or --tag T.json) and an optional input "
+        "file");
   int exit_code = kExitUsage;
-  auto recognizer =
-      load_recognizer(is_schema ? cl.schema : cl.positional[0], is_schema, cl.root, &exit_code);
+  auto recognizer = load_recognizer(path, kind, cl.root, &exit_code);
   if (!recognizer) return kExitUsage;
 
   std::string input_name = "<stdin>";
   std::string input;
-  const std::string input_arg = inputs == 1 ? cl.positional.back() : "-";
+  const std::string input_arg = cl.positional.size() > grammars ? cl.positional.back() : "-";
   if (input_arg != "-") {
     input_name = input_arg;
     auto data = read_file(input_name);
@@ -366,7 +396,28 @@ int run_schema(int argc, char** argv) {
   if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
   if (cl.positional.size() != 1) return usage_error("schema takes one JSON Schema file");
   bool io_error = false;
-  auto gbnf = load_constraint_gbnf(cl.positional[0], true, &io_error);
+  auto gbnf = load_constraint_gbnf(cl.positional[0], Constraint::kSchema, &io_error);
+  if (!gbnf) return io_error ? kExitUsage : kExitRejected;
+  std::cout << *gbnf;
+  return kExitOk;
+}
+
+int run_tag(int argc, char** argv) {
+  CommandLine cl;
+  if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
+  if (cl.positional.size() != 1) return usage_error("tag takes one structural tag file");
+  std::optional<grammask::Vocabulary> vocabulary;
+  if (!cl.vocab.empty()) {
+    auto loaded = load_vocabulary(cl.vocab);
+    if (!loaded.ok()) {
+      std::cerr << cl.vocab << ": " << loaded.status().to_string() << "\n";
+      return kExitUsage;
+    }
+    vocabulary = std::move(loaded).value();
+  }
+  bool io_error = false;
+  auto gbnf = load_constraint_gbnf(cl.positional[0], Constraint::kStructuralTag, &io_error,
+                                   vocabulary ? &*vocabulary : nullptr);
   if (!gbnf) return io_error ? kExitUsage : kExitRejected;
   std::cout << *gbnf;
   return kExitOk;
@@ -434,13 +485,13 @@ TokenOutcome match_token_ids(grammask::Matcher& matcher, const std::vector<uint3
 
 // match --tokens: token ids against the grammar compiled for a vocabulary.
 int run_match_tokens(const CommandLine& cl) {
-  const bool is_schema = !cl.schema.empty();
+  const auto [kind, path] = match_constraint(cl);
   const bool from_input = *cl.tokens == "-";
-  const size_t grammars = is_schema ? 0 : 1;
-  if (cl.positional.size() < grammars || cl.positional.size() > grammars + (from_input ? 1 : 0))
+  const size_t grammars = kind == Constraint::kGbnf ? 1 : 0;
+  if (path.empty() || cl.positional.size() > grammars + (from_input ? 1 : 0))
     return usage_error(
-        "match --tokens takes a grammar file (or --schema S.json), and an input file only "
-        "with --tokens -");
+        "match --tokens takes a grammar file (or --schema S.json, or --tag T.json), and an "
+        "input file only with --tokens -");
   if (cl.vocab.empty()) return usage_error("match --tokens needs --vocab FILE");
 
   std::string input_name = "--tokens";  // (named in messages only when not inline)
@@ -485,8 +536,7 @@ int run_match_tokens(const CommandLine& cl) {
     }
   }
 
-  const std::string& path = is_schema ? cl.schema : cl.positional[0];
-  auto compiled = compile_for_vocabulary(cl.vocab, path, is_schema, cl.root);
+  auto compiled = compile_for_vocabulary(cl.vocab, path, kind, cl.root);
   if (!compiled) return kExitUsage;
   const grammask::Vocabulary* vocab = &compiled->vocabulary();
   grammask::Matcher matcher(*compiled);
@@ -543,14 +593,17 @@ int run_match_tokens(const CommandLine& cl) {
 int run_mask(int argc, char** argv) {
   CommandLine cl;
   if (std::string err = parse_command_line(argc, argv, cl); !err.empty()) return usage_error(err);
-  if (cl.vocab.empty() || cl.grammar.empty() == cl.schema.empty() || !cl.positional.empty())
-    return usage_error("mask needs --vocab FILE and one of --grammar G or --schema S");
+  const int given = !cl.grammar.empty() + !cl.schema.empty() + !cl.tag.empty();
+  if (cl.vocab.empty() || given != 1 || !cl.positional.empty())
+    return usage_error("mask needs --vocab FILE and one of --grammar G, --schema S or --tag T");
   std::vector<uint32_t> prefix;
   if (!parse_ids(cl.prefix_tokens, prefix))
     return usage_error("--prefix-tokens takes space-separated token ids");
-  const bool is_schema = !cl.schema.empty();
-  const std::string& path = is_schema ? cl.schema : cl.grammar;
-  auto compiled = compile_for_vocabulary(cl.vocab, path, is_schema, cl.root);
+  const Constraint kind = !cl.schema.empty() ? Constraint::kSchema
+                          : !cl.tag.empty()  ? Constraint::kStructuralTag
+                                             : Constraint::kGbnf;
+  const std::string& path = !cl.schema.empty() ? cl.schema : !cl.tag.empty() ? cl.tag : cl.grammar;
+  auto compiled = compile_for_vocabulary(cl.vocab, path, kind, cl.root);
   if (!compiled) return kExitUsage;
   const grammask::Vocabulary* vocab = &compiled->vocabulary();
   grammask::Matcher matcher(*compiled);
@@ -586,6 +639,7 @@ int main(int argc, char** argv) {
   if (command == "check") return run_check(argc, argv);
   if (command == "match") return run_match(argc, argv);
   if (command == "schema") return run_schema(argc, argv);
+  if (command == "tag") return run_tag(argc, argv);
   if (command == "mask") return run_mask(argc, argv);
   if (command == "bench") return run_bench(argc, argv);
   if (command == "schema-stats") return run_schema_stats(argc, argv);

@@ -23,11 +23,16 @@ std::optional<std::string> read_file(const std::string& path);
 // JsonSchemaOptions::documents.
 std::map<std::string, std::string>& schema_documents();
 
-// A grammar given as a GBNF file or a JSON Schema file, as GBNF text.
+// How a constraint file is written.
+enum class Constraint { kGbnf, kSchema, kStructuralTag };
+
+// A grammar given as a GBNF file, a JSON Schema file or a structural tag
+// (whose token names `vocabulary`, when given, resolves), as GBNF text.
 // On failure prints "PATH:LINE:COL: error: ..." (or "PATH: error: ...") to
 // stderr and returns nullopt; *io_error tells whether the file was unreadable.
-std::optional<std::string> load_constraint_gbnf(const std::string& path, bool is_schema,
-                                                bool* io_error);
+std::optional<std::string> load_constraint_gbnf(const std::string& path, Constraint kind,
+                                                bool* io_error,
+                                                const grammask::Vocabulary* vocabulary = nullptr);
 
 // A GGUF file (by its .gguf extension) or a Hugging Face tokenizer.json.
 grammask::Result<grammask::Vocabulary> load_vocabulary(const std::string& path);

@@ -136,6 +136,7 @@ class GbnfParser {
   bool parse_literal(Expr* out);
   bool read_quoted(std::u32string* code_points);
   bool parse_token_item(Expr* out);
+  bool parse_token_set(size_t start, Expr* out);
   bool at_builtin_call() const;
   bool parse_builtin_call(Expr* out);
   bool parse_char_class(Expr* out);
@@ -615,9 +616,12 @@ bool GbnfParser::parse_token_item(Expr* out) {
   if (peek() == '!') {
     negated = true;
     ++pos_;
+    if (peek() == '(') return parse_token_set(start, out);
     if (peek() != '<') {
-      return fail(start, "expected a token item after '!' ('!<[id]>' or '!<text>'), found " +
-                             describe_char_at(pos_));
+      return fail(start,
+                  "expected a token item after '!' ('!<[id]>', '!<text>' or '!(<a> | <b>)'), "
+                  "found " +
+                      describe_char_at(pos_));
     }
   }
   const size_t open = pos_;
@@ -657,6 +661,36 @@ bool GbnfParser::parse_token_item(Expr* out) {
   }
   pos_ = close + 1;
   *out = Expr::token_text(std::move(text), negated);
+  return true;
+}
+
+// !( <a> | <[5]> ... ), pos_ on '('; the empty set !() is any token.
+bool GbnfParser::parse_token_set(size_t start, Expr* out) {
+  ++pos_;
+  std::vector<Expr> items;
+  skip_space(/*newlines_ok=*/true);
+  while (peek() != ')') {
+    if (!items.empty()) {
+      if (peek() != '|') {
+        return fail(pos_, "expected '|' or ')' in the token set, found " + describe_char_at(pos_));
+      }
+      ++pos_;
+      skip_space(/*newlines_ok=*/true);
+    }
+    if (peek() != '<') {
+      return fail(pos_, "expected a token item ('<[id]>' or '<text>') in the token set, found " +
+                            describe_char_at(pos_));
+    }
+    Expr item;
+    const size_t item_start = pos_;
+    if (!parse_token_item(&item)) return false;
+    item.where = location_at(item_start);
+    items.push_back(std::move(item));
+    skip_space(/*newlines_ok=*/true);
+  }
+  ++pos_;
+  *out = Expr::tokens_except(std::move(items));
+  out->where = location_at(start);
   return true;
 }
 

@@ -80,6 +80,15 @@ Expr Expr::token_text(std::u32string text, bool negated) {
   return e;
 }
 
+Expr Expr::tokens_except(std::vector<Expr> items) {
+  Expr e;
+  e.kind = Kind::kToken;
+  e.negated = true;
+  e.token_set = true;
+  e.children = std::move(items);
+  return e;
+}
+
 Expr Expr::regex(std::u32string pattern, bool lazy) {
   Expr e;
   e.kind = Kind::kRegex;
@@ -122,7 +131,8 @@ bool operator==(const Expr& a, const Expr& b) {
     case Expr::Kind::kRepeat:
       return a.min == b.min && a.max == b.max && a.children == b.children;
     case Expr::Kind::kToken:
-      return a.negated == b.negated && a.token == b.token && a.literal == b.literal;
+      return a.negated == b.negated && a.token_set == b.token_set && a.token == b.token &&
+             a.literal == b.literal && a.children == b.children;
     case Expr::Kind::kRegex:
       return a.lazy == b.lazy && a.literal == b.literal;
     case Expr::Kind::kSubstring:
@@ -230,6 +240,16 @@ Status validate_expr(const Expr& expr, const Rule& rule, size_t rule_count) {
       }
       break;
     case Expr::Kind::kToken:
+      if (expr.token_set) {
+        if (!expr.negated) return invalid(rule, expr, "a token set must be negated");
+        for (const Expr& child : expr.children) {
+          if (child.kind != Expr::Kind::kToken || child.negated || child.token_set) {
+            return invalid(rule, expr, "a token set holds only plain token items");
+          }
+        }
+      } else if (!expr.children.empty()) {
+        return invalid(rule, expr, "a token item has no children unless it is a set");
+      }
       if (!expr.literal.empty()) {
         const std::u32string& t = expr.literal;
         const bool bracketed = t.size() >= 3 && t.front() == U'<' && t.back() == U'>' &&
@@ -366,6 +386,15 @@ void print_expr(const Expr& expr, const Grammar& grammar, Position position, std
       return;
     case Expr::Kind::kToken:
       if (expr.negated) out += '!';
+      if (expr.token_set) {
+        out += '(';
+        for (size_t i = 0; i < expr.children.size(); ++i) {
+          if (i > 0) out += " | ";
+          print_expr(expr.children[i], grammar, Position::kAlternative, out);
+        }
+        out += ')';
+        return;
+      }
       if (expr.literal.empty()) {
         out += "<[" + std::to_string(expr.token) + "]>";
       } else {

@@ -18,10 +18,8 @@ bool contains(const std::vector<uint32_t>& sorted, uint32_t id) {
 }
 
 Status item_error(const TokenTerminal& terminal, const std::string& what) {
-  const std::string written =
-      (terminal.negated ? "!" : "") +
-      (terminal.text.empty() ? "<[" + std::to_string(terminal.id) + "]>" : terminal.text);
-  return Status(ErrorCode::kInvalidArgument, "token item " + written + ": " + what, terminal.where);
+  return Status(ErrorCode::kInvalidArgument, "token item " + terminal.written + ": " + what,
+                terminal.where);
 }
 
 }  // namespace
@@ -32,8 +30,10 @@ Result<TokenItems> TokenItems::resolve(const ByteGrammar& grammar, const Vocabul
   if (terminals.empty()) return out;
   const size_t size = vocabulary.size();
   std::unordered_map<std::string_view, std::vector<uint32_t>> ids_by_text;
-  const bool by_text = std::any_of(terminals.begin(), terminals.end(),
-                                   [](const TokenTerminal& t) { return !t.text.empty(); });
+  const bool by_text = std::any_of(terminals.begin(), terminals.end(), [](const TokenTerminal& t) {
+    return std::any_of(t.names.begin(), t.names.end(),
+                       [](const TokenTerminal::Name& n) { return !n.text.empty(); });
+  });
   if (by_text) {
     for (uint32_t id = 0; id < size; ++id) {
       if (vocabulary.kind(id) == TokenKind::kUnused) continue;
@@ -46,18 +46,26 @@ Result<TokenItems> TokenItems::resolve(const ByteGrammar& grammar, const Vocabul
     Item item;
     item.negated = terminal.negated;
     any_negated |= terminal.negated;
-    if (terminal.text.empty()) {
-      if (terminal.id >= size) {
-        return item_error(
-            terminal, "id out of range (the vocabulary has " + std::to_string(size) + " tokens)");
+    for (const TokenTerminal::Name& name : terminal.names) {
+      if (name.text.empty()) {
+        if (name.id >= size) {
+          return item_error(terminal, "id " + std::to_string(name.id) +
+                                          " out of range (the vocabulary has " +
+                                          std::to_string(size) + " tokens)");
+        }
+        item.ids.push_back(name.id);
+      } else {
+        auto found = ids_by_text.find(name.text);
+        if (found == ids_by_text.end()) {
+          return item_error(terminal, terminal.names.size() > 1
+                                          ? "no token of the vocabulary has the text " + name.text
+                                          : "no token of the vocabulary has this text");
+        }
+        item.ids.insert(item.ids.end(), found->second.begin(), found->second.end());
       }
-      item.ids.push_back(terminal.id);
-    } else {
-      auto found = ids_by_text.find(terminal.text);
-      if (found == ids_by_text.end())
-        return item_error(terminal, "no token of the vocabulary has this text");
-      item.ids = found->second;  // (ascending: filled in id order)
     }
+    std::sort(item.ids.begin(), item.ids.end());
+    item.ids.erase(std::unique(item.ids.begin(), item.ids.end()), item.ids.end());
     out.items_.push_back(std::move(item));
   }
   if (any_negated) {

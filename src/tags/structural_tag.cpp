@@ -1,0 +1,805 @@
+// Structural tag -> Grammar. Each format object becomes an expression of the
+// IR; schemas and GBNF grammars are converted on their own and their rules
+// imported under a prefix. The unlimited formats (any_text, triggered_tags,
+// dispatch and their token-level forms) exclude the end of the nearest
+// enclosing `tag` of their level, so that the end delimiter ends them.
+#include "grammask/structural_tag.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/utf8.h"
+#include "regex/ecma_regex.h"
+
+namespace grammask {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// What the nearest enclosing `tag` ends with, at each level.
+struct Ends {
+  std::vector<std::u32string> strings;  // text ends (all non-empty), or none
+  std::vector<Expr> tokens;             // a token end, as a plain token item
+};
+
+class TagConverter {
+ public:
+  explicit TagConverter(const StructuralTagOptions& options) : options_(options) {}
+
+  Result<Grammar> convert(const Json& document) {
+    const Json* format = &document;
+    std::string path;
+    if (document.is_object() && document.contains("type") && document["type"] == "structural_tag") {
+      auto found = document.find("format");
+      if (found == document.end()) return fail_invalid("", "a structural tag needs \"format\"");
+      format = &*found;
+      path = "/format";
+    }
+    grammar_.add_rule("root", Expr::sequence({}));
+    Result<Expr> root = build(*format, path, Ends{}, 0);
+    if (!root.ok()) return root.status();
+    grammar_.mutable_rules()[0].body = std::move(root).value();
+    if (Status s = grammar_.validate(); !s.ok()) return s;
+    return std::move(grammar_);
+  }
+
+ private:
+  // --- errors ---------------------------------------------------------------
+
+  static Status error(ErrorCode code, const std::string& path, const std::string& what) {
+    return Status(code,
+                  "structural tag at " + (path.empty() ? std::string("/") : path) + ": " + what);
+  }
+  static Status fail_invalid(const std::string& path, const std::string& what) {
+    return error(ErrorCode::kInvalidArgument, path, what);
+  }
+  static Status fail_unsupported(const std::string& path, const std::string& what) {
+    return error(ErrorCode::kUnsupported, path, what);
+  }
+
+  // --- fields ---------------------------------------------------------------
+
+  static Status field(const Json& object, const std::string& path, const char* name,
+                      const Json** out) {
+    auto found = object.find(name);
+    if (found == object.end())
+      return fail_invalid(path, std::string("missing field \"") + name + "\"");
+    *out = &*found;
+    return Status();
+  }
+
+  static Status string_field(const Json& object, const std::string& path, const char* name,
+                             std::u32string* out) {
+    const Json* value = nullptr;
+    if (Status s = field(object, path, name, &value); !s.ok()) return s;
+    if (!value->is_string())
+      return fail_invalid(path + "/" + name, std::string("\"") + name + "\" must be a string");
+    utf8::decode_all(value->get_ref<const std::string&>(), out);
+    return Status();
+  }
+
+  static Status bool_field(const Json& object, const std::string& path, const char* name,
+                           bool fallback, bool* out) {
+    auto found = object.find(name);
+    *out = fallback;
+    if (found == object.end()) return Status();
+    if (!found->is_boolean())
+      return fail_invalid(path + "/" + name, std::string("\"") + name + "\" must be a boolean");
+    *out = found->get<bool>();
+    return Status();
+  }
+
+  // A string list (absent: empty); each string non-empty.
+  static Status strings_field(const Json& object, const std::string& path, const char* name,
+                              bool required, std::vector<std::u32string>* out) {
+    out->clear();
+    auto found = object.find(name);
+    if (found == object.end()) {
+      if (required) return fail_invalid(path, std::string("missing field \"") + name + "\"");
+      return Status();
+    }
+    const std::string at = path + "/" + name;
+    if (!found->is_array())
+      return fail_invalid(at, std::string("\"") + name + "\" must be an array of strings");
+    for (size_t i = 0; i < found->size(); ++i) {
+      const Json& item = (*found)[i];
+      if (!item.is_string() || item.get_ref<const std::string&>().empty()) {
+        return fail_invalid(at + "/" + std::to_string(i), "expected a non-empty string");
+      }
+      std::u32string text;
+      utf8::decode_all(item.get_ref<const std::string&>(), &text);
+      out->push_back(std::move(text));
+    }
+    return Status();
+  }
+
+  // An optional non-negative integer bound; absent or null: unbounded.
+  Status bound_field(const Json& object, const std::string& path, const char* name,
+                     uint32_t* out) const {
+    *out = kUnbounded;
+    auto found = object.find(name);
+    if (found == object.end() || found->is_null()) return Status();
+    const std::string at = path + "/" + name;
+    if (!found->is_number_integer() || found->get<int64_t>() < 0)
+      return fail_invalid(at, std::string("\"") + name + "\" must be a non-negative integer");
+    if (found->get<int64_t>() > options_.max_repeat) {
+      return error(ErrorCode::kLimitExceeded, at,
+                   std::to_string(found->get<int64_t>()) + " is above StructuralTagOptions::" +
+                       "max_repeat (" + std::to_string(options_.max_repeat) + ")");
+    }
+    *out = static_cast<uint32_t>(found->get<int64_t>());
+    return Status();
+  }
+
+  // --- helpers --------------------------------------------------------------
+
+  static Expr text(const std::u32string& s) {
+    return s.empty() ? Expr::sequence({}) : Expr::literal_text(s);
+  }
+
+  // Free text that contains none of `excluded` (empty strings ignored).
+  static Expr free_text(std::vector<std::u32string> excluded) {
+    excluded.erase(std::remove(excluded.begin(), excluded.end(), std::u32string()), excluded.end());
+    std::sort(excluded.begin(), excluded.end());
+    excluded.erase(std::unique(excluded.begin(), excluded.end()), excluded.end());
+    if (excluded.empty()) return Expr::repeat(Expr::any_char(), 0, kUnbounded);
+    return Expr::text_excluding(std::move(excluded));
+  }
+
+  // Any run of tokens but `excluded`.
+  static Expr free_tokens(std::vector<Expr> excluded) {
+    return Expr::repeat(Expr::tokens_except(std::move(excluded)), 0, kUnbounded);
+  }
+
+  // An expression used more than once stays inline (no rule of its own):
+  // lowering then keeps free text and the tags' begins in the caller's
+  // automaton, whose states a mask can walk as a plain DFA. What repeats is
+  // small; schemas and grammars are rule references.
+  static Expr define(const std::string& /*hint*/, Expr body) { return body; }
+
+  static void append(std::vector<std::u32string>& to, const std::vector<std::u32string>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  }
+
+  // Imports `sub`'s rules under a fresh prefix; returns a reference to its
+  // root. A rule whose body equals an imported one's, once both refer to the
+  // same rules, is shared: the schemas of many tools use the same string,
+  // number and whitespace rules, which then are lowered once.
+  Expr import(const Grammar& sub, const std::string& kind, const std::string& root) {
+    const std::string prefix = kind + std::to_string(next_name_++) + "-";
+    const uint32_t n = static_cast<uint32_t>(sub.rules().size());
+    constexpr uint32_t kUnmapped = UINT32_MAX;
+    std::vector<uint32_t> mapped(n, kUnmapped);
+    // Each rule's references, and who refers to whom, for a bottom-up order.
+    std::vector<std::vector<uint32_t>> callers(n);
+    std::vector<uint32_t> waiting(n, 0);  // distinct rules referred to, not yet mapped
+    auto collect = [&](const Expr& e, std::vector<uint32_t>& out, auto&& self) -> void {
+      if (e.kind == Expr::Kind::kRuleRef) out.push_back(e.rule);
+      for (const Expr& child : e.children) self(child, out, self);
+    };
+    std::vector<uint32_t> queue;
+    for (uint32_t i = 0; i < n; ++i) {
+      std::vector<uint32_t> refs;
+      collect(sub.rules()[i].body, refs, collect);
+      std::sort(refs.begin(), refs.end());
+      refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+      waiting[i] = static_cast<uint32_t>(refs.size());
+      for (uint32_t r : refs) callers[r].push_back(i);
+      if (refs.empty()) queue.push_back(i);
+    }
+    auto remap = [&](Expr& e, auto&& self) -> void {
+      if (e.kind == Expr::Kind::kRuleRef) e.rule = mapped[e.rule];
+      for (Expr& child : e.children) self(child, self);
+    };
+    // Rules whose references are all mapped, bottom-up, shared when equal.
+    for (size_t q = 0; q < queue.size(); ++q) {
+      const uint32_t i = queue[q];
+      Expr body = sub.rules()[i].body;
+      remap(body, remap);
+      auto [it, added] = imported_.emplace(to_gbnf(body, grammar_), 0);
+      if (added) {
+        it->second =
+            grammar_.add_rule(prefix + sub.rules()[i].name, std::move(body), sub.rules()[i].where);
+      }
+      mapped[i] = it->second;
+      for (uint32_t caller : callers[i])
+        if (--waiting[caller] == 0) queue.push_back(caller);
+    }
+    // The rest (cycles) are copied as they are.
+    std::vector<uint32_t> rest;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (mapped[i] != kUnmapped) continue;
+      mapped[i] =
+          grammar_.add_rule(prefix + sub.rules()[i].name, Expr::sequence({}), sub.rules()[i].where);
+      rest.push_back(i);
+    }
+    for (uint32_t i : rest) {
+      Expr body = sub.rules()[i].body;
+      remap(body, remap);
+      grammar_.mutable_rules()[mapped[i]].body = std::move(body);
+    }
+    return Expr::rule_ref(mapped[static_cast<uint32_t>(sub.find_rule(root))]);
+  }
+
+  // A token named by id or by text; `path` locates it.
+  Result<Expr> token_item(const Json& value, const std::string& path) const {
+    const Vocabulary* vocabulary = options_.vocabulary;
+    if (value.is_number_integer()) {
+      const int64_t id = value.get<int64_t>();
+      if (id < 0 || id > int64_t{UINT32_MAX})
+        return fail_invalid(path, "token id " + std::to_string(id) + " out of range");
+      if (vocabulary != nullptr && static_cast<uint64_t>(id) >= vocabulary->size()) {
+        return fail_invalid(path, "token id " + std::to_string(id) +
+                                      " out of range (the vocabulary has " +
+                                      std::to_string(vocabulary->size()) + " tokens)");
+      }
+      return Expr::token_id(static_cast<uint32_t>(id));
+    }
+    if (!value.is_string() || value.get_ref<const std::string&>().empty())
+      return fail_invalid(path, "a token is an id or a non-empty token text");
+    const std::string& name = value.get_ref<const std::string&>();
+    std::u32string code_points;
+    utf8::decode_all(name, &code_points);
+    const bool writable = name.size() >= 3 && name.front() == '<' && name.back() == '>' &&
+                          name.find('>') == name.size() - 1 && name[1] != '[' &&
+                          name.find('\n') == std::string::npos &&
+                          name.find('\r') == std::string::npos;
+    if (vocabulary == nullptr) {
+      if (writable) return Expr::token_text(std::move(code_points));
+      return fail_invalid(
+          path, "token \"" + name + "\" is not of the form <...>: resolving it needs a vocabulary");
+    }
+    std::vector<Expr> ids;
+    for (uint32_t id = 0; id < vocabulary->size(); ++id) {
+      if (vocabulary->kind(id) != TokenKind::kUnused && vocabulary->token_bytes(id) == name)
+        ids.push_back(Expr::token_id(id));
+    }
+    if (ids.empty()) return fail_invalid(path, "no token of the vocabulary is \"" + name + "\"");
+    if (writable) return Expr::token_text(std::move(code_points));
+    if (ids.size() == 1) return std::move(ids[0]);
+    return Expr::alternation(std::move(ids));
+  }
+
+  // Token items for a list of ids/names (a set's members are plain items).
+  Status token_list(const Json& object, const std::string& path, const char* name, bool required,
+                    std::vector<Expr>* out) const {
+    out->clear();
+    auto found = object.find(name);
+    if (found == object.end()) {
+      if (required) return fail_invalid(path, std::string("missing field \"") + name + "\"");
+      return Status();
+    }
+    const std::string at = path + "/" + name;
+    if (!found->is_array())
+      return fail_invalid(at, std::string("\"") + name + "\" must be an array of tokens");
+    for (size_t i = 0; i < found->size(); ++i) {
+      Result<Expr> item = token_item((*found)[i], at + "/" + std::to_string(i));
+      if (!item.ok()) return item.status();
+      append_token(std::move(item).value(), out);
+    }
+    return Status();
+  }
+
+  // Adds a token item (or the ids of an alternation of them) to a set.
+  static void append_token(Expr item, std::vector<Expr>* out) {
+    if (item.kind == Expr::Kind::kAlternation) {
+      for (Expr& child : item.children) out->push_back(std::move(child));
+    } else {
+      out->push_back(std::move(item));
+    }
+  }
+
+  // --- formats --------------------------------------------------------------
+
+  Result<Expr> build(const Json& format, const std::string& path, const Ends& ends,
+                     uint32_t depth) {
+    if (depth >= options_.max_depth) {
+      return error(ErrorCode::kLimitExceeded, path,
+                   "format objects nested deeper than StructuralTagOptions::max_depth (" +
+                       std::to_string(options_.max_depth) + ")");
+    }
+    if (!format.is_object()) return fail_invalid(path, "a format must be a JSON object");
+    auto type_it = format.find("type");
+    if (type_it == format.end() || !type_it->is_string())
+      return fail_invalid(path, "a format needs a string \"type\"");
+    const std::string& type = type_it->get_ref<const std::string&>();
+    if (type == "const_string") return const_string(format, path);
+    if (type == "json_schema") return json_schema(format, path);
+    if (type == "grammar") return gbnf_grammar(format, path);
+    if (type == "regex") return regex(format, path);
+    if (type == "any_text") return any_text(format, path, ends);
+    if (type == "sequence" || type == "or") return elements(format, path, ends, depth, type);
+    if (type == "optional" || type == "plus" || type == "star" || type == "repeat")
+      return repetition(format, path, ends, depth, type);
+    if (type == "tag") return tag(format, path, depth);
+    if (type == "triggered_tags") return triggered_tags(format, path, ends, depth);
+    if (type == "tags_with_separator") return tags_with_separator(format, path, depth);
+    if (type == "dispatch") return dispatch(format, path, ends, depth);
+    if (type == "token") {
+      const Json* token = nullptr;
+      if (Status s = field(format, path, "token", &token); !s.ok()) return s;
+      return token_item(*token, path + "/token");
+    }
+    if (type == "exclude_token" || type == "any_tokens") return token_run(format, path, ends, type);
+    if (type == "token_triggered_tags") return token_triggered_tags(format, path, ends, depth);
+    if (type == "token_dispatch") return token_dispatch(format, path, ends, depth);
+    if (type == "structural_tag") return fail_invalid(path, "\"structural_tag\" only at the top");
+    return fail_invalid(path + "/type", "unknown format type \"" + type + "\"");
+  }
+
+  Result<Expr> const_string(const Json& format, const std::string& path) {
+    std::u32string value;
+    if (Status s = string_field(format, path, "value", &value); !s.ok()) return s;
+    return text(value);
+  }
+
+  Result<Expr> json_schema(const Json& format, const std::string& path) {
+    const Json* schema = nullptr;
+    if (Status s = field(format, path, "json_schema", &schema); !s.ok()) return s;
+    if (!schema->is_object() && !schema->is_boolean())
+      return fail_invalid(path + "/json_schema", "\"json_schema\" must be an object or a boolean");
+    auto style = format.find("style");
+    if (style != format.end()) {
+      if (!style->is_string()) return fail_invalid(path + "/style", "\"style\" must be a string");
+      if (*style != "json") {
+        return fail_unsupported(path + "/style", "style \"" + style->get<std::string>() +
+                                                     "\" is not supported (only \"json\")");
+      }
+    }
+    JsonSchemaOptions schema_options = options_.json_schema;
+    bool any_order = false;
+    if (Status s = bool_field(format, path, "any_order", false, &any_order); !s.ok()) return s;
+    if (any_order) schema_options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
+    Result<Grammar> sub = json_schema_to_grammar(schema->dump(), schema_options);
+    if (!sub.ok()) {
+      return Status(sub.status().code(),
+                    "structural tag at " + path + "/json_schema: " + sub.status().message());
+    }
+    return import(*sub, "schema", "root");
+  }
+
+  Result<Expr> gbnf_grammar(const Json& format, const std::string& path) {
+    const Json* text = nullptr;
+    if (Status s = field(format, path, "grammar", &text); !s.ok()) return s;
+    if (!text->is_string()) return fail_invalid(path + "/grammar", "\"grammar\" must be a string");
+    GbnfOptions gbnf = options_.gbnf;
+    gbnf.root = "root";
+    Result<Grammar> sub = parse_gbnf(text->get_ref<const std::string&>(), gbnf);
+    if (!sub.ok()) {
+      const SourceLocation& at = sub.status().where();
+      std::string where;
+      if (at.line > 0) where = std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
+      return Status(sub.status().code(),
+                    "structural tag at " + path + "/grammar: " + where + sub.status().message());
+    }
+    return import(*sub, "grammar", "root");
+  }
+
+  Result<Expr> regex(const Json& format, const std::string& path) {
+    const Json* pattern = nullptr;
+    if (Status s = field(format, path, "pattern", &pattern); !s.ok()) return s;
+    if (!pattern->is_string())
+      return fail_invalid(path + "/pattern", "\"pattern\" must be a string");
+    const std::string& text = pattern->get_ref<const std::string&>();
+    Result<internal::RegexNode> parsed = internal::parse_ecma_regex(text);
+    if (!parsed.ok()) {
+      return Status(parsed.status().code(),
+                    "structural tag at " + path + "/pattern: " + parsed.status().message());
+    }
+    std::u32string code_points;
+    utf8::decode_all(text, &code_points);
+    return Expr::regex(std::move(code_points));
+  }
+
+  Result<Expr> any_text(const Json& format, const std::string& path, const Ends& ends) {
+    std::vector<std::u32string> excluded;
+    if (Status s = strings_field(format, path, "excludes", false, &excluded); !s.ok()) return s;
+    uint32_t max_tokens = kUnbounded;
+    if (Status s = bound_field(format, path, "max_tokens", &max_tokens); !s.ok()) return s;
+    if (max_tokens != kUnbounded) {
+      return fail_unsupported(path + "/max_tokens",
+                              "a budget of tokens over text is not enforced by a grammar");
+    }
+    uint32_t max_chars = kUnbounded;
+    if (Status s = bound_field(format, path, "max_chars", &max_chars); !s.ok()) return s;
+    append(excluded, ends.strings);
+    if (max_chars != kUnbounded) {
+      if (!excluded.empty()) {
+        return fail_unsupported(path + "/max_chars",
+                                "max_chars together with excluded strings (or an enclosing "
+                                "tag's end) is not supported");
+      }
+      return Expr::repeat(Expr::any_char(), 0, max_chars);
+    }
+    return free_text(std::move(excluded));
+  }
+
+  Result<Expr> elements(const Json& format, const std::string& path, const Ends& ends,
+                        uint32_t depth, const std::string& type) {
+    const Json* list = nullptr;
+    if (Status s = field(format, path, "elements", &list); !s.ok()) return s;
+    if (!list->is_array() || (type == "or" && list->empty()))
+      return fail_invalid(path + "/elements", "\"elements\" must be a non-empty array");
+    std::vector<Expr> parts;
+    for (size_t i = 0; i < list->size(); ++i) {
+      Result<Expr> part =
+          build((*list)[i], path + "/elements/" + std::to_string(i), ends, depth + 1);
+      if (!part.ok()) return part;
+      parts.push_back(std::move(part).value());
+    }
+    if (parts.size() == 1) return std::move(parts[0]);
+    return type == "or" ? Expr::alternation(std::move(parts)) : Expr::sequence(std::move(parts));
+  }
+
+  Result<Expr> repetition(const Json& format, const std::string& path, const Ends& ends,
+                          uint32_t depth, const std::string& type) {
+    const Json* content = nullptr;
+    if (Status s = field(format, path, "content", &content); !s.ok()) return s;
+    uint32_t min = 0;
+    uint32_t max = kUnbounded;
+    if (type == "optional") max = 1;
+    if (type == "plus") min = 1;
+    if (type == "repeat") {
+      for (const char* name : {"min", "max"}) {
+        const Json* value = nullptr;
+        if (Status s = field(format, path, name, &value); !s.ok()) return s;
+        const bool is_max = name[1] == 'a';
+        if (!value->is_number_integer() || value->get<int64_t>() < (is_max ? -1 : 0)) {
+          return fail_invalid(path + "/" + name,
+                              is_max ? "\"max\" must be an integer >= -1 (-1: unbounded)"
+                                     : "\"min\" must be a non-negative integer");
+        }
+        const int64_t v = value->get<int64_t>();
+        if (v > options_.max_repeat) {
+          return error(ErrorCode::kLimitExceeded, path + "/" + name,
+                       std::to_string(v) + " is above StructuralTagOptions::max_repeat (" +
+                           std::to_string(options_.max_repeat) + ")");
+        }
+        (is_max ? max : min) = v < 0 ? kUnbounded : static_cast<uint32_t>(v);
+      }
+      if (min > max) return fail_invalid(path, "\"min\" is above \"max\"");
+    }
+    Result<Expr> inner = build(*content, path + "/content", ends, depth + 1);
+    if (!inner.ok()) return inner;
+    if (min == 1 && max == 1) return inner;
+    if (max == 0) return Expr::sequence({});
+    return Expr::repeat(std::move(inner).value(), min, max);
+  }
+
+  // A tag's begin: a string, or a token format object (token level).
+  Result<Expr> delimiter(const Json& value, const std::string& path, bool* is_token) {
+    *is_token = false;
+    if (value.is_string()) {
+      std::u32string code_points;
+      utf8::decode_all(value.get_ref<const std::string&>(), &code_points);
+      return text(code_points);
+    }
+    auto type = value.is_object() ? value.find("type") : value.end();
+    if (value.is_object() && type != value.end() && *type == "token") {
+      *is_token = true;
+      const Json* token = nullptr;
+      if (Status s = field(value, path, "token", &token); !s.ok()) return s;
+      return token_item(*token, path + "/token");
+    }
+    return fail_invalid(path, "expected a string or a {\"type\": \"token\"} object");
+  }
+
+  // begin + content + end. `begin_text`, when given, receives a string begin.
+  Result<Expr> tag(const Json& format, const std::string& path, uint32_t depth,
+                   std::u32string* begin_text = nullptr, Expr* begin_token = nullptr) {
+    if (!format.is_object()) return fail_invalid(path, "a tag must be a JSON object");
+    if (format.contains("type") && format["type"] != "tag")
+      return fail_invalid(path + "/type", "expected a format of type \"tag\"");
+    const Json* begin_value = nullptr;
+    const Json* content = nullptr;
+    const Json* end_value = nullptr;
+    if (Status s = field(format, path, "begin", &begin_value); !s.ok()) return s;
+    if (Status s = field(format, path, "content", &content); !s.ok()) return s;
+    if (Status s = field(format, path, "end", &end_value); !s.ok()) return s;
+    bool begin_is_token = false;
+    Result<Expr> begin = delimiter(*begin_value, path + "/begin", &begin_is_token);
+    if (!begin.ok()) return begin;
+    if (begin_text != nullptr) {
+      if (begin_is_token)
+        return fail_invalid(path + "/begin", "these tags need a string \"begin\"");
+      utf8::decode_all(begin_value->get_ref<const std::string&>(), begin_text);
+    }
+    if (begin_token != nullptr) {
+      if (!begin_is_token) {
+        return fail_invalid(path + "/begin", "these tags need a {\"type\": \"token\"} \"begin\"");
+      }
+      *begin_token = *begin;
+    }
+    Ends inner;
+    std::vector<Expr> end_options;
+    const std::string end_path = path + "/end";
+    if (end_value->is_array()) {
+      if (end_value->empty()) return fail_invalid(end_path, "\"end\" must not be an empty array");
+      bool any_empty = false;
+      for (size_t i = 0; i < end_value->size(); ++i) {
+        const Json& item = (*end_value)[i];
+        if (!item.is_string())
+          return fail_invalid(end_path + "/" + std::to_string(i), "expected a string");
+        std::u32string code_points;
+        utf8::decode_all(item.get_ref<const std::string&>(), &code_points);
+        any_empty |= code_points.empty();
+        end_options.push_back(text(code_points));
+        inner.strings.push_back(std::move(code_points));
+      }
+      // An empty end lets the content stop anywhere: nothing to exclude.
+      if (any_empty) inner.strings.clear();
+    } else {
+      bool end_is_token = false;
+      Result<Expr> end = delimiter(*end_value, end_path, &end_is_token);
+      if (!end.ok()) return end;
+      if (end_is_token) {
+        append_token(*end, &inner.tokens);
+      } else if (!end_value->get_ref<const std::string&>().empty()) {
+        std::u32string code_points;
+        utf8::decode_all(end_value->get_ref<const std::string&>(), &code_points);
+        inner.strings.push_back(std::move(code_points));
+      }
+      end_options.push_back(std::move(end).value());
+    }
+    Result<Expr> body = build(*content, path + "/content", inner, depth + 1);
+    if (!body.ok()) return body;
+    Expr end = end_options.size() == 1 ? std::move(end_options[0])
+                                       : Expr::alternation(std::move(end_options));
+    return Expr::sequence({std::move(begin).value(), std::move(body).value(), std::move(end)});
+  }
+
+  // The alternation of `tags`, each checked by `check` (begin text or token).
+  Result<Expr> tag_list(const Json& format, const std::string& path, uint32_t depth,
+                        std::vector<std::u32string>* begins, std::vector<Expr>* begin_tokens) {
+    const Json* list = nullptr;
+    if (Status s = field(format, path, "tags", &list); !s.ok()) return s;
+    if (!list->is_array() || list->empty())
+      return fail_invalid(path + "/tags", "\"tags\" must be a non-empty array of tags");
+    std::vector<Expr> options;
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::u32string begin;
+      Expr begin_token;
+      Result<Expr> one = tag((*list)[i], path + "/tags/" + std::to_string(i), depth + 1,
+                             begins != nullptr ? &begin : nullptr,
+                             begin_tokens != nullptr ? &begin_token : nullptr);
+      if (!one.ok()) return one;
+      if (begins != nullptr) begins->push_back(std::move(begin));
+      if (begin_tokens != nullptr) begin_tokens->push_back(std::move(begin_token));
+      options.push_back(std::move(one).value());
+    }
+    return define("tags", options.size() == 1 ? std::move(options[0])
+                                              : Expr::alternation(std::move(options)));
+  }
+
+  // free (tag free)*, shaped by at_least_one and stop_after_first.
+  Result<Expr> dispatch_shape(const Json& format, const std::string& path, Expr free, Expr tags) {
+    bool at_least_one = false;
+    bool stop_after_first = false;
+    if (Status s = bool_field(format, path, "at_least_one", false, &at_least_one); !s.ok())
+      return s;
+    if (Status s = bool_field(format, path, "stop_after_first", false, &stop_after_first); !s.ok())
+      return s;
+    if (stop_after_first) {
+      if (at_least_one) return tags;
+      return Expr::sequence({std::move(free), Expr::repeat(std::move(tags), 0, 1)});
+    }
+    Expr free_ref = define("text", std::move(free));
+    if (at_least_one) {
+      // tag (free tag)* free: no text before the first tag.
+      Expr loop = Expr::repeat(Expr::sequence({free_ref, tags}), 0, kUnbounded);
+      return Expr::sequence({std::move(tags), std::move(loop), std::move(free_ref)});
+    }
+    Expr loop = Expr::repeat(Expr::sequence({tags, free_ref}), 0, kUnbounded);
+    return Expr::sequence({std::move(free_ref), std::move(loop)});
+  }
+
+  Result<Expr> triggered_tags(const Json& format, const std::string& path, const Ends& ends,
+                              uint32_t depth) {
+    std::vector<std::u32string> triggers;
+    if (Status s = strings_field(format, path, "triggers", true, &triggers); !s.ok()) return s;
+    if (triggers.empty()) return fail_invalid(path + "/triggers", "no triggers");
+    std::vector<std::u32string> begins;
+    Result<Expr> tags = tag_list(format, path, depth, &begins, nullptr);
+    if (!tags.ok()) return tags;
+    for (size_t i = 0; i < begins.size(); ++i) {
+      const bool triggered = std::any_of(triggers.begin(), triggers.end(), [&](const auto& t) {
+        return begins[i].compare(0, t.size(), t) == 0;
+      });
+      if (!triggered) {
+        return fail_invalid(path + "/tags/" + std::to_string(i) + "/begin",
+                            "the begin does not start with any of the triggers");
+      }
+    }
+    std::vector<std::u32string> excluded;
+    if (Status s = strings_field(format, path, "excludes", false, &excluded); !s.ok()) return s;
+    append(excluded, triggers);
+    append(excluded, ends.strings);
+    return dispatch_shape(format, path, free_text(std::move(excluded)), std::move(tags).value());
+  }
+
+  Result<Expr> tags_with_separator(const Json& format, const std::string& path, uint32_t depth) {
+    std::u32string separator;
+    if (Status s = string_field(format, path, "separator", &separator); !s.ok()) return s;
+    Result<Expr> tags = tag_list(format, path, depth, nullptr, nullptr);
+    if (!tags.ok()) return tags;
+    bool at_least_one = false;
+    bool stop_after_first = false;
+    if (Status s = bool_field(format, path, "at_least_one", false, &at_least_one); !s.ok())
+      return s;
+    if (Status s = bool_field(format, path, "stop_after_first", false, &stop_after_first); !s.ok())
+      return s;
+    Expr list = *tags;
+    if (!stop_after_first) {
+      list = Expr::sequence(
+          {*tags, Expr::repeat(Expr::sequence({text(separator), *tags}), 0, kUnbounded)});
+    }
+    if (at_least_one) return list;
+    return Expr::repeat(std::move(list), 0, 1);
+  }
+
+  // rules: [[key, format], ...] where `key` is read by `read_key`.
+  template <typename ReadKey>
+  Result<Expr> dispatch_rules(const Json& format, const std::string& path, const Ends& ends,
+                              uint32_t depth, ReadKey read_key) {
+    const Json* rules = nullptr;
+    if (Status s = field(format, path, "rules", &rules); !s.ok()) return s;
+    if (!rules->is_array() || rules->empty())
+      return fail_invalid(path + "/rules", "\"rules\" must be a non-empty array");
+    std::vector<Expr> options;
+    for (size_t i = 0; i < rules->size(); ++i) {
+      const std::string at = path + "/rules/" + std::to_string(i);
+      const Json& rule = (*rules)[i];
+      if (!rule.is_array() || rule.size() != 2)
+        return fail_invalid(at, "a rule is a [pattern, format] pair");
+      Result<Expr> key = read_key(rule[0], at + "/0");
+      if (!key.ok()) return key;
+      Result<Expr> body = build(rule[1], at + "/1", ends, depth + 1);
+      if (!body.ok()) return body;
+      options.push_back(Expr::sequence({std::move(key).value(), std::move(body).value()}));
+    }
+    return define("rules", options.size() == 1 ? std::move(options[0])
+                                               : Expr::alternation(std::move(options)));
+  }
+
+  // free (rule free)* with loop, else free (rule)?.
+  static Result<Expr> loop_shape(const Json& format, const std::string& path, Expr free,
+                                 Expr rules) {
+    bool loop = true;
+    if (Status s = bool_field(format, path, "loop", true, &loop); !s.ok()) return s;
+    if (!loop) return Expr::sequence({std::move(free), Expr::repeat(std::move(rules), 0, 1)});
+    Expr free_ref = free;
+    return Expr::sequence(
+        {free,
+         Expr::repeat(Expr::sequence({std::move(rules), std::move(free_ref)}), 0, kUnbounded)});
+  }
+
+  Result<Expr> dispatch(const Json& format, const std::string& path, const Ends& ends,
+                        uint32_t depth) {
+    std::vector<std::u32string> patterns;
+    Result<Expr> rules =
+        dispatch_rules(format, path, ends, depth, [&](const Json& key, const std::string& at) {
+          if (!key.is_string() || key.get_ref<const std::string&>().empty())
+            return Result<Expr>(fail_invalid(at, "a pattern is a non-empty string"));
+          std::u32string code_points;
+          utf8::decode_all(key.get_ref<const std::string&>(), &code_points);
+          patterns.push_back(code_points);
+          return Result<Expr>(Expr::literal_text(std::move(code_points)));
+        });
+    if (!rules.ok()) return rules;
+    std::vector<std::u32string> excluded;
+    if (Status s = strings_field(format, path, "excludes", false, &excluded); !s.ok()) return s;
+    append(excluded, patterns);
+    append(excluded, ends.strings);
+    return loop_shape(format, path, define("text", free_text(std::move(excluded))),
+                      std::move(rules).value());
+  }
+
+  Result<Expr> token_run(const Json& format, const std::string& path, const Ends& ends,
+                         const std::string& type) {
+    std::vector<Expr> excluded;
+    if (Status s = token_list(format, path, "exclude_tokens", false, &excluded); !s.ok()) return s;
+    excluded.insert(excluded.end(), ends.tokens.begin(), ends.tokens.end());
+    if (type == "exclude_token") return Expr::tokens_except(std::move(excluded));
+    uint32_t max_tokens = kUnbounded;
+    if (Status s = bound_field(format, path, "max_tokens", &max_tokens); !s.ok()) return s;
+    if (max_tokens == 0) return Expr::sequence({});
+    return Expr::repeat(Expr::tokens_except(std::move(excluded)), 0, max_tokens);
+  }
+
+  Result<Expr> token_triggered_tags(const Json& format, const std::string& path, const Ends& ends,
+                                    uint32_t depth) {
+    std::vector<Expr> triggers;
+    if (Status s = token_list(format, path, "trigger_tokens", true, &triggers); !s.ok()) return s;
+    if (triggers.empty()) return fail_invalid(path + "/trigger_tokens", "no trigger tokens");
+    std::vector<Expr> begins;
+    Result<Expr> tags = tag_list(format, path, depth, nullptr, &begins);
+    if (!tags.ok()) return tags;
+    for (size_t i = 0; i < begins.size(); ++i) {
+      std::vector<Expr> begin_ids;
+      append_token(begins[i], &begin_ids);
+      const bool triggered = std::all_of(begin_ids.begin(), begin_ids.end(), [&](const Expr& b) {
+        return std::find(triggers.begin(), triggers.end(), b) != triggers.end();
+      });
+      if (!triggered) {
+        return fail_invalid(path + "/tags/" + std::to_string(i) + "/begin",
+                            "the begin token is not one of the trigger tokens");
+      }
+    }
+    std::vector<Expr> excluded;
+    if (Status s = token_list(format, path, "exclude_tokens", false, &excluded); !s.ok()) return s;
+    excluded.insert(excluded.end(), triggers.begin(), triggers.end());
+    excluded.insert(excluded.end(), ends.tokens.begin(), ends.tokens.end());
+    return dispatch_shape(format, path, free_tokens(std::move(excluded)), std::move(tags).value());
+  }
+
+  Result<Expr> token_dispatch(const Json& format, const std::string& path, const Ends& ends,
+                              uint32_t depth) {
+    std::vector<Expr> keys;
+    Result<Expr> rules =
+        dispatch_rules(format, path, ends, depth, [&](const Json& key, const std::string& at) {
+          Result<Expr> item = token_item(key, at);
+          if (item.ok()) append_token(*item, &keys);
+          return item;
+        });
+    if (!rules.ok()) return rules;
+    std::vector<Expr> excluded;
+    if (Status s = token_list(format, path, "exclude_tokens", false, &excluded); !s.ok()) return s;
+    excluded.insert(excluded.end(), keys.begin(), keys.end());
+    excluded.insert(excluded.end(), ends.tokens.begin(), ends.tokens.end());
+    return loop_shape(format, path, define("tokens", free_tokens(std::move(excluded))),
+                      std::move(rules).value());
+  }
+
+  const StructuralTagOptions& options_;
+  Grammar grammar_;
+  std::unordered_map<std::string, uint32_t> imported_;  // rule body (GBNF) -> rule
+  uint32_t next_name_ = 1;
+};
+
+}  // namespace
+
+Result<Grammar> structural_tag_to_grammar(std::string_view tag_json,
+                                          const StructuralTagOptions& options) {
+  Json document =
+      Json::parse(tag_json.begin(), tag_json.end(), nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) {
+    // Find where: parse again with exceptions for the position.
+    try {
+      const Json again = Json::parse(tag_json.begin(), tag_json.end());
+      (void)again;
+    } catch (const Json::parse_error& e) {
+      return Status(ErrorCode::kSyntax,
+                    "structural tag: not JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+    } catch (...) {
+    }
+    return Status(ErrorCode::kSyntax, "structural tag: not JSON");
+  }
+  return TagConverter(options).convert(document);
+}
+
+Result<std::string> structural_tag_to_gbnf(std::string_view tag_json,
+                                           const StructuralTagOptions& options) {
+  Result<Grammar> grammar = structural_tag_to_grammar(tag_json, options);
+  if (!grammar.ok()) return grammar.status();
+  return grammar->to_gbnf();
+}
+
+Result<CompiledGrammar> compile_structural_tag(std::string_view tag_json,
+                                               const Vocabulary& vocabulary,
+                                               const CompileOptions& compile_options,
+                                               StructuralTagOptions tag_options) {
+  tag_options.vocabulary = &vocabulary;
+  Result<Grammar> grammar = structural_tag_to_grammar(tag_json, tag_options);
+  if (!grammar.ok()) return grammar.status();
+  CompileOptions options = compile_options;
+  options.root = "root";
+  return CompiledGrammar::compile(*grammar, vocabulary, options);
+}
+
+}  // namespace grammask
