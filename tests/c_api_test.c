@@ -179,6 +179,44 @@ static void test_schema_and_tag(gm_vocabulary* vocab) {
   gm_grammar_free(grammar);
 }
 
+/* A tokenizer for the small vocabulary: one token per byte it knows. */
+static size_t by_byte(void* user_data, const char* text, size_t size, uint32_t* tokens,
+                      size_t capacity) {
+  (void)user_data;
+  size_t n = 0;
+  for (size_t i = 0; i < size; ++i, ++n) {
+    uint32_t id = 0;
+    for (uint32_t t = 2; t < kN; ++t)
+      if (strlen(kTokens[t]) == 1 && kTokens[t][0] == text[i]) id = t;
+    if (n < capacity) tokens[n] = id;
+  }
+  return n;
+}
+
+static void test_draft_and_forward(gm_vocabulary* vocab) {
+  const char* gbnf = "root ::= \"{\\\"a\\\":\" [0-9] \"}\"";
+  gm_grammar* grammar = NULL;
+  CHECK_OK(gm_grammar_from_gbnf(vocab, gbnf, strlen(gbnf), &grammar));
+  gm_matcher* m = NULL;
+  CHECK_OK(gm_matcher_new(grammar, &m));
+  uint32_t forced[8];
+  size_t n = 0;
+  CHECK_OK(gm_matcher_forced_tokens(m, by_byte, NULL, 64, forced, 8, &n));
+  /* {"a": as { " a " : -- the last, ":", extends no token */
+  CHECK(n == 5 && forced[0] == 2 && forced[1] == 4 && forced[2] == 5 && forced[4] == 7);
+  CHECK_OK(gm_matcher_forced_tokens(m, by_byte, NULL, 64, forced, 1, &n)); /* short buffer */
+  CHECK(n == 5 && forced[0] == 2);
+  const uint32_t draft[] = {2, 4, 5, 4, 6};
+  uint32_t rows[6];
+  CHECK_OK(gm_matcher_fill_draft_masks(m, draft, 5, rows, 1));
+  CHECK(rows[0] == (1u << 2) && rows[4] == (1u << 7) && rows[5] == 0u);
+  CHECK(gm_matcher_num_tokens(m) == 0);
+  CHECK(gm_matcher_accept_draft(m, draft, 5) == 4);
+  CHECK(gm_matcher_num_tokens(m) == 4);
+  gm_matcher_free(m);
+  gm_grammar_free(grammar);
+}
+
 static void test_shared_vocabulary(void) {
   const char* shared = getenv("GRAMMASK_SHARED_DIR");
 #ifdef GRAMMASK_SHARED_DIR_DEFAULT
@@ -231,6 +269,7 @@ int main(void) {
   test_gbnf(vocab);
   test_errors(vocab);
   test_schema_and_tag(vocab);
+  test_draft_and_forward(vocab);
   test_shared_vocabulary();
   gm_vocabulary_free(vocab);
   if (failures > 0) {

@@ -132,6 +132,25 @@ bool gm_matcher_is_terminated(const gm_matcher* matcher);
 gm_status gm_matcher_forced_bytes(const gm_matcher* matcher, size_t max_bytes, char* buffer,
                                   size_t capacity, size_t* length);
 
+/* Jump-forward tokens (Matcher::forced_tokens). `tokenize` is the engine's
+ * tokenizer: it writes the ids of text[0 .. size) to tokens (at most
+ * capacity of them) and returns how many the whole text has; it is called
+ * again with room for all when capacity was short. Writes at most
+ * `capacity` ids to `out` and sets *n_tokens to how many there are. */
+typedef size_t (*gm_tokenize_fn)(void* user_data, const char* text, size_t size, uint32_t* tokens,
+                                 size_t capacity);
+gm_status gm_matcher_forced_tokens(const gm_matcher* matcher, gm_tokenize_fn tokenize,
+                                   void* user_data, size_t max_bytes, uint32_t* out,
+                                   size_t capacity, size_t* n_tokens);
+
+/* Speculative decoding (Matcher::accept_draft, fill_draft_masks): accept
+ * draft tokens until one is refused, returning how many were accepted; or
+ * fill the n_tokens + 1 verifier masks, rows of row_words words, leaving
+ * the state as it was. */
+size_t gm_matcher_accept_draft(gm_matcher* matcher, const uint32_t* tokens, size_t n_tokens);
+gm_status gm_matcher_fill_draft_masks(gm_matcher* matcher, const uint32_t* draft, size_t n_tokens,
+                                      uint32_t* words, size_t row_words);
+
 /* ---- Batches and logits ------------------------------------------------ */
 
 /* A pool of `threads` threads (0: hardware concurrency), reused by calls. */

@@ -337,6 +337,48 @@ gm_status gm_matcher_forced_bytes(const gm_matcher* matcher, size_t max_bytes, c
   });
 }
 
+gm_status gm_matcher_forced_tokens(const gm_matcher* matcher, gm_tokenize_fn tokenize,
+                                   void* user_data, size_t max_bytes, uint32_t* out,
+                                   size_t capacity, size_t* n_tokens) {
+  if (matcher == nullptr) return null_argument("matcher");
+  if (tokenize == nullptr) return null_argument("tokenize");
+  if (out == nullptr && capacity > 0) return null_argument("out");
+  if (n_tokens == nullptr) return null_argument("n_tokens");
+  return guarded([&] {
+    auto split = [&](std::string_view text) {
+      std::vector<uint32_t> ids(text.size() + 1);
+      size_t n = tokenize(user_data, text.data(), text.size(), ids.data(), ids.size());
+      if (n > ids.size()) {
+        ids.resize(n);
+        n = std::min(n, tokenize(user_data, text.data(), text.size(), ids.data(), ids.size()));
+      }
+      ids.resize(n);
+      return ids;
+    };
+    const std::vector<uint32_t> tokens = matcher->matcher.forced_tokens(split, max_bytes);
+    if (capacity > 0) std::copy_n(tokens.begin(), std::min(capacity, tokens.size()), out);
+    *n_tokens = tokens.size();
+    return GM_OK;
+  });
+}
+
+size_t gm_matcher_accept_draft(gm_matcher* matcher, const uint32_t* tokens, size_t n_tokens) {
+  if (matcher == nullptr || tokens == nullptr) return 0;
+  try {
+    return matcher->matcher.accept_draft(tokens, n_tokens);
+  } catch (...) {
+    return 0;
+  }
+}
+
+gm_status gm_matcher_fill_draft_masks(gm_matcher* matcher, const uint32_t* draft, size_t n_tokens,
+                                      uint32_t* words, size_t row_words) {
+  if (matcher == nullptr) return null_argument("matcher");
+  return guarded([&] {
+    return status_of(matcher->matcher.fill_draft_masks(draft, n_tokens, words, row_words));
+  });
+}
+
 gm_status gm_thread_pool_new(size_t threads, gm_thread_pool** out) {
   if (out == nullptr) return null_argument("out");
   return guarded([&] {
