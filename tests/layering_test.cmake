@@ -13,7 +13,7 @@ if(NOT SOURCE_DIR)
 endif()
 
 # Layers, lowest first, and what each may include besides itself.
-set(layers base ir regex automata earley vocab kernels schema mask tags cli)
+set(layers base ir regex automata earley vocab kernels schema mask tags capi cli)
 set(uses_base "")
 set(uses_ir base)
 set(uses_regex base ir)
@@ -24,7 +24,8 @@ set(uses_kernels base)
 set(uses_schema base ir regex)
 set(uses_mask base ir automata earley vocab kernels)
 set(uses_tags base ir regex vocab schema mask)
-set(uses_cli base ir regex automata earley vocab kernels schema mask tags)
+set(uses_capi base ir regex automata earley vocab kernels schema mask tags)
+set(uses_cli base ir regex automata earley vocab kernels schema mask tags capi)
 
 # The layer of each public header: the one whose sources implement it.
 set(public_status.h base)
@@ -40,6 +41,7 @@ set(public_json_schema.h schema)
 set(public_matcher.h mask)
 set(public_structural_tag.h tags)
 set(public_tool_calls.h tags)
+set(public_grammask_c.h capi)
 
 set(violations "")
 set(checked 0)

@@ -5,7 +5,8 @@
 // (one token per printable ASCII character, a space, the tokens {" (95), ":
 // (96) and "a" (97), and the stop token <|end_of_text|> (98)). Grammar:
 // tests/data/match_tokens/object.gbnf, root ::= "{" "\"a\"" ":" [0-9]+ "}".
-// Token items: token_item.gbnf and negated_item.gbnf.
+// Token items: token_item.gbnf and negated_item.gbnf. Also `grammask tag`,
+// `match --tag`, `mask --tag` (tag.json) and `bench --batch`.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -219,3 +220,52 @@ TEST(MatchText, WithoutTokensMatchesTextAsBefore) {
 }
 
 }  // namespace
+
+// Structural tags through the tool: tag.json is free text with calls
+// {"a":N} triggered by "{"; bad_tag.json asks for a token budget.
+const std::string kTag = "\"" + kData + "/tag.json\"";
+
+TEST(TagCommand, PrintsTheGrammarOrTheRefusal) {
+  ToolRun run = run_tool("tag " + kTag);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("root ::= "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("TextExcluding(\"{\")"), std::string::npos) << run.output;
+  run = run_tool("tag \"" + kData + "/bad_tag.json\"");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("structural tag at /format/elements/0/max_tokens"), std::string::npos)
+      << run.output;
+  run = run_tool("tag \"" + kData + "/missing.json\"");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+}
+
+TEST(TagCommand, MatchAndMaskTakeATag) {
+  ToolRun run = run_tool("match --tag " + kTag + " \"" + kData + "/tag_text.txt\"");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "accept\n");
+  // {"a":1} as tokens, after free text "a": accepted; a call without digits is not.
+  run = run_tool("match " + kVocab + " --tag " + kTag + " --tokens \"" +
+                 ids({kA, kBraceQuote, kA, kQuoteColon, kOne, kCloseBrace}) + "\"");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "accept\n");
+  run = run_tool("match " + kVocab + " --tag " + kTag + " --tokens \"" +
+                 ids({kBraceQuote, kA, kQuoteColon, kCloseBrace}) + "\"");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("reject: token index 3"), std::string::npos) << run.output;
+  // After {"a": only digits may come.
+  run = run_tool("mask " + kVocab + " --tag " + kTag + " --prefix-tokens \"" +
+                 ids({kBraceQuote, kA, kQuoteColon}) + "\"");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "15 16 17 18 19 20 21 22 23 24\n");
+}
+
+TEST(BenchCommand, BatchReplaysSequencesTogether) {
+  ToolRun run = run_tool("bench " + kVocab + " --grammar " + kGrammar + " --trace \"" + kData +
+                         "/trace.txt\" --runs 1 --batch 3 --threads 2");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("\"batch\":3,\"threads\":2"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\"steps\":6"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\"masks_per_s\":"), std::string::npos) << run.output;
+  run = run_tool("bench " + kVocab + " --grammar " + kGrammar + " --trace \"" + kData +
+                 "/trace.txt\" --batch 0");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+}

@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "grammask/bitmask.h"
+#include "grammask/grammask_c.h"
 #include "grammask/matcher.h"
+#include "grammask/structural_tag.h"
 #include "grammask/vocabulary.h"
 
 namespace grammask {
@@ -346,6 +348,56 @@ TEST(ThreadSafety, ConcurrentCompilationFromOneVocabulary) {
         if (!m.fill_mask(mask.data(), mask.size()).ok() || mask != expected[g]) {
           problems.add("mask of grammar " + std::to_string(g) + " differs");
         }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(problems.count(), 0) << problems.first();
+}
+
+// Structural tags convert and compile on many threads at once (each
+// conversion imports schemas and resolves token names on its own), and the
+// C API's error message is per thread.
+TEST(ThreadSafety, ConcurrentStructuralTagsAndCApiErrors) {
+  const Scale s = scale();
+  const Vocabulary vocabulary = make_vocabulary();
+  const std::string tag =
+      R"({"type":"triggered_tags","triggers":["<f"],"tags":[{"begin":"<f>","content":)"
+      R"({"type":"json_schema","json_schema":{"type":"object","properties":{"a":)"
+      R"({"type":"integer"}},"required":["a"]}},"end":"</f>"}]})";
+  auto reference = compile_structural_tag(tag, vocabulary);
+  ASSERT_TRUE(reference.ok()) << reference.status().to_string();
+  std::vector<uint32_t> expected(reference->mask_words());
+  Matcher first(*reference);
+  ASSERT_TRUE(first.fill_mask(expected.data(), expected.size()).ok());
+  Problems problems;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < s.threads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < s.rounds; ++round) {
+        auto compiled = compile_structural_tag(tag, vocabulary);
+        std::vector<uint32_t> mask(expected.size());
+        if (!compiled.ok()) {
+          problems.add("structural tag failed to compile");
+        } else if (Matcher m(*compiled);
+                   !m.fill_mask(mask.data(), mask.size()).ok() || mask != expected) {
+          problems.add("structural tag mask differs");
+        }
+        // A failure's message is readable on the thread that failed.
+        const std::string bad = "root ::= \"" + std::to_string(t) + "\" (";
+        gm_vocabulary* none = nullptr;
+        const char* empty[1] = {"x"};
+        const size_t length[1] = {1};
+        if (gm_vocabulary_from_tokens(empty, length, nullptr, 1, nullptr, 0, &none) != GM_OK) {
+          problems.add("C vocabulary failed");
+          continue;
+        }
+        gm_grammar* grammar = nullptr;
+        if (gm_grammar_from_gbnf(none, bad.data(), bad.size(), &grammar) != GM_SYNTAX ||
+            std::strstr(gm_last_error(), "1:") == nullptr) {
+          problems.add("C API error message missing");
+        }
+        gm_vocabulary_free(none);
       }
     });
   }

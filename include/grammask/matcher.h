@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -154,6 +155,31 @@ class Matcher {
   // a token item may come next. Empty if there is no forced continuation.
   // Does not change the state.
   std::string forced_bytes(size_t max_bytes = 4096) const;
+
+  // Jump-forward as tokens: the forced continuation (forced_bytes) split
+  // by `tokenize` (the engine's tokenizer, text to ids), cut to the longest
+  // prefix of those tokens that spells a prefix of the forced bytes and that
+  // this matcher accepts in order, less its last token if a longer token of
+  // the vocabulary begins with that token's bytes (text still to come could
+  // merge with it; llguidance's rule for fast-forward tokens). Empty if
+  // nothing is forced. The first token starts where the last accepted one
+  // ended: merges across that boundary are not looked for. Does not change
+  // the state. Cost: forced_bytes, one tokenize call, O(bytes) more.
+  std::vector<uint32_t> forced_tokens(
+      const std::function<std::vector<uint32_t>(std::string_view)>& tokenize,
+      size_t max_bytes = 4096) const;
+
+  // Speculative decoding. accept_draft appends draft tokens in order until
+  // one is refused and returns how many it appended (each one token for
+  // rollback); the state is after the last of them.
+  size_t accept_draft(const uint32_t* tokens, size_t n_tokens);
+  // The verifier's masks: row i (row_words words, at words + i * row_words)
+  // for i = 0..n_tokens is the mask after the first i draft tokens; the
+  // rows after a draft token this matcher refuses are zero. The state is
+  // the same after the call (its caches may have grown). Errors as
+  // fill_mask (kInvalidArgument if row_words < mask_words()).
+  Status fill_draft_masks(const uint32_t* draft, size_t n_tokens, uint32_t* words,
+                          size_t row_words);
 
   // Statistics of this matcher's mask cache (for benchmarks and tests).
   size_t mask_cache_hits() const noexcept;

@@ -13,6 +13,7 @@
 
 #include "grammask/bitmask.h"
 #include "grammask/matcher.h"
+#include "grammask/thread_pool.h"
 #include "tool_common.h"
 
 namespace grammask_tool {
@@ -139,8 +140,90 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+// --batch N --threads T: N sequences replay the trace together, each step
+// one fill_masks over the sequences not yet finished on a pool of T threads.
+struct BatchResult {
+  bool ok = false;
+  std::string error;
+  double compile_ms = 0;
+  std::vector<double> step_us;  // wall time of each step's fill_masks
+  size_t masks = 0;
+};
+
+BatchResult run_batch(const grammask::Vocabulary& vocab, const std::string& gbnf,
+                      const std::vector<uint32_t>& trace, size_t batch, size_t threads) {
+  BatchResult r;
+  const auto start = Clock::now();
+  auto compiled = grammask::CompiledGrammar::from_gbnf(gbnf, vocab);
+  r.compile_ms = micros_since(start) / 1000.0;
+  if (!compiled.ok()) {
+    r.error = compiled.status().to_string();
+    return r;
+  }
+  grammask::ThreadPool pool(threads);
+  std::vector<grammask::Matcher> matchers(batch, grammask::Matcher(*compiled));
+  std::vector<grammask::Matcher*> pointers;
+  for (grammask::Matcher& m : matchers) pointers.push_back(&m);
+  const size_t row_words = compiled->mask_words();
+  std::vector<uint32_t> words(batch * row_words);
+  for (size_t i = 0; i <= trace.size(); ++i) {
+    const auto t0 = Clock::now();
+    grammask::Status s =
+        grammask::fill_masks(pointers.data(), batch, words.data(), row_words, pool);
+    r.step_us.push_back(micros_since(t0));
+    r.masks += batch;
+    if (!s.ok()) {
+      r.error = s.to_string();
+      return r;
+    }
+    if (i == trace.size()) break;
+    for (grammask::Matcher& m : matchers) {
+      if (s = m.accept_token(trace[i]); !s.ok()) {
+        r.error = "token " + std::to_string(i) + " refused: " + s.to_string();
+        return r;
+      }
+    }
+  }
+  r.ok = true;
+  return r;
+}
+
+bool run_batch_job(const BenchJob& job, const grammask::Vocabulary& vocab,
+                   const std::vector<uint32_t>& trace, const std::string& gbnf, int runs,
+                   size_t batch, size_t threads) {
+  BatchResult best;
+  double best_total = 0;
+  for (int run = 0; run < runs; ++run) {
+    BatchResult r = run_batch(vocab, gbnf, trace, batch, threads);
+    if (!r.ok) {
+      std::cerr << job.constraint_path << ": " << r.error << "\n";
+      return false;
+    }
+    double total = 0;
+    for (double v : r.step_us) total += v;
+    if (run == 0 || total < best_total) {
+      best = std::move(r);
+      best_total = total;
+    }
+  }
+  std::vector<double> sorted = best.step_us;
+  std::sort(sorted.begin(), sorted.end());
+  std::cout << "{\"vocab\":" << json_string(file_stem(job.vocab_path))
+            << ",\"case\":" << json_string(job.case_name) << ",\"batch\":" << batch
+            << ",\"threads\":" << threads << ",\"compile_ms\":" << json_number(best.compile_ms)
+            << ",\"steps\":" << best.step_us.size() << ",\"step_us\":{\"mean\":"
+            << json_number(best_total / std::max<size_t>(1, best.step_us.size()))
+            << ",\"p50\":" << json_number(percentile(sorted, 50))
+            << ",\"p99\":" << json_number(percentile(sorted, 99))
+            << ",\"max\":" << json_number(sorted.empty() ? 0 : sorted.back()) << "}"
+            << ",\"masks_per_s\":" << json_number(best.masks / (best_total / 1e6)) << "}"
+            << std::endl;
+  return true;
+}
+
 // Runs one (vocab, case); prints its JSON line. Returns false on errors.
-bool run_job(const BenchJob& job, const grammask::Vocabulary& vocab, double vocab_ms, int runs) {
+bool run_job(const BenchJob& job, const grammask::Vocabulary& vocab, double vocab_ms, int runs,
+             size_t batch, size_t threads) {
   std::vector<uint32_t> trace;
   if (!read_trace(job.trace_path, trace)) {
     std::cerr << "grammask: cannot read trace '" << job.trace_path << "'\n";
@@ -149,6 +232,7 @@ bool run_job(const BenchJob& job, const grammask::Vocabulary& vocab, double voca
   bool io_error = false;
   auto gbnf = load_constraint_gbnf(job.constraint_path, job.kind, &io_error, &vocab);
   if (!gbnf) return false;
+  if (batch > 0) return run_batch_job(job, vocab, trace, *gbnf, runs, batch, threads);
   RunResult best;
   double best_mean = 0;
   for (int run = 0; run < runs; ++run) {
@@ -197,6 +281,8 @@ grammask::Result<grammask::Vocabulary> timed_vocabulary(const std::string& path,
 int run_bench(int argc, char** argv) {
   std::string suite, vocab_path, grammar, schema, tag, trace;
   int runs = 3;
+  size_t batch = 0;    // 0: one sequence, timed step by step
+  size_t threads = 1;  // with --batch
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](std::string& slot) {
@@ -217,7 +303,12 @@ int run_bench(int argc, char** argv) {
       ok = value(tag);
     else if (arg == "--trace")
       ok = value(trace);
-    else if (arg == "--runs") {
+    else if (arg == "--batch" || arg == "--threads") {
+      std::string n;
+      ok = value(n) && !n.empty() && n.size() < 6 &&
+           n.find_first_not_of("0123456789") == std::string::npos && std::stoul(n) > 0;
+      if (ok) (arg == "--batch" ? batch : threads) = std::stoul(n);
+    } else if (arg == "--runs") {
       std::string n;
       ok = value(n) && !n.empty() && n.find_first_not_of("0123456789") == std::string::npos;
       if (ok) runs = std::max(1, std::min(100, std::stoi(n)));
@@ -226,7 +317,7 @@ int run_bench(int argc, char** argv) {
       return kExitUsage;
     }
     if (!ok) {
-      std::cerr << "grammask: " << arg << " needs a value\n";
+      std::cerr << "grammask: " << arg << " needs a value (--batch, --threads: a positive count)\n";
       return kExitUsage;
     }
   }
@@ -296,7 +387,7 @@ int run_bench(int argc, char** argv) {
       all_ok = false;
       continue;
     }
-    all_ok &= run_job(job, *vocab, vocab_ms, runs);
+    all_ok &= run_job(job, *vocab, vocab_ms, runs, batch, threads);
   }
   return all_ok ? kExitOk : kExitRejected;
 }

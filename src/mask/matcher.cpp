@@ -3,9 +3,15 @@
 #include "grammask/matcher.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
+#include "grammask/mask_words.h"
 #include "mask/matcher_state.h"
+#include "vocab/token_trie.h"
+#include "vocab/vocabulary_access.h"
 
 namespace grammask {
 
@@ -67,6 +73,66 @@ bool Matcher::is_terminated() const noexcept {
 std::string Matcher::forced_bytes(size_t max_bytes) const {
   return state_ ? state_->forced_bytes(max_bytes) : std::string();
 }
+std::vector<uint32_t> Matcher::forced_tokens(
+    const std::function<std::vector<uint32_t>(std::string_view)>& tokenize,
+    size_t max_bytes) const {
+  if (!state_) return {};
+  const std::string forced = state_->forced_bytes(max_bytes);
+  if (forced.empty()) return {};
+  const std::vector<uint32_t> tokens = tokenize(forced);
+  const Vocabulary& vocabulary = state_->data().vocabulary;
+  Matcher probe(*this);
+  std::vector<uint32_t> out;
+  size_t spelled = 0;
+  for (uint32_t token : tokens) {
+    const std::string_view bytes = vocabulary.token_bytes(token);
+    if (bytes.empty() || forced.compare(spelled, bytes.size(), bytes) != 0) break;
+    if (!probe.accept_token(token).ok()) break;
+    spelled += bytes.size();
+    out.push_back(token);
+  }
+  if (!out.empty()) {
+    const internal::TokenTrie& trie = internal::VocabularyAccess::trie(vocabulary);
+    const uint32_t node = trie.find(vocabulary.token_bytes(out.back()));
+    if (node != internal::TokenTrie::kNoNode && trie.nodes()[node].subtree_end > node + 1)
+      out.pop_back();
+  }
+  return out;
+}
+
+size_t Matcher::accept_draft(const uint32_t* tokens, size_t n_tokens) {
+  if (!state_ || tokens == nullptr) return 0;
+  size_t accepted = 0;
+  while (accepted < n_tokens && state_->accept_token(tokens[accepted]).ok()) ++accepted;
+  return accepted;
+}
+
+Status Matcher::fill_draft_masks(const uint32_t* draft, size_t n_tokens, uint32_t* words,
+                                 size_t row_words) {
+  if (!state_) return moved_from();
+  if (draft == nullptr && n_tokens > 0)
+    return Status(ErrorCode::kInvalidArgument, "fill_draft_masks: the draft is null");
+  const size_t needed = mask_words(state_->data().vocabulary.size());
+  if (words == nullptr || row_words < needed) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "fill_draft_masks: rows need " + std::to_string(needed) + " words");
+  }
+  size_t accepted = 0;
+  Status status;
+  for (size_t i = 0; i <= n_tokens; ++i) {
+    uint32_t* row = words + i * row_words;
+    if (i > accepted) {  // after a refused draft token
+      std::fill(row, row + row_words, 0u);
+      continue;
+    }
+    status = state_->fill_mask(row, row_words);
+    if (!status.ok()) break;
+    if (i < n_tokens && state_->accept_token(draft[i]).ok()) ++accepted;
+  }
+  if (accepted > 0) (void)state_->rollback(accepted);
+  return status;
+}
+
 size_t Matcher::mask_cache_hits() const noexcept {
   return state_ ? state_->hits() : 0;
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -228,7 +229,7 @@ class TagConverter {
   }
 
   // A token named by id or by text; `path` locates it.
-  Result<Expr> token_item(const Json& value, const std::string& path) const {
+  Result<Expr> token_item(const Json& value, const std::string& path) {
     const Vocabulary* vocabulary = options_.vocabulary;
     if (value.is_number_integer()) {
       const int64_t id = value.get<int64_t>();
@@ -255,12 +256,17 @@ class TagConverter {
       return fail_invalid(
           path, "token \"" + name + "\" is not of the form <...>: resolving it needs a vocabulary");
     }
-    std::vector<Expr> ids;
-    for (uint32_t id = 0; id < vocabulary->size(); ++id) {
-      if (vocabulary->kind(id) != TokenKind::kUnused && vocabulary->token_bytes(id) == name)
-        ids.push_back(Expr::token_id(id));
+    if (ids_by_text_.empty()) {  // built once per conversion, on the first name
+      for (uint32_t id = 0; id < vocabulary->size(); ++id) {
+        if (vocabulary->kind(id) != TokenKind::kUnused && !vocabulary->token_bytes(id).empty())
+          ids_by_text_[vocabulary->token_bytes(id)].push_back(id);
+      }
     }
-    if (ids.empty()) return fail_invalid(path, "no token of the vocabulary is \"" + name + "\"");
+    auto found = ids_by_text_.find(name);
+    if (found == ids_by_text_.end())
+      return fail_invalid(path, "no token of the vocabulary is \"" + name + "\"");
+    std::vector<Expr> ids;
+    for (uint32_t id : found->second) ids.push_back(Expr::token_id(id));
     if (writable) return Expr::token_text(std::move(code_points));
     if (ids.size() == 1) return std::move(ids[0]);
     return Expr::alternation(std::move(ids));
@@ -268,7 +274,7 @@ class TagConverter {
 
   // Token items for a list of ids/names (a set's members are plain items).
   Status token_list(const Json& object, const std::string& path, const char* name, bool required,
-                    std::vector<Expr>* out) const {
+                    std::vector<Expr>* out) {
     out->clear();
     auto found = object.find(name);
     if (found == object.end()) {
@@ -759,6 +765,7 @@ class TagConverter {
   const StructuralTagOptions& options_;
   Grammar grammar_;
   std::unordered_map<std::string, uint32_t> imported_;  // rule body (GBNF) -> rule
+  std::unordered_map<std::string_view, std::vector<uint32_t>> ids_by_text_;  // token names
   uint32_t next_name_ = 1;
 };
 

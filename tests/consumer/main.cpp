@@ -4,6 +4,8 @@
 
 #include "grammask/gbnf.h"
 
+extern "C" int c_api_consumer_check(void);  // c_api.c, compiled as C11
+
 int main() {
   const auto good = grammask::parse_gbnf("root ::= \"a\" [0-9]+ item?\nitem ::= \"!\"\n");
   if (!good.ok()) {
@@ -13,6 +15,10 @@ int main() {
   const auto bad = grammask::parse_gbnf("root ::= undefined-rule\n");
   if (bad.ok()) {
     std::fprintf(stderr, "a grammar with an undefined rule was accepted\n");
+    return 1;
+  }
+  if (c_api_consumer_check() != 0) {
+    std::fprintf(stderr, "the C API failed\n");
     return 1;
   }
   std::printf("grammask consumer: ok (%s)\n", bad.status().to_string().c_str());
