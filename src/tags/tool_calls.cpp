@@ -281,29 +281,47 @@ bool valid_name(const std::string& name) {
   return true;
 }
 
+// The member `key` of `value`, or null. Walks the members directly: nlohmann's
+// iterators and operator[] have throwing paths, and the library never throws.
+const Json* member(const Json& value, const char* key) {
+  const auto* members = value.get_ptr<const Json::object_t*>();
+  if (members == nullptr) return nullptr;
+  for (const auto& [name, item] : *members) {
+    if (name == key) return &item;
+  }
+  return nullptr;
+}
+
+const std::string* string_member(const Json& value, const char* key) {
+  const Json* item = member(value, key);
+  return item == nullptr ? nullptr : item->get_ptr<const std::string*>();
+}
+
 Status read_tools(std::string_view tools_json, std::vector<Tool>& out) {
   Json tools = Json::parse(tools_json.begin(), tools_json.end(), nullptr, false);
   if (tools.is_discarded()) return Status(ErrorCode::kSyntax, "tools: malformed JSON");
-  if (!tools.is_array()) return invalid("tools: expected a JSON array of tools");
+  const auto* list = tools.get_ptr<const Json::array_t*>();
+  if (list == nullptr) return invalid("tools: expected a JSON array of tools");
   std::set<std::string> names;
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const Json& tool = tools[i];
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json& tool = (*list)[i];
     const std::string where = "tools[" + std::to_string(i) + "]";
     if (!tool.is_object()) return invalid(where + ": expected an object");
-    auto type = tool.find("type");
-    if (type != tool.end() && *type != "function") {
-      return invalid(where + ": type " + type->dump() + " is not \"function\"");
+    const Json* type = member(tool, "type");
+    const std::string* type_name = type == nullptr ? nullptr : type->get_ptr<const std::string*>();
+    if (type != nullptr && (type_name == nullptr || *type_name != "function")) {
+      return invalid(where + ": type " +
+                     type->dump(-1, ' ', false, Json::error_handler_t::replace) +
+                     " is not \"function\"");
     }
-    auto function = tool.find("function");
-    if (function == tool.end() || !function->is_object()) {
+    const Json* function = member(tool, "function");
+    if (function == nullptr || !function->is_object()) {
       return invalid(where + ": no \"function\" object");
     }
-    auto name = function->find("name");
-    if (name == function->end() || !name->is_string()) {
-      return invalid(where + ": the function has no name");
-    }
+    const std::string* name = string_member(*function, "name");
+    if (name == nullptr) return invalid(where + ": the function has no name");
     Tool parsed;
-    parsed.name = name->get<std::string>();
+    parsed.name = *name;
     if (!valid_name(parsed.name)) {
       return invalid(where + ": function name \"" + parsed.name +
                      "\" is not 1 to 64 of [A-Za-z0-9_.-]");
@@ -311,8 +329,9 @@ Status read_tools(std::string_view tools_json, std::vector<Tool>& out) {
     if (!names.insert(parsed.name).second) {
       return invalid(where + ": duplicate function name \"" + parsed.name + "\"");
     }
-    auto parameters = function->find("parameters");
-    if (parameters == function->end() || *parameters == true) {
+    const Json* parameters = member(*function, "parameters");
+    const bool* flag = parameters == nullptr ? nullptr : parameters->get_ptr<const bool*>();
+    if (parameters == nullptr || (flag != nullptr && *flag)) {
       parsed.parameters = Json{{"type", "object"}};
     } else if (parameters->is_object()) {
       parsed.parameters = *parameters;
@@ -342,13 +361,13 @@ Status read_choice(const std::string& text, Request& r) {
   if (!text.empty() && text[0] == '{') {
     Json choice = Json::parse(text, nullptr, false);
     if (choice.is_discarded()) return Status(ErrorCode::kSyntax, "tool_choice: malformed JSON");
-    auto function = choice.find("function");
-    if (!choice.is_object() || function == choice.end() || !function->is_object() ||
-        !function->contains("name") || !(*function)["name"].is_string()) {
+    const Json* function = member(choice, "function");
+    const std::string* chosen = function == nullptr ? nullptr : string_member(*function, "name");
+    if (chosen == nullptr) {
       return invalid(
           "tool_choice: expected {\"type\": \"function\", \"function\": {\"name\": ...}}");
     }
-    name = (*function)["name"].get<std::string>();
+    name = *chosen;
   }
   for (Tool& tool : r.tools) {
     if (tool.name == name) {
