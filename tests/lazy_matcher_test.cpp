@@ -349,6 +349,19 @@ TEST(LazyMatcher, PatternAnywhere) {
   EXPECT_TRUE(bit(words, 31));
   EXPECT_FALSE(bit(words, 1));  // "b" fires the word; "b" alone is refused
   check_mask(n, grammar, two, {32}, "after <t");
+  // A match that began three tokens back: "<t" "oo" then "l>" gives the
+  // grammar "<tool>"; one more "oo" makes it "<tooool>", refused.
+  LazyMatcher p = make(grammar, triggers);
+  ASSERT_TRUE(p.accept_token(32).ok());
+  ASSERT_TRUE(p.accept_token(31).ok());
+  EXPECT_TRUE(p.is_token_allowed(33));
+  check_mask(p, grammar, triggers, {32, 31}, "after <too");
+  ASSERT_TRUE(p.accept_token(31).ok());
+  EXPECT_FALSE(bit(mask_of(p, vocab), 33));
+  check_mask(p, grammar, triggers, {32, 31, 31}, "after <toooo");
+  ASSERT_TRUE(p.rollback(1).ok());
+  ASSERT_TRUE(p.accept_token(33).ok());
+  EXPECT_TRUE(p.is_triggered());
 }
 
 TEST(LazyMatcher, FullPatternsWithACaptureGroup) {

@@ -72,9 +72,13 @@ struct LazyState {
   ScanState scan;
   bool triggered = false;
   bool terminated = false;
-  // With patterns: the firing tokens refused at the current output.
+  // The firing tokens refused at the current output, while refused_valid.
   bool refused_valid = false;
   std::vector<uint32_t> refused_now;
+  // With patterns: the start search fed the pending output, while
+  // search_valid (kept up to date as tokens are appended).
+  TriggerScanner::StartSearch search;
+  bool search_valid = false;
 
   const Vocabulary& vocabulary() const { return tables->grammar.vocabulary(); }
 
@@ -86,12 +90,34 @@ struct LazyState {
     return true;
   }
 
-  // The text a token that fires gives the grammar.
+  // The text a token that fires gives the grammar, after `before`.
   std::string trigger_text(std::string_view before, std::string_view token_bytes) const {
     std::string all(before);
     all.append(token_bytes);
     const size_t start = tables->scanner.constrained_start(all);
     return all.substr(start);
+  }
+
+  // Where the text of a token that fires after the pending output starts.
+  size_t start_after(std::string_view token_bytes) {
+    const TriggerScanner& scanner = tables->scanner;
+    if (!search_valid) {
+      search = scanner.start_search();
+      scanner.feed(search, pending);
+      search_valid = true;
+    }
+    TriggerScanner::StartSearch with_token = search;
+    scanner.feed(with_token, token_bytes);
+    return scanner.start_of(with_token);
+  }
+
+  // The text a token that fires after the pending output gives the grammar.
+  std::string text_after(std::string_view token_bytes) {
+    const size_t start = start_after(token_bytes);
+    if (start >= pending.size()) return std::string(token_bytes.substr(start - pending.size()));
+    std::string text = pending.substr(start);
+    text.append(token_bytes);
+    return text;
   }
 
   std::shared_ptr<const FiringSet> firing_set() {
@@ -170,12 +196,36 @@ struct LazyState {
     if (set->resolved) {
       refused_now = set->refused;
     } else {
-      refused_now.clear();
+      // Grouped by where their text starts, so that the grammar reads each
+      // stretch of the pending output once.
+      const Vocabulary& vocab = vocabulary();
+      std::vector<std::pair<size_t, uint32_t>> starts;
       for (uint32_t token : set->firing) {
-        if (!grammar_takes(trigger_text(pending, vocabulary().token_bytes(token)))) {
-          refused_now.push_back(token);
+        starts.emplace_back(start_after(vocab.token_bytes(token)), token);
+      }
+      std::sort(starts.begin(), starts.end());
+      refused_now.clear();
+      const size_t n = pending.size();
+      for (size_t i = 0; i < starts.size();) {
+        const size_t start = starts[i].first;
+        size_t end = i;
+        while (end < starts.size() && starts[end].first == start) ++end;
+        probe.reset();
+        const bool before =
+            start >= n || probe.accept_bytes(std::string_view(pending).substr(start)).ok();
+        for (; i < end; ++i) {
+          const uint32_t token = starts[i].second;
+          std::string_view bytes = vocab.token_bytes(token);
+          if (start > n) bytes = bytes.substr(start - n);
+          if (!before || !probe.accept_bytes(bytes).ok()) {
+            refused_now.push_back(token);
+          } else {
+            (void)probe.rollback(1);
+          }
         }
       }
+      probe.reset();
+      std::sort(refused_now.begin(), refused_now.end());
     }
     refused_valid = true;
     return refused_now;
@@ -255,10 +305,11 @@ struct LazyState {
         pending.append(bytes);
         scan = next;
         refused_valid = false;
+        if (search_valid) scanner.feed(search, bytes);
       }
       return Status();
     }
-    const std::string text = trigger_text(pending, bytes);
+    const std::string text = text_after(bytes);
     if (!commit) {
       if (grammar_takes(text)) return Status();
     } else {
@@ -300,6 +351,7 @@ struct LazyState {
     }
     terminated = !steps.empty() && steps.back().stop;
     refused_valid = false;
+    search_valid = false;
     return Status();
   }
 
@@ -311,6 +363,7 @@ struct LazyState {
     triggered = false;
     terminated = false;
     refused_valid = false;
+    search_valid = false;
   }
 };
 

@@ -186,22 +186,6 @@ Status find_first_group(const std::string& pattern, size_t& open, size_t& close)
 
 }  // namespace
 
-void decode_for_scan(std::string_view text, std::vector<uint32_t>& cps,
-                     std::vector<size_t>& offsets) {
-  uint8_t pending[3];
-  uint8_t len = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (len == 0) start = i;
-    feed_utf8(pending, len, static_cast<uint8_t>(text[i]), [&](uint32_t cp) {
-      cps.push_back(cp);
-      offsets.push_back(start);
-      start = i;  // a byte re-read after an interrupted sequence starts here
-    });
-    if (len == 0) start = i + 1;
-  }
-}
-
 uint32_t TriggerScanner::CpDfa::next(uint32_t state, uint32_t cp) const noexcept {
   if (state == kDead) return kDead;
   if (cp < 128) return ascii[size_t{state} * 128 + cp];
@@ -428,98 +412,113 @@ bool TriggerScanner::fires(const ScanState& s) const noexcept {
   return full_count_ > 0 && s.pending_len == 0 && s.full != kDead && full_.label[s.full] != 0;
 }
 
-size_t TriggerScanner::earliest_match(const CpDfa& dfa, const std::vector<uint32_t>& cps,
-                                      bool must_reach_end,
-                                      const std::vector<char>* allowed_starts) {
-  // Runs the automaton from every start at once, keeping per state the
-  // earliest start that reached it: later starts in the same state have the
-  // same future.
-  const size_t n_states = dfa.label.size();
-  std::vector<size_t> best(n_states, std::string::npos);
-  std::vector<size_t> next(n_states, std::string::npos);
-  std::vector<uint32_t> active;
-  std::vector<uint32_t> next_active;
-  size_t found = std::string::npos;
-  for (size_t i = 0; i <= cps.size(); ++i) {
-    if ((allowed_starts == nullptr || (*allowed_starts)[i]) && best[0] == std::string::npos) {
-      best[0] = i;  // a code point index: the caller maps it to bytes
-      active.push_back(0);
-    }
-    if (!must_reach_end) {
-      for (uint32_t s : active) {
-        if (dfa.label[s] != 0) found = std::min(found, best[s]);
-      }
-    }
-    if (i == cps.size()) break;
-    next_active.clear();
-    for (uint32_t s : active) {
-      const uint32_t t = dfa.next(s, cps[i]);
-      if (t == kDead) continue;
-      if (next[t] == std::string::npos) next_active.push_back(t);
-      next[t] = std::min(next[t], best[s]);
-    }
-    for (uint32_t s : active) best[s] = std::string::npos;
-    for (uint32_t t : next_active) {
-      best[t] = next[t];
-      next[t] = std::string::npos;
-    }
-    active.swap(next_active);
+namespace {
+
+using Starts = std::vector<std::pair<uint32_t, size_t>>;
+
+// Adds a start at state 0 unless an earlier one is there.
+void add_start(Starts& active, size_t at) {
+  for (const auto& entry : active) {
+    if (entry.first == 0) return;
   }
-  if (must_reach_end) {
-    for (uint32_t s : active) {
-      if (dfa.label[s] != 0) found = std::min(found, best[s]);
-    }
+  active.emplace_back(0, at);
+}
+
+// Steps every state; where two starts meet in one state the earlier stays
+// (their futures are the same).
+template <typename Dfa>
+void step_starts(const Dfa& dfa, Starts& active, uint32_t cp) {
+  size_t out = 0;
+  for (size_t i = 0; i < active.size(); ++i) {
+    const uint32_t t = dfa.next(active[i].first, cp);
+    if (t != kDead) active[out++] = {t, active[i].second};
+  }
+  active.resize(out);
+  if (active.size() > 1) {
+    std::sort(active.begin(), active.end());
+    active.erase(std::unique(active.begin(), active.end(),
+                             [](const auto& a, const auto& b) { return a.first == b.first; }),
+                 active.end());
+  }
+}
+
+template <typename Dfa>
+size_t accepted_start(const Dfa& dfa, const Starts& active) {
+  size_t found = std::string::npos;
+  for (const auto& [state, start] : active) {
+    if (dfa.label[state] != 0) found = std::min(found, start);
   }
   return found;
 }
 
-size_t TriggerScanner::constrained_start(std::string_view text) const {
-  std::vector<uint32_t> cps;
-  std::vector<size_t> offsets;
-  if (full_count_ > 0 || has_anywhere_) decode_for_scan(text, cps, offsets);
-  auto to_bytes = [&](size_t index) {
-    return index < offsets.size() ? offsets[index] : text.size();
-  };
+}  // namespace
 
-  // A full pattern that matches the whole text, first in list order.
-  if (full_count_ > 0) {
-    ScanState s;
-    for (char c : text) {
-      feed_utf8(s.pending, s.pending_len, static_cast<uint8_t>(c),
-                [&](uint32_t cp) { s.full = full_.next(s.full, cp); });
-    }
-    if (s.pending_len == 0 && s.full != kDead && full_.label[s.full] != 0) {
-      const uint32_t bits = full_.label[s.full];
-      for (uint32_t i = 0; i < full_count_; ++i) {
-        if ((bits >> i & 1) == 0) continue;
-        const FullPattern& full = full_patterns_[i];
-        if (!full.has_group) return 0;
-        // Boundaries where the part before the group can end.
-        std::vector<char> starts(cps.size() + 1, 0);
-        uint32_t a = 0;
-        for (size_t k = 0; k <= cps.size() && a != kDead; ++k) {
-          if (full.prefix.label[a] != 0) starts[k] = 1;
-          if (k < cps.size()) a = full.prefix.next(a, cps[k]);
-        }
-        const size_t start = earliest_match(full.rest, cps, true, &starts);
-        return start == std::string::npos ? 0 : to_bytes(start);
-      }
-    }
-  }
+TriggerScanner::StartSearch TriggerScanner::start_search() const {
+  StartSearch search;
+  search.prefix.assign(full_patterns_.size(), 0);
+  search.rest.resize(full_patterns_.size());
+  return search;
+}
 
-  size_t start = std::string::npos;
-  if (has_words_) {
-    uint32_t s = 0;
-    for (size_t i = 0; i < text.size(); ++i) {
-      s = ac_next_[size_t{s} * n_classes_ + byte_class_[static_cast<uint8_t>(text[i])]];
-      if (ac_longest_[s] != 0) start = std::min(start, i + 1 - ac_longest_[s]);
-    }
-  }
+void TriggerScanner::code_point(StartSearch& search, uint32_t cp, size_t start) const {
   if (has_anywhere_) {
-    const size_t found = earliest_match(anywhere_match_, cps, false, nullptr);
-    if (found != std::string::npos) start = std::min(start, to_bytes(found));
+    add_start(search.anywhere, start);
+    step_starts(anywhere_match_, search.anywhere, cp);
+    search.anywhere_found =
+        std::min(search.anywhere_found, accepted_start(anywhere_match_, search.anywhere));
   }
+  if (full_count_ > 0) {
+    search.full = full_.next(search.full, cp);
+    for (size_t i = 0; i < full_patterns_.size(); ++i) {
+      const FullPattern& full = full_patterns_[i];
+      if (!full.has_group) continue;
+      uint32_t& prefix = search.prefix[i];
+      if (prefix != kDead && full.prefix.label[prefix] != 0) add_start(search.rest[i], start);
+      prefix = full.prefix.next(prefix, cp);
+      step_starts(full.rest, search.rest[i], cp);
+    }
+  }
+}
+
+void TriggerScanner::feed(StartSearch& search, std::string_view bytes) const {
+  for (char c : bytes) {
+    const uint8_t byte = static_cast<uint8_t>(c);
+    const size_t pos = search.offset++;
+    if (has_words_) {
+      search.words = ac_next_[size_t{search.words} * n_classes_ + byte_class_[byte]];
+      const uint32_t longest = ac_longest_[search.words];
+      if (longest != 0) search.word_found = std::min<size_t>(search.word_found, pos + 1 - longest);
+    }
+    if (!has_anywhere_ && full_count_ == 0) continue;
+    size_t start = search.pending_len == 0 ? pos : search.pending_start;
+    feed_utf8(search.pending, search.pending_len, byte, [&](uint32_t cp) {
+      code_point(search, cp, start);
+      start = pos;  // a byte read again after an interrupted sequence starts here
+    });
+    if (search.pending_len == 1) search.pending_start = pos;
+  }
+}
+
+size_t TriggerScanner::start_of(const StartSearch& search) const {
+  if (full_count_ > 0 && search.pending_len == 0 && search.full != kDead &&
+      full_.label[search.full] != 0) {
+    const uint32_t bits = full_.label[search.full];
+    for (uint32_t i = 0; i < full_count_; ++i) {
+      if ((bits >> i & 1) == 0) continue;
+      const FullPattern& full = full_patterns_[i];
+      if (!full.has_group) return 0;
+      const size_t start = accepted_start(full.rest, search.rest[i]);
+      return start == std::string::npos ? 0 : start;
+    }
+  }
+  const size_t start = std::min(search.word_found, search.anywhere_found);
   return start == std::string::npos ? 0 : start;
+}
+
+size_t TriggerScanner::constrained_start(std::string_view text) const {
+  StartSearch search = start_search();
+  feed(search, text);
+  return start_of(search);
 }
 
 }  // namespace grammask::internal

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "grammask/status.h"
@@ -77,11 +78,31 @@ class TriggerScanner {
   // that is a prefix of a word.
   size_t word_depth(const ScanState& s) const noexcept { return ac_depth_[s.words]; }
 
-  // Where the constrained text starts in `text`, the whole output so far,
-  // which fires (fires(state after text)): the first capturing group of the
-  // first full pattern that matches it, else the earliest start of a word or
-  // anywhere-pattern match. Linear in text (times the pattern automata's
-  // states).
+  // The search for where the constrained text starts, fed the output one
+  // piece at a time: feed() the output before a token once, then copy the
+  // search and feed() each token. O(bytes x active pattern states).
+  struct StartSearch {
+    size_t offset = 0;  // bytes fed
+    uint32_t words = 0;
+    size_t word_found = std::string::npos;  // earliest start of a word match
+    uint32_t full = 0;                      // state of the full patterns' product
+    uint8_t pending[3] = {0, 0, 0};
+    uint8_t pending_len = 0;
+    size_t pending_start = 0;
+    // Per automaton, (state, earliest start in bytes that reached it).
+    std::vector<std::pair<uint32_t, size_t>> anywhere;
+    size_t anywhere_found = std::string::npos;
+    std::vector<uint32_t> prefix;  // per full pattern: the part before its group
+    std::vector<std::vector<std::pair<uint32_t, size_t>>> rest;
+  };
+  StartSearch start_search() const;
+  void feed(StartSearch& search, std::string_view bytes) const;
+  // Where the constrained text starts in the output fed so far, which fires
+  // (fires(state after it)): the first capturing group of the first full
+  // pattern that matches it whole, else the earliest start of a word or
+  // anywhere-pattern match.
+  size_t start_of(const StartSearch& search) const;
+  // start_of after feeding `text` to a new search.
   size_t constrained_start(std::string_view text) const;
 
  private:
@@ -99,11 +120,7 @@ class TriggerScanner {
   };
 
   void step_code_point(ScanState& s, uint32_t cp) const noexcept;
-  // The earliest code point index p (among allowed_starts, if given) such
-  // that cps[p, e) is a whole match of `dfa` for some e (e = the end when
-  // must_reach_end). npos if none. O(cps x states).
-  static size_t earliest_match(const CpDfa& dfa, const std::vector<uint32_t>& cps,
-                               bool must_reach_end, const std::vector<char>* allowed_starts);
+  void code_point(StartSearch& search, uint32_t cp, size_t start) const;
 
   bool has_words_ = false;
   bool has_anywhere_ = false;
@@ -119,12 +136,6 @@ class TriggerScanner {
   CpDfa full_;                        // product of the full patterns
   std::vector<FullPattern> full_patterns_;
 };
-
-// Appends the code points of UTF-8 `text` (an invalid or unfinished byte
-// reads as U+FFFD; an unfinished sequence at the end is left out) and the
-// offset where each starts.
-void decode_for_scan(std::string_view text, std::vector<uint32_t>& cps,
-                     std::vector<size_t>& offsets);
 
 }  // namespace grammask::internal
 
