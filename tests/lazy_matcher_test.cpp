@@ -514,6 +514,11 @@ TEST(LazyMatcher, RefusesTriggersItCannotEnforce) {
   EXPECT_EQ(code({{}, {}, {"a(b?)c"}, {}}), ErrorCode::kUnsupported);
   EXPECT_EQ(code({{}, {}, {"(a)|(b)"}, {}}), ErrorCode::kUnsupported);
   EXPECT_EQ(code({{}, {}, {"a$b"}, {}}), ErrorCode::kUnsupported);
+  // Too much word text, or a word table too large (many distinct bytes).
+  EXPECT_EQ(code({{std::string((1 << 20) + 1, 'a')}, {}, {}, {}}), ErrorCode::kLimitExceeded);
+  std::string wide;
+  for (int i = 0; i < 50000; ++i) wide += static_cast<char>(1 + i % 250);
+  EXPECT_EQ(code({{wide}, {}, {}, {}}), ErrorCode::kLimitExceeded);
   std::vector<std::string> many_full(33, "ab");
   EXPECT_EQ(code({{}, {}, many_full, {}}), ErrorCode::kUnsupported);
   const Status empty_word = LazyMatcher::create(grammar, {{"a", ""}, {}, {}, {}}).status();

@@ -70,17 +70,20 @@ class LazyMatcher {
   // enforced exactly: lookaround, backreferences, \b, an anchor inside a
   // pattern, a pattern that matches the empty output, a full pattern whose
   // first capturing group is nested, repeated or may be empty, more than 32
-  // full patterns) and kLimitExceeded (more than 1 MiB of words, a pattern
-  // automaton over 4,096 states). Each message names the trigger. Cost:
+  // full patterns) and kLimitExceeded (more than 1 MiB of words, their
+  // automaton over 2^23 table entries, a pattern automaton over 4,096
+  // states: SECURITY.md). Each message names the trigger. Cost:
   // linear in the words; the pattern automata; a check of each trigger
   // token against the grammar.
   static Result<LazyMatcher> create(const CompiledGrammar& grammar, const LazyTriggers& triggers);
 
   // Writes the mask as Matcher::fill_mask does, same errors. Before the
-  // trigger: a copy of the mask cached for the trigger scanner's state (the
-  // first visit of a state walks the token trie once), plus, when patterns
-  // are set, a check of each token that would fire (linear in the output so
-  // far). After it: Matcher::fill_mask.
+  // trigger: a fill of the mask words less the firing tokens cached for the
+  // trigger scanner's state (the first visit of a state walks the token trie
+  // once); with patterns, each token that would fire is also checked against
+  // the grammar (its bytes, plus the grammar reading the pending output from
+  // the trigger's start once per distinct start). After it:
+  // Matcher::fill_mask.
   Status fill_mask(uint32_t* words, size_t n_words);
   // Appends a token. Refuses (kInvalidArgument, state unchanged) a token out
   // of range, or one that fires a trigger whose text the grammar refuses;

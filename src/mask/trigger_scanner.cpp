@@ -13,6 +13,7 @@ namespace {
 constexpr uint32_t kDead = std::numeric_limits<uint32_t>::max();
 constexpr uint32_t kReplacement = 0xFFFD;
 constexpr size_t kMaxWordBytes = size_t{1} << 20;
+constexpr size_t kMaxWordTable = size_t{1} << 23;
 constexpr size_t kMaxPatternStates = 4096;
 constexpr size_t kMaxFullPatterns = 32;
 
@@ -246,6 +247,11 @@ Result<TriggerScanner> TriggerScanner::build(const std::vector<std::string>& wor
     }
   }
   // Class 0 holds the bytes no word uses (never used when words use all 256).
+  if ((total + 1) * out.n_classes_ > kMaxWordTable) {
+    return Status(ErrorCode::kLimitExceeded,
+                  "trigger words: the automaton would pass 8,388,608 table entries (word bytes "
+                  "times distinct bytes)");
+  }
   const uint32_t nc = out.n_classes_;
   std::vector<uint32_t> trie(nc, kDead);  // goto function while building
   out.ac_depth_.push_back(0);

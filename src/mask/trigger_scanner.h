@@ -54,8 +54,8 @@ class TriggerScanner {
   // pattern's leading ^ and trailing $), a pattern that matches the empty
   // output, a full pattern whose first capturing group is not a plain part of
   // its top-level sequence or may be empty, more than 32 full patterns.
-  // kLimitExceeded: more than 1 MiB of words, or an automaton over its state
-  // budget.
+  // kLimitExceeded: more than 1 MiB of words or 2^23 entries in their
+  // automaton's table, or a pattern automaton over 4,096 states.
   static Result<TriggerScanner> build(const std::vector<std::string>& words,
                                       const std::vector<std::string>& patterns,
                                       const std::vector<std::string>& full_patterns);
