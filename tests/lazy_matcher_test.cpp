@@ -509,6 +509,12 @@ TEST(LazyMatcher, RefusesTriggersItCannotEnforce) {
   EXPECT_EQ(code({{}, {"(ab"}, {}, {}}), ErrorCode::kSyntax);
   EXPECT_EQ(code({{}, {}, {"[\\s\\S]*"}, {}}), ErrorCode::kUnsupported);
   EXPECT_EQ(code({{}, {}, {"a((b)c)"}, {}}), ErrorCode::kOk);
+  // The shape of llama.cpp's Hermes-style full pattern.
+  EXPECT_EQ(code({{},
+                  {},
+                  {"(?:<think>[\\s\\S]*?</think>\\s*)?\\s*((?:<tool_call>|<function))[\\s\\S]*"},
+                  {}}),
+            ErrorCode::kOk);
   EXPECT_EQ(code({{}, {}, {"(?:a(b))c"}, {}}), ErrorCode::kUnsupported);
   EXPECT_EQ(code({{}, {}, {"a(b)*"}, {}}), ErrorCode::kUnsupported);
   EXPECT_EQ(code({{}, {}, {"a(b?)c"}, {}}), ErrorCode::kUnsupported);
