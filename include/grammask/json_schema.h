@@ -55,7 +55,7 @@ struct JsonSchemaOptions {
     kAny,     // any order for objects with at most any_order_max_properties declared ones
   };
   PropertyOrder property_order = PropertyOrder::kSchema;
-  uint32_t any_order_max_properties = 6;
+  uint32_t any_order_max_alternatives = 4096;
 
   // The value of a missing `additionalProperties`: the spec says true; false
   // is the strict style of llama.cpp and XGrammar.
