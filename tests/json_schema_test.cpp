@@ -370,6 +370,18 @@ TEST(JsonSchemaTest, UnlistedRequiredNamesInAnyOrder) {
                   {"{\n  \"a\": 1\n}"}, indented);
 }
 
+// The any-order states of one object and the counted states of another
+// get names apart: x's states are o-2-1 (position 2, count 1) and the like,
+// and y's base name is o-2.
+TEST(JsonSchemaTest, OrderStatesOfSeveralObjectsKeepTheirNames) {
+  const char* schema = R"({"type": "object", "properties": {
+      "x": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "maxProperties": 2},
+      "y": {"type": "object", "required": ["r", "s"]}}})";
+  expect_language(schema, {R"({"x":{"b":1},"y":{"s":1,"r":2}})", R"({"y":{"r":1,"z":0,"s":2}})"},
+                  {R"({"x":{"b":1,"a":2}})", R"({"y":{"r":1}})", R"({"x":{"a":1,"b":2,"c":3}})"});
+}
+
 // One object shape for the oracle: properties p0..p(listed-1) in that
 // order, required names (some of them r0, r1 ... that `properties` does not
 // list), additionalProperties true or false, and property counts.

@@ -310,7 +310,8 @@ std::optional<std::string> Converter::emit_unordered(const std::vector<Member>& 
   std::string base = unique_name("o");
   std::vector<std::string> names;
   for (size_t q = 0; q < order.size(); ++q) {
-    names.push_back(base + "-" + std::to_string(q));
+    // "-s": apart from unique_name's "o-2" and the ordered states' "o-2-1".
+    names.push_back(base + "-s" + std::to_string(q));
     names_.insert(names.back());
   }
   for (size_t q = 0; q < order.size(); ++q) {
