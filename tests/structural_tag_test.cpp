@@ -192,11 +192,19 @@ TEST(StructuralTag, ErrorsNameThePath) {
 }
 
 TEST(StructuralTag, DeepNestingIsRefusedCleanly) {
-  std::string tag = R"({"type":"const_string","value":"x"})";
-  for (int i = 0; i < 5000; ++i) tag = R"({"type":"optional","content":)" + tag + "}";
-  const Status s = error_of(tag);
+  auto nested = [](int depth) {
+    std::string tag = R"({"type":"const_string","value":"x"})";
+    for (int i = 0; i < depth; ++i) tag = R"({"type":"optional","content":)" + tag + "}";
+    return tag;
+  };
+  // Past the format bound (64 by default), and past the JSON bound (512).
+  Status s = error_of(nested(100));
   EXPECT_EQ(s.code(), ErrorCode::kLimitExceeded);
   EXPECT_NE(s.message().find("max_depth"), std::string::npos) << s.message();
+  s = error_of(nested(5000));
+  EXPECT_EQ(s.code(), ErrorCode::kLimitExceeded);
+  EXPECT_NE(s.message().find("nested deeper than 512"), std::string::npos);
+  EXPECT_TRUE(error_of(nested(60)).ok());
 }
 
 TEST(StructuralTag, PrintsGbnfThatParsesBack) {
