@@ -403,3 +403,32 @@ TEST(TokenSet, ParsesPrintsAndMasks) {
 
 }  // namespace
 }  // namespace grammask
+
+namespace grammask {
+namespace {
+
+TEST(StructuralTag, AnyOrderFallbackIsReportedWithThePath) {
+  std::string properties;
+  for (int i = 0; i < 12; ++i)
+    properties +=
+        std::string(i ? "," : "") + "\"p" + std::to_string(i) + "\":{\"type\":\"integer\"}";
+  const std::string tag =
+      R"({"type":"sequence","elements":[{"type":"const_string","value":"x"},)"
+      R"({"type":"json_schema","any_order":true,"json_schema":{"type":"object",)"
+      R"("properties":{)" +
+      properties + R"(},"additionalProperties":false}}]})";
+  std::vector<std::string> warnings;
+  auto grammar = structural_tag_to_grammar(tag, {}, &warnings);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("structural tag at /elements/1/json_schema: ", 0), 0u) << warnings[0];
+  EXPECT_NE(warnings[0].find("schema order"), std::string::npos) << warnings[0];
+  // The object is then in schema order: p0 first.
+  EXPECT_TRUE(accepts(tag, R"(x{"p0":0,"p1":1,"p2":2,"p3":3,"p4":4,"p5":5,"p6":6,"p7":7,)"
+                           R"("p8":8,"p9":9,"p10":10,"p11":11})"));
+  EXPECT_FALSE(accepts(tag, R"(x{"p1":1,"p0":0,"p2":2,"p3":3,"p4":4,"p5":5,"p6":6,"p7":7,)"
+                            R"("p8":8,"p9":9,"p10":10,"p11":11})"));
+}
+
+}  // namespace
+}  // namespace grammask

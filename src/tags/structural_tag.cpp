@@ -41,7 +41,8 @@ struct Ends {
 
 class TagConverter {
  public:
-  explicit TagConverter(const StructuralTagOptions& options) : options_(options) {}
+  TagConverter(const StructuralTagOptions& options, std::vector<std::string>* warnings)
+      : options_(options), warnings_(warnings) {}
 
   Result<Grammar> convert(const Json& document) {
     const Json* format = &document;
@@ -373,7 +374,12 @@ class TagConverter {
     bool any_order = false;
     if (Status s = bool_field(format, path, "any_order", false, &any_order); !s.ok()) return s;
     if (any_order) schema_options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
-    Result<Grammar> sub = json_schema_to_grammar(schema->dump(), schema_options);
+    std::vector<std::string> schema_warnings;
+    Result<Grammar> sub = json_schema_to_grammar(schema->dump(), schema_options, &schema_warnings);
+    if (warnings_ != nullptr) {
+      for (const std::string& warning : schema_warnings)
+        warnings_->push_back("structural tag at " + path + "/json_schema: " + warning);
+    }
     if (!sub.ok()) {
       return Status(sub.status().code(),
                     "structural tag at " + path + "/json_schema: " + sub.status().message());
@@ -774,6 +780,7 @@ class TagConverter {
   }
 
   const StructuralTagOptions& options_;
+  std::vector<std::string>* warnings_;
   Grammar grammar_;
   std::unordered_map<std::string, uint32_t> imported_;  // rule body (GBNF) -> rule
   std::unordered_map<std::string_view, std::vector<uint32_t>> ids_by_text_;  // token names
@@ -783,7 +790,8 @@ class TagConverter {
 }  // namespace
 
 Result<Grammar> structural_tag_to_grammar(std::string_view tag_json,
-                                          const StructuralTagOptions& options) {
+                                          const StructuralTagOptions& options,
+                                          std::vector<std::string>* warnings) {
   if (std::optional<std::string> deep = internal::schema::too_deep_at(tag_json, 512)) {
     return Status(ErrorCode::kLimitExceeded,
                   "structural tag at " + *deep + ": JSON nested deeper than 512 levels");
@@ -794,12 +802,13 @@ Result<Grammar> structural_tag_to_grammar(std::string_view tag_json,
   } catch (const std::invalid_argument& e) {
     return Status(ErrorCode::kSyntax, std::string("structural tag: not JSON: ") + e.what());
   }
-  return TagConverter(options).convert(document);
+  return TagConverter(options, warnings).convert(document);
 }
 
 Result<std::string> structural_tag_to_gbnf(std::string_view tag_json,
-                                           const StructuralTagOptions& options) {
-  Result<Grammar> grammar = structural_tag_to_grammar(tag_json, options);
+                                           const StructuralTagOptions& options,
+                                           std::vector<std::string>* warnings) {
+  Result<Grammar> grammar = structural_tag_to_grammar(tag_json, options, warnings);
   if (!grammar.ok()) return grammar.status();
   return grammar->to_gbnf();
 }
