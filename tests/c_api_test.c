@@ -217,6 +217,41 @@ static void test_draft_and_forward(gm_vocabulary* vocab) {
   gm_grammar_free(grammar);
 }
 
+static void test_lazy(gm_vocabulary* vocab) {
+  const char* gbnf = "root ::= \"ab\" [0-9]";
+  gm_grammar* grammar = NULL;
+  CHECK_OK(gm_grammar_from_gbnf(vocab, gbnf, strlen(gbnf), &grammar));
+  const char* words[] = {"ab"};
+  gm_lazy_triggers triggers = {words, 1, NULL, 0, NULL, 0, NULL, 0};
+  gm_lazy_matcher* m = NULL;
+  CHECK_OK(gm_lazy_matcher_new(grammar, &triggers, &m));
+  uint32_t mask[1];
+  CHECK_OK(gm_lazy_matcher_fill_mask(m, mask, 1));
+  CHECK(bit(mask, 11) && bit(mask, 0));          /* free text and the stop token */
+  CHECK_OK(gm_lazy_matcher_accept_token(m, 11)); /* x */
+  CHECK(!gm_lazy_matcher_is_triggered(m));
+  CHECK_OK(gm_lazy_matcher_accept_token(m, 10)); /* ab: fires */
+  CHECK(gm_lazy_matcher_is_triggered(m));
+  CHECK_OK(gm_lazy_matcher_fill_mask(m, mask, 1));
+  CHECK(mask[0] == (1u << 8)); /* only the digit 1 */
+  CHECK(!gm_lazy_matcher_is_token_allowed(m, 11));
+  CHECK_OK(gm_lazy_matcher_accept_token(m, 8));
+  CHECK(gm_lazy_matcher_is_accepting(m) && gm_lazy_matcher_num_tokens(m) == 3);
+  gm_lazy_matcher* fork = NULL;
+  CHECK_OK(gm_lazy_matcher_clone(m, &fork));
+  CHECK_OK(gm_lazy_matcher_rollback(m, 2));
+  CHECK(!gm_lazy_matcher_is_triggered(m) && gm_lazy_matcher_is_triggered(fork));
+  gm_lazy_matcher_reset(fork);
+  CHECK(gm_lazy_matcher_num_tokens(fork) == 0);
+  const char* empty[] = {""};
+  gm_lazy_triggers bad = {empty, 1, NULL, 0, NULL, 0, NULL, 0};
+  gm_lazy_matcher* none = NULL;
+  CHECK(gm_lazy_matcher_new(grammar, &bad, &none) == GM_INVALID_ARGUMENT && none == NULL);
+  gm_lazy_matcher_free(m);
+  gm_lazy_matcher_free(fork);
+  gm_grammar_free(grammar);
+}
+
 static void test_shared_vocabulary(void) {
   const char* shared = getenv("GRAMMASK_SHARED_DIR");
 #ifdef GRAMMASK_SHARED_DIR_DEFAULT
@@ -270,6 +305,7 @@ int main(void) {
   test_errors(vocab);
   test_schema_and_tag(vocab);
   test_draft_and_forward(vocab);
+  test_lazy(vocab);
   test_shared_vocabulary();
   gm_vocabulary_free(vocab);
   if (failures > 0) {

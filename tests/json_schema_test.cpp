@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "grammask/gbnf.h"
+#include "grammask/matcher.h"
 #include "grammask/recognizer.h"
 #include "schema/numbers.h"
 
@@ -347,6 +350,293 @@ TEST(JsonSchemaTest, AnyOrderOption) {
                      "additionalProperties": false})",
       {R"({"a":1,"b":"x"})", R"({"b":"x","a":1})"},
       {R"({"a":1})", R"({"a":1,"a":2,"b":"x"})", R"({"b":"x","a":1,"b":"y"})"}, options);
+}
+
+// Required names that `properties` does not list come anywhere among the
+// other members, each exactly once, in any order.
+TEST(JsonSchemaTest, UnlistedRequiredNamesInAnyOrder) {
+  expect_language(R"({"required": ["b", "a"]})",
+                  {R"({"b":1,"a":2})", R"({"a":1,"b":2})", R"({"x":0,"b":1,"y":0,"a":2,"z":0})"},
+                  {R"({"a":1})", R"({"b":1,"b":2,"a":3})", R"({"a":1,"b":2,"a":3})", "{}"});
+  expect_language(R"({"properties": {"p": {}, "q": {}}, "required": ["z", "p"]})",
+                  {R"({"z":1,"p":2})", R"({"p":1,"z":2,"q":3})", R"({"p":1,"q":2,"z":3})",
+                   R"({"x":1,"p":2,"z":3})"},
+                  {R"({"q":1,"p":2,"z":3})", R"({"p":1,"q":2})", R"({"z":1,"p":2,"z":3})"});
+  // kIndented too: one fixed layout, members in any order.
+  JsonSchemaOptions indented = compact();
+  indented.whitespace = JsonSchemaOptions::Whitespace::kIndented;
+  expect_language(R"({"type": "object", "required": ["b", "a"]})",
+                  {"{\n  \"b\": 1,\n  \"a\": 2\n}", "{\n  \"a\": 1,\n  \"b\": 2\n}"},
+                  {"{\n  \"a\": 1\n}"}, indented);
+}
+
+// The any-order states of one object and the counted states of another
+// get names apart: x's states are o-2-1 (position 2, count 1) and the like,
+// and y's base name is o-2.
+TEST(JsonSchemaTest, OrderStatesOfSeveralObjectsKeepTheirNames) {
+  const char* schema = R"({"type": "object", "properties": {
+      "x": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "maxProperties": 2},
+      "y": {"type": "object", "required": ["r", "s"]}}})";
+  expect_language(schema, {R"({"x":{"b":1},"y":{"s":1,"r":2}})", R"({"y":{"r":1,"z":0,"s":2}})"},
+                  {R"({"x":{"b":1,"a":2}})", R"({"y":{"r":1}})", R"({"x":{"a":1,"b":2,"c":3}})"});
+}
+
+// One object shape for the oracle: properties p0..p(listed-1) in that
+// order, required names (some of them r0, r1 ... that `properties` does not
+// list), additionalProperties true or false, and property counts.
+struct ObjectShape {
+  size_t listed = 0;
+  std::vector<std::string> required;
+  size_t unlisted = 0;  // r0 ... required but not listed
+  bool additional = false;
+  uint64_t min_properties = 0;
+  std::optional<uint64_t> max_properties;
+
+  std::string schema() const {
+    std::string out = R"({"type": "object", "properties": {)";
+    for (size_t i = 0; i < listed; ++i)
+      out +=
+          (i ? ", " : "") + std::string("\"p") + std::to_string(i) + "\": {\"type\": \"integer\"}";
+    out += "}, \"required\": [";
+    // Unlisted names first and backwards: neither schema nor name order.
+    std::vector<std::string> names = required;
+    for (size_t i = unlisted; i-- > 0;) names.insert(names.begin(), "r" + std::to_string(i));
+    for (size_t i = 0; i < names.size(); ++i) out += (i ? ", \"" : "\"") + names[i] + "\"";
+    out += std::string("], \"additionalProperties\": ") + (additional ? "true" : "false");
+    out += ", \"minProperties\": " + std::to_string(min_properties);
+    if (max_properties) out += ", \"maxProperties\": " + std::to_string(*max_properties);
+    return out + "}";
+  }
+  // Whether the object with these keys (values 1) is valid and, for
+  // `any_order` false, has the listed ones in schema order.
+  bool valid(const std::vector<std::string>& keys, bool any_order) const {
+    std::map<std::string, int> seen;
+    int last_listed = -1;
+    for (const std::string& key : keys) {
+      bool declared = key[0] == 'p' || key[0] == 'r';
+      if (declared && seen[key]++) return false;       // a declared name at most once
+      if (key[0] != 'p' && !additional) return false;  // others take additionalProperties
+      if (key[0] == 'p') {
+        int index = std::stoi(key.substr(1));
+        if (!any_order && index < last_listed) return false;
+        last_listed = index;
+      }
+    }
+    for (const std::string& name : required)
+      if (!seen.count(name)) return false;
+    for (size_t i = 0; i < unlisted; ++i)
+      if (!seen.count("r" + std::to_string(i))) return false;
+    return keys.size() >= min_properties && (!max_properties || keys.size() <= *max_properties);
+  }
+};
+
+// Every sequence of keys (repeats included) up to `max_length`, the other
+// key "x" at most once.
+void for_each_key_sequence(const std::vector<std::string>& alphabet, size_t max_length,
+                           const std::function<void(const std::vector<std::string>&)>& visit) {
+  std::vector<std::string> keys;
+  std::function<void()> extend = [&]() {
+    visit(keys);
+    if (keys.size() == max_length) return;
+    for (const std::string& key : alphabet) {
+      if (key == "x" && std::find(keys.begin(), keys.end(), "x") != keys.end()) continue;
+      keys.push_back(key);
+      extend();
+      keys.pop_back();
+    }
+  };
+  extend();
+}
+
+std::string object_text(const std::vector<std::string>& keys) {
+  std::string out = "{";
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ",\"" : "\"") + keys[i] + "\":1";
+  return out + "}";
+}
+
+int check_against_oracle(const ObjectShape& shape, bool any_order) {
+  JsonSchemaOptions options = compact();
+  if (any_order) options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
+  std::vector<std::string> alphabet = {"x"};
+  for (size_t i = 0; i < shape.listed; ++i) alphabet.push_back("p" + std::to_string(i));
+  for (size_t i = 0; i < shape.unlisted; ++i) alphabet.push_back("r" + std::to_string(i));
+  std::vector<std::pair<std::string, bool>> cases;
+  bool any_valid = false;
+  for_each_key_sequence(alphabet, alphabet.size(), [&](const std::vector<std::string>& keys) {
+    cases.emplace_back(object_text(keys), shape.valid(keys, any_order));
+    any_valid = any_valid || cases.back().second;
+  });
+  if (!any_valid) {  // no object is valid (and the schema allows only objects)
+    EXPECT_EQ(refusal(shape.schema(), options).code(), ErrorCode::kInvalidArgument)
+        << shape.schema();
+    return 0;
+  }
+  Checker checker(shape.schema(), options);
+  EXPECT_TRUE(checker.warnings.empty()) << shape.schema();
+  for (const auto& [text, expected] : cases)
+    EXPECT_EQ(checker.accepts(text), expected) << text << "\nschema " << shape.schema() << "\n"
+                                               << checker.gbnf;
+  return static_cast<int>(cases.size());
+}
+
+// PropertyOrder::kAny against a brute-force oracle: for up to 4 properties
+// and every set of required ones, every ordering of every subset of the
+// keys, with repeats and another key, is accepted iff it is valid.
+TEST(JsonSchemaTest, AnyOrderMatchesOracle) {
+  int checked = 0;
+  for (size_t n = 1; n <= 4; ++n) {
+    for (uint32_t required = 0; required < (1u << n); ++required) {
+      for (int variant = 0; variant < 3; ++variant) {
+        ObjectShape shape;
+        shape.listed = n;
+        for (size_t i = 0; i < n; ++i)
+          if (required & (1u << i)) shape.required.push_back("p" + std::to_string(i));
+        shape.additional = variant != 0;
+        if (variant == 2) shape.min_properties = 2, shape.max_properties = 3;
+        checked += check_against_oracle(shape, true);
+      }
+    }
+  }
+  // Required names that `properties` does not list are in any order too.
+  for (size_t unlisted = 1; unlisted <= 2; ++unlisted) {
+    ObjectShape shape;
+    shape.listed = 2;
+    shape.required = {"p1"};
+    shape.unlisted = unlisted;
+    shape.additional = true;
+    checked += check_against_oracle(shape, true);
+  }
+  EXPECT_GT(checked, 100000);
+}
+
+// PropertyOrder::kSchema against the oracle: listed properties in schema
+// order, required names that `properties` does not list anywhere, each
+// exactly once.
+TEST(JsonSchemaTest, SchemaOrderWithUnlistedRequiredMatchesOracle) {
+  int checked = 0;
+  for (size_t unlisted = 1; unlisted <= 3; ++unlisted) {
+    for (uint32_t required = 0; required < 4; ++required) {
+      for (int variant = 0; variant < 3; ++variant) {
+        ObjectShape shape;
+        shape.listed = unlisted == 3 ? 1 : 2;
+        for (size_t i = 0; i < shape.listed; ++i)
+          if (required & (1u << i)) shape.required.push_back("p" + std::to_string(i));
+        shape.unlisted = unlisted;
+        shape.additional = variant != 0;
+        if (variant == 2) shape.min_properties = 2, shape.max_properties = unlisted + 1;
+        checked += check_against_oracle(shape, false);
+      }
+    }
+  }
+  EXPECT_GT(checked, 10000);
+}
+
+std::string object_schema(size_t properties, size_t required) {
+  std::string schema = R"({"type": "object", "properties": {)";
+  std::string names;
+  for (size_t i = 0; i < properties; ++i) {
+    schema +=
+        (i ? ", " : "") + std::string("\"p") + std::to_string(i) + "\": {\"type\": \"integer\"}";
+    if (i < required) names += (i ? ", \"p" : "\"p") + std::to_string(i) + "\"";
+  }
+  return schema + "}, \"required\": [" + names + "], \"additionalProperties\": false}";
+}
+
+std::string ordered_instance(const std::vector<size_t>& order) {
+  std::string out = "{";
+  for (size_t i = 0; i < order.size(); ++i)
+    out += (i ? ",\"p" : "\"p") + std::to_string(order[i]) + "\":1";
+  return out + "}";
+}
+
+// Past any_order_max_alternatives an object falls back to schema order,
+// with one warning naming it; smaller objects next to it stay in any order.
+TEST(JsonSchemaTest, AnyOrderFallsBackPastTheBoundWithAWarning) {
+  JsonSchemaOptions options = compact();
+  options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
+  // 9 properties take 9 * 2^8 = 2304 alternatives, 10 take 5120: the
+  // default bound (4096) lies between.
+  const std::string nine = object_schema(9, 9), ten = object_schema(10, 5);
+  const std::string schema = R"({"type": "object", "properties": {"small": )" + nine +
+                             R"(, "args": )" + ten +
+                             R"(, "again": {"$ref": "#/properties/args"}}})";
+  Checker checker(schema, options);
+  ASSERT_EQ(checker.warnings.size(), 1u) << ::testing::PrintToString(checker.warnings);
+  EXPECT_NE(checker.warnings[0].find("the object at /properties/args"), std::string::npos)
+      << checker.warnings[0];
+  EXPECT_NE(checker.warnings[0].find("schema order"), std::string::npos) << checker.warnings[0];
+  EXPECT_NE(checker.warnings[0].find("any_order_max_alternatives"), std::string::npos);
+  const std::string ten_in_order = ordered_instance({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const std::string ten_swapped = ordered_instance({1, 0, 2, 3, 4, 5, 6, 7, 8, 9});
+  const std::string nine_backwards = ordered_instance({8, 7, 6, 5, 4, 3, 2, 1, 0});
+  EXPECT_TRUE(checker.accepts(R"({"args":)" + ten_in_order + "}"));
+  EXPECT_FALSE(checker.accepts(R"({"args":)" + ten_swapped + "}"));
+  EXPECT_TRUE(checker.accepts(R"({"small":)" + nine_backwards + "}"));
+  EXPECT_FALSE(
+      checker.accepts(R"({"small":)" + ordered_instance({8, 7, 6, 5, 4, 3, 2, 1, 8}) + "}"));
+
+  // The bound counts alternatives, not properties: 5 properties take 80,
+  // 6 take 192.
+  options.any_order_max_alternatives = 100;
+  Checker five(object_schema(5, 0), options);
+  EXPECT_TRUE(five.warnings.empty());
+  EXPECT_TRUE(five.accepts(ordered_instance({4, 3, 2, 1, 0})));
+  Checker six(object_schema(6, 0), options);
+  ASSERT_EQ(six.warnings.size(), 1u);
+  EXPECT_NE(six.warnings[0].find("the object at /"), std::string::npos) << six.warnings[0];
+  EXPECT_TRUE(six.accepts(ordered_instance({0, 2, 5})));
+  EXPECT_FALSE(six.accepts(ordered_instance({2, 0})));
+}
+
+// Past the bound, required names that `properties` does not list follow
+// the listed ones in name order, with a warning.
+TEST(JsonSchemaTest, UnlistedRequiredNamesFallBackToNameOrderWithAWarning) {
+  std::string names, sorted;
+  for (int i = 12; i >= 0; --i) {
+    std::string name = "r" + std::string(i < 10 ? "0" : "") + std::to_string(i);
+    names += (names.empty() ? "\"" : ", \"") + name + "\"";
+  }
+  for (int i = 0; i <= 12; ++i)
+    sorted += std::string(i ? "," : "") + "\"r" + (i < 10 ? "0" : "") + std::to_string(i) + "\":1";
+  const std::string schema = R"({"properties": {"q": {"required": [)" + names + "]}}}";
+  Checker checker(schema);  // 13 names: 2^13 states
+  ASSERT_EQ(checker.warnings.size(), 1u) << ::testing::PrintToString(checker.warnings);
+  EXPECT_NE(checker.warnings[0].find("the object at /properties/q"), std::string::npos)
+      << checker.warnings[0];
+  EXPECT_NE(checker.warnings[0].find("name order"), std::string::npos) << checker.warnings[0];
+  EXPECT_TRUE(checker.accepts(R"({"q":{)" + sorted + "}}"));
+  EXPECT_FALSE(checker.accepts(R"({"q":{"r01":1,"r00":1,)" + sorted.substr(16) + "}}"));
+  // Three names: no warning, any order.
+  Checker small(R"({"required": ["c", "b", "a"]})");
+  EXPECT_TRUE(small.warnings.empty());
+  EXPECT_TRUE(small.accepts(R"({"c":1,"a":2,"b":3})"));
+}
+
+// The largest any-order object within the default bound (9 properties)
+// compiles with the default CompileOptions, and the matcher takes its
+// members in any order.
+TEST(JsonSchemaTest, AnyOrderAtTheBoundCompiles) {
+  std::vector<std::string> tokens = {"{", "}",   "\"",  ",",   ":", "1",  "p",
+                                     "0", "2",   "3",   "4",   "5", "6",  "7",
+                                     "8", "{\"", "\":", ",\"", " ", "\n", "</s>"};
+  auto vocab = Vocabulary::from_token_bytes(tokens, {20});
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  JsonSchemaOptions options;
+  options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
+  for (size_t required : {size_t{0}, size_t{4}, size_t{9}}) {
+    std::vector<std::string> warnings;
+    auto text = json_schema_to_gbnf(object_schema(9, required), options, &warnings);
+    ASSERT_TRUE(text.ok()) << text.status().to_string();
+    EXPECT_TRUE(warnings.empty());
+    auto compiled = CompiledGrammar::from_gbnf(*text, *vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    Matcher matcher(*compiled);
+    ASSERT_TRUE(matcher.accept_bytes(ordered_instance({8, 7, 6, 5, 4, 3, 2, 1, 0})).ok());
+    EXPECT_TRUE(matcher.is_accepting());
+    std::vector<uint32_t> mask(compiled->mask_words());
+    EXPECT_TRUE(matcher.fill_mask(mask.data(), mask.size()).ok());
+  }
 }
 
 TEST(JsonSchemaTest, PropertyCounts) {

@@ -192,11 +192,19 @@ TEST(StructuralTag, ErrorsNameThePath) {
 }
 
 TEST(StructuralTag, DeepNestingIsRefusedCleanly) {
-  std::string tag = R"({"type":"const_string","value":"x"})";
-  for (int i = 0; i < 5000; ++i) tag = R"({"type":"optional","content":)" + tag + "}";
-  const Status s = error_of(tag);
+  auto nested = [](int depth) {
+    std::string tag = R"({"type":"const_string","value":"x"})";
+    for (int i = 0; i < depth; ++i) tag = R"({"type":"optional","content":)" + tag + "}";
+    return tag;
+  };
+  // Past the format bound (64 by default), and past the JSON bound (512).
+  Status s = error_of(nested(100));
   EXPECT_EQ(s.code(), ErrorCode::kLimitExceeded);
   EXPECT_NE(s.message().find("max_depth"), std::string::npos) << s.message();
+  s = error_of(nested(5000));
+  EXPECT_EQ(s.code(), ErrorCode::kLimitExceeded);
+  EXPECT_NE(s.message().find("nested deeper than 512"), std::string::npos);
+  EXPECT_TRUE(error_of(nested(60)).ok());
 }
 
 TEST(StructuralTag, PrintsGbnfThatParsesBack) {
@@ -391,6 +399,35 @@ TEST(TokenSet, ParsesPrintsAndMasks) {
   EXPECT_EQ(unknown.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(unknown.status().message().find("<|nope|>"), std::string::npos)
       << unknown.status().message();
+}
+
+}  // namespace
+}  // namespace grammask
+
+namespace grammask {
+namespace {
+
+TEST(StructuralTag, AnyOrderFallbackIsReportedWithThePath) {
+  std::string properties;
+  for (int i = 0; i < 12; ++i)
+    properties +=
+        std::string(i ? "," : "") + "\"p" + std::to_string(i) + "\":{\"type\":\"integer\"}";
+  const std::string tag =
+      R"({"type":"sequence","elements":[{"type":"const_string","value":"x"},)"
+      R"({"type":"json_schema","any_order":true,"json_schema":{"type":"object",)"
+      R"("properties":{)" +
+      properties + R"(},"additionalProperties":false}}]})";
+  std::vector<std::string> warnings;
+  auto grammar = structural_tag_to_grammar(tag, {}, &warnings);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("structural tag at /elements/1/json_schema: ", 0), 0u) << warnings[0];
+  EXPECT_NE(warnings[0].find("schema order"), std::string::npos) << warnings[0];
+  // The object is then in schema order: p0 first.
+  EXPECT_TRUE(accepts(tag, R"(x{"p0":0,"p1":1,"p2":2,"p3":3,"p4":4,"p5":5,"p6":6,"p7":7,)"
+                           R"("p8":8,"p9":9,"p10":10,"p11":11})"));
+  EXPECT_FALSE(accepts(tag, R"(x{"p1":1,"p0":0,"p2":2,"p3":3,"p4":4,"p5":5,"p6":6,"p7":7,)"
+                            R"("p8":8,"p9":9,"p10":10,"p11":11})"));
 }
 
 }  // namespace

@@ -151,6 +151,38 @@ size_t gm_matcher_accept_draft(gm_matcher* matcher, const uint32_t* tokens, size
 gm_status gm_matcher_fill_draft_masks(gm_matcher* matcher, const uint32_t* draft, size_t n_tokens,
                                       uint32_t* words, size_t row_words);
 
+/* ---- Lazy grammars ----------------------------------------------------- */
+
+/* Free text until a trigger fires, then the grammar (grammask::LazyMatcher,
+ * llama.cpp's trigger semantics: docs/lazy-grammars.md). Strings are
+ * NUL-terminated; any list may be empty (NULL with a count of 0). */
+typedef struct gm_lazy_triggers {
+  const char* const* words; /* fire when the output contains one */
+  size_t n_words;
+  const char* const* patterns; /* ECMA-262: fire when the output contains a match */
+  size_t n_patterns;
+  const char* const* full_patterns; /* fire when the whole output matches */
+  size_t n_full_patterns;
+  const uint32_t* tokens; /* fire when sampled */
+  size_t n_tokens;
+} gm_lazy_triggers;
+
+typedef struct gm_lazy_matcher gm_lazy_matcher;
+gm_status gm_lazy_matcher_new(const gm_grammar* grammar, const gm_lazy_triggers* triggers,
+                              gm_lazy_matcher** out);
+gm_status gm_lazy_matcher_clone(const gm_lazy_matcher* matcher, gm_lazy_matcher** out);
+void gm_lazy_matcher_free(gm_lazy_matcher* matcher);
+gm_status gm_lazy_matcher_fill_mask(gm_lazy_matcher* matcher, uint32_t* words, size_t n_words);
+gm_status gm_lazy_matcher_accept_token(gm_lazy_matcher* matcher, uint32_t token);
+/* Not const: the check uses the matcher's scratch state. */
+bool gm_lazy_matcher_is_token_allowed(gm_lazy_matcher* matcher, uint32_t token);
+gm_status gm_lazy_matcher_rollback(gm_lazy_matcher* matcher, size_t n_tokens);
+void gm_lazy_matcher_reset(gm_lazy_matcher* matcher);
+bool gm_lazy_matcher_is_triggered(const gm_lazy_matcher* matcher);
+bool gm_lazy_matcher_is_accepting(const gm_lazy_matcher* matcher);
+bool gm_lazy_matcher_is_terminated(const gm_lazy_matcher* matcher);
+size_t gm_lazy_matcher_num_tokens(const gm_lazy_matcher* matcher);
+
 /* ---- Batches and logits ------------------------------------------------ */
 
 /* A pool of `threads` threads (0: hardware concurrency), reused by calls. */

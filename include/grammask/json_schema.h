@@ -19,7 +19,9 @@
 // annotation, the grammar is stricter, never looser. The grammar may reject
 // some valid but unusual encodings (\u escapes of printable characters,
 // numbers in exponent form where a range applies, keys out of the chosen
-// order); it never accepts a text whose value the schema rejects.
+// order, or out of schema order where an object is too large for any order:
+// see any_order_max_alternatives); it never accepts a text whose value the
+// schema rejects.
 //
 // Both functions are thread-safe: any number of conversions may run at
 // once. The resource bounds of JsonSchemaOptions bound one conversion.
@@ -50,12 +52,22 @@ struct JsonSchemaOptions {
   uint32_t max_whitespace_run = 20;  // kFlexible: longest run of spaces/tabs
   uint32_t indent = 2;               // kIndented: spaces per level
 
-  enum class PropertyOrder : uint8_t {
-    kSchema,  // declared properties in schema order, others interleaved anywhere
-    kAny,     // any order for objects with at most any_order_max_properties declared ones
-  };
+  // Key order. kSchema: declared properties in schema order (each optional
+  // one may be left out); other members (additionalProperties,
+  // patternProperties) anywhere between them; required names that
+  // `properties` does not list anywhere among them, each exactly once, in any
+  // order. kAny: each declared property at most once, each required one
+  // exactly once, in any order, other members as for kSchema. Both are exact
+  // within any_order_max_alternatives.
+  enum class PropertyOrder : uint8_t { kSchema, kAny };
   PropertyOrder property_order = PropertyOrder::kSchema;
-  uint32_t any_order_max_properties = 6;
+  // Per object, the most member alternatives its any-order rules may hold:
+  // k members in any order take k * 2^(k-1) (more with additional members
+  // or min/maxProperties). The default admits 9 declared properties; 10 take
+  // 5120. Past it the object falls back to schema order (kAny), and required
+  // names that `properties` does not list follow the listed ones in name
+  // order, each with one warning naming the object's JSON pointer.
+  uint32_t any_order_max_alternatives = 4096;
 
   // The value of a missing `additionalProperties`: the spec says true; false
   // is the strict style of llama.cpp and XGrammar.

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "grammask/gbnf.h"
 #include "grammask/grammar.h"
@@ -51,14 +52,19 @@ struct StructuralTagOptions {
 };
 
 // Converts a structural tag, `{"type": "structural_tag", "format": {...}}`
-// or a bare format object, to a grammar whose start rule is "root". Cost:
-// linear in the tag, plus the conversion of each schema and grammar in it.
+// or a bare format object, to a grammar whose start rule is "root".
+// `warnings`, when given, receives the schema converter's warnings (e.g. an
+// object too large for any order, written in schema order), each prefixed
+// by the JSON pointer of its `json_schema`. Cost: linear in the tag, plus
+// the conversion of each schema and grammar in it.
 Result<Grammar> structural_tag_to_grammar(std::string_view tag_json,
-                                          const StructuralTagOptions& options = {});
+                                          const StructuralTagOptions& options = {},
+                                          std::vector<std::string>* warnings = nullptr);
 
 // The same grammar as GBNF text.
 Result<std::string> structural_tag_to_gbnf(std::string_view tag_json,
-                                           const StructuralTagOptions& options = {});
+                                           const StructuralTagOptions& options = {},
+                                           std::vector<std::string>* warnings = nullptr);
 
 // Converts with `vocabulary` resolving token names, then compiles
 // (CompiledGrammar::compile with root "root"; options.root is ignored).

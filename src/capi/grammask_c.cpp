@@ -15,6 +15,7 @@
 
 #include "grammask/bitmask.h"
 #include "grammask/json_schema.h"
+#include "grammask/lazy_matcher.h"
 #include "grammask/matcher.h"
 #include "grammask/structural_tag.h"
 #include "grammask/thread_pool.h"
@@ -29,6 +30,10 @@ struct gm_grammar {
 struct gm_matcher {
   grammask::CompiledGrammar grammar;  // keeps the grammar alive
   grammask::Matcher matcher;
+};
+struct gm_lazy_matcher {
+  grammask::CompiledGrammar grammar;  // keeps the grammar alive
+  grammask::LazyMatcher matcher;
 };
 struct gm_thread_pool {
   grammask::ThreadPool pool;
@@ -377,6 +382,98 @@ gm_status gm_matcher_fill_draft_masks(gm_matcher* matcher, const uint32_t* draft
   return guarded([&] {
     return status_of(matcher->matcher.fill_draft_masks(draft, n_tokens, words, row_words));
   });
+}
+
+gm_status gm_lazy_matcher_new(const gm_grammar* grammar, const gm_lazy_triggers* triggers,
+                              gm_lazy_matcher** out) {
+  if (grammar == nullptr) return null_argument("grammar");
+  if (triggers == nullptr) return null_argument("triggers");
+  if (out == nullptr) return null_argument("out");
+  return guarded([&] {
+    grammask::LazyTriggers lazy;
+    auto strings = [](const char* const* list, size_t n, const char* what,
+                      std::vector<std::string>& to) {
+      if (n > 0 && list == nullptr) return null_argument(what);
+      for (size_t i = 0; i < n; ++i) {
+        if (list[i] == nullptr)
+          return fail(GM_INVALID_ARGUMENT,
+                      std::string(what) + "[" + std::to_string(i) + "] is NULL");
+        to.emplace_back(list[i]);
+      }
+      return GM_OK;
+    };
+    gm_status s = strings(triggers->words, triggers->n_words, "words", lazy.words);
+    if (s == GM_OK)
+      s = strings(triggers->patterns, triggers->n_patterns, "patterns", lazy.patterns);
+    if (s == GM_OK) {
+      s = strings(triggers->full_patterns, triggers->n_full_patterns, "full_patterns",
+                  lazy.full_patterns);
+    }
+    if (s != GM_OK) return s;
+    if (triggers->n_tokens > 0 && triggers->tokens == nullptr) return null_argument("tokens");
+    lazy.tokens.assign(triggers->tokens, triggers->tokens + triggers->n_tokens);
+    auto created = grammask::LazyMatcher::create(grammar->grammar, lazy);
+    if (!created.ok()) return status_of(created.status());
+    *out = new gm_lazy_matcher{grammar->grammar, std::move(created).value()};
+    return GM_OK;
+  });
+}
+
+gm_status gm_lazy_matcher_clone(const gm_lazy_matcher* matcher, gm_lazy_matcher** out) {
+  if (matcher == nullptr) return null_argument("matcher");
+  if (out == nullptr) return null_argument("out");
+  return guarded([&] {
+    *out = new gm_lazy_matcher{matcher->grammar, matcher->matcher};
+    return GM_OK;
+  });
+}
+
+void gm_lazy_matcher_free(gm_lazy_matcher* matcher) {
+  delete matcher;
+}
+
+gm_status gm_lazy_matcher_fill_mask(gm_lazy_matcher* matcher, uint32_t* words, size_t n_words) {
+  if (matcher == nullptr) return null_argument("matcher");
+  return guarded([&] { return status_of(matcher->matcher.fill_mask(words, n_words)); });
+}
+
+gm_status gm_lazy_matcher_accept_token(gm_lazy_matcher* matcher, uint32_t token) {
+  if (matcher == nullptr) return null_argument("matcher");
+  return guarded([&] { return status_of(matcher->matcher.accept_token(token)); });
+}
+
+bool gm_lazy_matcher_is_token_allowed(gm_lazy_matcher* matcher, uint32_t token) {
+  if (matcher == nullptr) return false;
+  try {
+    return matcher->matcher.is_token_allowed(token);
+  } catch (...) {
+    return false;
+  }
+}
+
+gm_status gm_lazy_matcher_rollback(gm_lazy_matcher* matcher, size_t n_tokens) {
+  if (matcher == nullptr) return null_argument("matcher");
+  return guarded([&] { return status_of(matcher->matcher.rollback(n_tokens)); });
+}
+
+void gm_lazy_matcher_reset(gm_lazy_matcher* matcher) {
+  if (matcher != nullptr) matcher->matcher.reset();
+}
+
+bool gm_lazy_matcher_is_triggered(const gm_lazy_matcher* matcher) {
+  return matcher != nullptr && matcher->matcher.is_triggered();
+}
+
+bool gm_lazy_matcher_is_accepting(const gm_lazy_matcher* matcher) {
+  return matcher != nullptr && matcher->matcher.is_accepting();
+}
+
+bool gm_lazy_matcher_is_terminated(const gm_lazy_matcher* matcher) {
+  return matcher != nullptr && matcher->matcher.is_terminated();
+}
+
+size_t gm_lazy_matcher_num_tokens(const gm_lazy_matcher* matcher) {
+  return matcher != nullptr ? matcher->matcher.num_tokens() : 0;
 }
 
 gm_status gm_thread_pool_new(size_t threads, gm_thread_pool** out) {

@@ -68,7 +68,10 @@ std::optional<std::string> load_constraint_gbnf(const std::string& path, Constra
     grammask::StructuralTagOptions tag_options;
     tag_options.json_schema = options;
     tag_options.vocabulary = vocabulary;
-    gbnf = grammask::structural_tag_to_gbnf(*text, tag_options);
+    std::vector<std::string> warnings;
+    gbnf = grammask::structural_tag_to_gbnf(*text, tag_options, &warnings);
+    for (const std::string& warning : warnings)
+      std::cerr << path << ": warning: " << warning << "\n";
   }
   if (!gbnf.ok()) {
     std::cerr << path << ": " << gbnf.status().to_string() << "\n";

@@ -145,6 +145,7 @@ struct ObjectKeywords {
   uint64_t min_properties = 0;
   std::optional<uint64_t> max_properties;
   std::string properties_count_pointer;
+  std::string members_pointer;  // the schema of `properties` or `required`
   std::set<std::string> evaluated;
   bool properties_evaluated = false;
 

@@ -255,6 +255,7 @@ class Converter {
   struct Member {
     std::string text;  // key, colon and value
     bool required = false;
+    bool listed = true;  // in `properties` (else a required name only)
   };
   std::string emit_object(const Clause& clause, const std::string& hint, uint32_t depth);
   // Members with undeclared keys where patternProperties (or propertyNames
@@ -262,12 +263,25 @@ class Converter {
   // a key may match.
   std::string other_members(const Clause& clause, const std::vector<std::string>& declared,
                             const std::string& hint, uint32_t depth);
-  // The non-empty member lists of an object: `members` (in order, or in any
-  // order per options), `additional` members between them, min_count to
-  // max_count members in all; "" when there are none.
+  // The non-empty member lists of an object: `members` (listed ones in
+  // order and required names in any order, or all in any order per
+  // options), `additional` members between them, min_count to max_count
+  // members in all; "" when there are none. `object` names the object
+  // ("the object at /properties/x") in the warning when an order falls back.
   std::string emit_members(const std::vector<Member>& members, const std::string& additional,
                            uint64_t min_count, std::optional<uint64_t> max_count,
-                           const std::string& hint, uint32_t depth, const std::string& pointer);
+                           const std::string& hint, uint32_t depth, const std::string& pointer,
+                           const std::string& object);
+  // `ordered` members in their order (each optional one may be left out),
+  // `free` members each at most once (required ones exactly once) anywhere,
+  // `additional` ones anywhere: one rule per state (position in `ordered`,
+  // set of free members written, members so far). nullopt, with nothing
+  // defined, when the rules would hold more than `budget` alternatives.
+  std::optional<std::string> emit_unordered(const std::vector<Member>& ordered,
+                                            const std::vector<Member>& free,
+                                            const std::string& additional, uint64_t minimum,
+                                            std::optional<uint64_t> max_count, uint32_t depth,
+                                            uint64_t budget);
 
   // --- arrays (emit_array.cpp) -----------------------------------------------
   std::string emit_array(const Clause& clause, const std::string& hint, uint32_t depth);

@@ -214,8 +214,8 @@ std::string Converter::emit_value(const Json& value, uint32_t depth) {
         member.required = true;
         members.push_back(std::move(member));
       }
-      std::string body =
-          emit_members(members, "", members.size(), members.size(), "const", depth, "");
+      std::string body = emit_members(members, "", members.size(), members.size(), "const", depth,
+                                      "", "an object of enum or const");
       return group(wrap_container("\"{\"", "\"}\"", body, false, depth));
     }
   }

@@ -1,36 +1,65 @@
-// Emission of object clauses: declared members in order or in any order,
+// Emission of object clauses: declared members in schema order or in any order,
 // counted members, and keys that patterns or propertyNames constrain
 // (members of Converter, declared in converter.h).
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "base/json_string.h"
 #include "ir/gbnf_writer.h"
 #include "schema/converter.h"
 #include "schema/gbnf_text.h"
+#include "schema/refusal.h"
 
 namespace grammask::internal::schema {
 
-std::string Converter::emit_members(const std::vector<Member>& members,
+std::string Converter::emit_members(const std::vector<Member>& all_members,
                                     const std::string& additional, uint64_t min_count,
                                     std::optional<uint64_t> max_count, const std::string& hint,
-                                    uint32_t depth, const std::string& pointer) {
+                                    uint32_t depth, const std::string& pointer,
+                                    const std::string& object) {
   (void)hint;  // state rules get short names of their own
   // Non-empty member lists only: callers add the empty object themselves.
   uint64_t minimum = std::max<uint64_t>(min_count, 1);
   if (max_count && *max_count == 0) return "";
+  if (max_count) check_repeat(*max_count, "maxProperties", pointer);
+  check_repeat(minimum, "minProperties", pointer);
+  const uint64_t budget = options_.any_order_max_alternatives;
+  auto warn_once = [&](const std::string& message) {
+    if (warnings_ && std::find(warnings_->begin(), warnings_->end(), message) == warnings_->end())
+      warn(message);
+  };
+  // Listed members in schema order, required names that `properties` does
+  // not list in any order (each exactly once), or all in any order.
+  std::vector<Member> listed, unlisted;
+  for (const Member& member : all_members) (member.listed ? listed : unlisted).push_back(member);
+  if (options_.property_order == JsonSchemaOptions::PropertyOrder::kAny && all_members.size() > 1) {
+    std::optional<std::string> body =
+        emit_unordered({}, all_members, additional, minimum, max_count, depth, budget);
+    if (body) return *body;
+    warn_once("properties of " + object +
+              " in schema order, not in any order: that takes more than " + std::to_string(budget) +
+              " alternatives (any_order_max_alternatives)");
+  }
+  if (!unlisted.empty()) {
+    std::optional<std::string> body =
+        emit_unordered(listed, unlisted, additional, minimum, max_count, depth, budget);
+    if (body) return *body;
+    warn_once("required properties that \"properties\" does not list, of " + object +
+              ", in name order after the listed ones: any order takes more than " +
+              std::to_string(budget) + " alternatives (any_order_max_alternatives)");
+  }
+  // Schema order, then the unlisted required names in name order.
+  const std::vector<Member>& members = all_members;
   size_t n = members.size();
   auto member_text = [&](const std::string& text, bool first) {
     return seq({first ? "" : "\",\"", inner(depth), text, after()});
   };
-  bool any_order = options_.property_order == JsonSchemaOptions::PropertyOrder::kAny &&
-                   n <= options_.any_order_max_properties && n > 1;
   uint64_t cap = std::max<uint64_t>(minimum, max_count ? *max_count : 0);
-  if (max_count) check_repeat(*max_count, "maxProperties", pointer);
-  check_repeat(minimum, "minProperties", pointer);
   std::string base = unique_name("o");  // short: one rule per state
-  // State: (position or subset, members so far capped at `cap`).
+  // State: (position, members so far capped at `cap`).
   std::map<std::pair<uint64_t, uint64_t>, std::string> names;
   std::map<std::pair<uint64_t, uint64_t>, bool> productive;
   auto state_name = [&](uint64_t where, uint64_t count) {
@@ -52,7 +81,7 @@ std::string Converter::emit_members(const std::vector<Member>& members,
       define_rule(name, body.empty() ? "\"\"" : body);
     }
   };
-  if (!any_order && !max_count && minimum == 1) {
+  if (!max_count && minimum == 1) {
     // Any number of members: one parse per object. Other members go right
     // after the member they follow (or first); declared ones in order.
     //   first ::= A ("," A)* after_0 | take_0
@@ -98,7 +127,7 @@ std::string Converter::emit_members(const std::vector<Member>& members,
     define_states();
     return group(alternatives(first));
   }
-  if (!any_order) {
+  {
     // Productive states, computed from the end.
     for (int i = static_cast<int>(n); i >= 0; --i) {
       for (int64_t count = static_cast<int64_t>(cap); count >= 0; --count) {
@@ -159,48 +188,170 @@ std::string Converter::emit_members(const std::vector<Member>& members,
         pending.emplace_back(state_name(i, c), body);
       }
     }
-  } else {
-    uint64_t all = (uint64_t{1} << n) - 1;
-    uint64_t required_mask = 0;
-    for (size_t i = 0; i < n; ++i)
-      if (members[i].required) required_mask |= uint64_t{1} << i;
-    // Productive states: iterate to a fixed point (subsets only grow).
-    for (int64_t mask = static_cast<int64_t>(all); mask >= 0; --mask) {
-      for (int64_t count = static_cast<int64_t>(cap); count >= 0; --count) {
-        auto m = static_cast<uint64_t>(mask);
-        auto c = static_cast<uint64_t>(count);
-        bool ok = (m & required_mask) == required_mask && c >= minimum;
-        auto next = next_count(c);
-        for (size_t j = 0; j < n && !ok; ++j)
-          if (!(m & (uint64_t{1} << j)) && next && productive[{m | (uint64_t{1} << j), *next}])
-            ok = true;
-        if (!additional.empty() && next && *next != c && productive[{m, *next}]) ok = true;
-        productive[{m, c}] = ok;
-      }
-    }
-    if (!productive[{0, 0}]) return "";
-    for (uint64_t m = 0; m <= all; ++m) {
-      for (uint64_t c = 0; c <= cap; ++c) {
-        if (!productive[{m, c}]) continue;
-        std::vector<std::string> options;
-        auto next = next_count(c);
-        if (!additional.empty() && next && productive[{m, *next}])
-          options.push_back(seq({member_text(additional, c == 0), state_name(m, *next)}));
-        for (size_t j = 0; j < n; ++j) {
-          uint64_t bit = uint64_t{1} << j;
-          if (!(m & bit) && next && productive[{m | bit, *next}])
-            options.push_back(
-                seq({member_text(members[j].text, c == 0), state_name(m | bit, *next)}));
-        }
-        bool can_end = (m & required_mask) == required_mask && c >= minimum;
-        std::string body = alternatives(options);
-        if (can_end) body = body.empty() ? "" : "(" + body + ")?";
-        pending.emplace_back(state_name(m, c), body);
-      }
-    }
   }
   define_states();
   return state_name(0, 0);
+}
+
+// The states, as a deterministic automaton over members: Normal(i, W, c)
+// after c members (capped at `cap`), with `ordered` members before i written
+// or left out and the free members in W written; Skip(i, W, c) after
+// leaving out ordered member i, where only a later ordered member or the end
+// may come (so that a left-out member is left out at one place, and every
+// object has one parse). A free member, additional ones and the next ordered
+// member lead from Normal states. The automaton is the minimal one for the
+// free members: two different sets W are told apart by a member in one and
+// not the other, so no exact rule set with one rule per state has fewer.
+std::optional<std::string> Converter::emit_unordered(const std::vector<Member>& ordered,
+                                                     const std::vector<Member>& free,
+                                                     const std::string& additional,
+                                                     uint64_t minimum,
+                                                     std::optional<uint64_t> max_count,
+                                                     uint32_t depth, uint64_t budget) {
+  const size_t o = ordered.size(), k = free.size();
+  if (k >= 32 || (uint64_t{1} << k) > budget) return std::nullopt;
+  const uint64_t cap = std::max<uint64_t>(minimum, max_count ? *max_count : 0);
+  uint64_t free_required = 0;
+  for (size_t j = 0; j < k; ++j)
+    if (free[j].required) free_required |= uint64_t{1} << j;
+  struct State {
+    uint32_t i;
+    bool skip;
+    uint64_t written;
+    uint64_t count;
+    bool operator<(const State& b) const {
+      return std::tie(i, skip, written, count) < std::tie(b.i, b.skip, b.written, b.count);
+    }
+  };
+  enum class Kind : uint8_t { kAdditional, kFree, kOrdered, kSkip };
+  struct Edge {
+    Kind kind;
+    size_t index;
+    State to;
+  };
+  auto next_count = [&](uint64_t count) -> std::optional<uint64_t> {
+    if (max_count && count + 1 > *max_count) return std::nullopt;
+    return std::min(count + 1, cap);
+  };
+  auto can_end = [&](const State& s) {
+    size_t next_ordered = s.skip ? s.i + 1 : s.i;
+    return next_ordered == o && (s.written & free_required) == free_required && s.count >= minimum;
+  };
+  auto edges = [&](const State& s) {
+    std::vector<Edge> out;
+    auto next = next_count(s.count);
+    size_t i = s.skip ? s.i + 1 : s.i;
+    if (!s.skip) {
+      if (!additional.empty() && next)
+        out.push_back({Kind::kAdditional, 0, {s.i, false, s.written, *next}});
+      for (size_t j = 0; j < k; ++j) {
+        uint64_t bit = uint64_t{1} << j;
+        if (!(s.written & bit) && next)
+          out.push_back({Kind::kFree, j, {s.i, false, s.written | bit, *next}});
+      }
+    }
+    if (i < o) {
+      if (next)
+        out.push_back({Kind::kOrdered, i, {static_cast<uint32_t>(i + 1), false, s.written, *next}});
+      if (!ordered[i].required)
+        out.push_back({Kind::kSkip, i, {static_cast<uint32_t>(i), true, s.written, s.count}});
+    }
+    return out;
+  };
+  // Which states can still end, from the start; gives up past the budget.
+  std::map<State, bool> productive;
+  bool over = false;
+  std::function<bool(const State&)> visit = [&](const State& s) -> bool {
+    auto it = productive.find(s);
+    if (it != productive.end()) return it->second;
+    if (over || productive.size() >= budget) {
+      over = true;
+      return false;
+    }
+    productive[s] = false;  // a self-loop (additional members, count capped) adds nothing
+    bool ok = can_end(s);
+    for (const Edge& e : edges(s))
+      if (!(e.to.i == s.i && e.to.skip == s.skip && e.to.written == s.written &&
+            e.to.count == s.count))
+        ok = visit(e.to) || ok;
+    if (over) return false;
+    productive[s] = ok;
+    return ok;
+  };
+  const State start{0, false, 0, 0};
+  if (!visit(start)) return over ? std::nullopt : std::optional<std::string>("");
+  // The rules, as edges to productive states; counted before any is defined.
+  std::map<State, size_t> index;
+  std::vector<State> order = {start};
+  index[start] = 0;
+  std::vector<std::vector<Edge>> kept;
+  uint64_t alternatives_count = 0;
+  for (size_t q = 0; q < order.size(); ++q) {
+    State s = order[q];
+    std::vector<Edge> out;
+    for (const Edge& e : edges(s)) {
+      if (!productive[e.to]) continue;
+      out.push_back(e);
+      if (index.emplace(e.to, order.size()).second) order.push_back(e.to);
+    }
+    alternatives_count += out.size();
+    if (alternatives_count > budget) return std::nullopt;
+    kept.push_back(std::move(out));
+  }
+  // Each member is one rule (its text is written once, not once per state).
+  auto member_rule = [&](const std::string& text) {
+    std::string body = seq({inner(depth), text, after()});
+    return bare_name(body) ? body : unshared_rule("p", body);
+  };
+  std::vector<std::string> ordered_rules, free_rules;
+  for (const Member& m : ordered) ordered_rules.push_back(member_rule(m.text));
+  for (const Member& m : free) free_rules.push_back(member_rule(m.text));
+  std::string additional_rule = additional.empty() ? "" : member_rule(additional);
+  std::string base = unique_name("o");
+  std::vector<std::string> names;
+  for (size_t q = 0; q < order.size(); ++q) {
+    // "-s": apart from unique_name's "o-2" and the ordered states' "o-2-1".
+    names.push_back(base + "-s" + std::to_string(q));
+    names_.insert(names.back());
+  }
+  for (size_t q = 0; q < order.size(); ++q) {
+    const State& s = order[q];
+    // Members after a comma (written once before them all), then the
+    // states that leave out an ordered member.
+    std::vector<std::string> members, skips;
+    bool loop = false;
+    for (const Edge& e : kept[q]) {
+      const std::string& to = names[index[e.to]];
+      switch (e.kind) {
+        case Kind::kAdditional:
+          if (e.to.count == s.count)
+            loop = true;
+          else
+            members.push_back(seq({additional_rule, to}));
+          break;
+        case Kind::kFree:
+          members.push_back(seq({free_rules[e.index], to}));
+          break;
+        case Kind::kOrdered:
+          members.push_back(seq({ordered_rules[e.index], to}));
+          break;
+        case Kind::kSkip:
+          skips.push_back(to);
+          break;
+      }
+    }
+    std::vector<std::string> options = skips;
+    if (!members.empty()) {
+      std::string written = alternatives(members);
+      if (members.size() > 1 && s.count != 0) written = group(written);
+      options.insert(options.begin(), seq({s.count == 0 ? "" : "\",\"", written}));
+    }
+    std::string body = alternatives(options);
+    if (!body.empty() && (loop || can_end(s))) body = group(body) + (can_end(s) ? "?" : "");
+    if (loop) body = seq({group(seq({"\",\"", additional_rule})) + "*", body});
+    define_rule(names[q], body.empty() ? "\"\"" : body);
+  }
+  return names[0];
 }
 
 // Members with undeclared keys when patternProperties (or propertyNames
@@ -295,7 +446,8 @@ std::string Converter::emit_object(const Clause& clause, const std::string& hint
       continue;
     }
     members.push_back(
-        {seq({internal::gbnf_literal(internal::json_quote(name)), colon(), value_rule}), required});
+        {seq({internal::gbnf_literal(internal::json_quote(name)), colon(), value_rule}), required,
+         find_property(clause, name) != nullptr});
   }
   std::string additional_member;
   if (!clause.pattern_properties.empty() ||
@@ -317,9 +469,9 @@ std::string Converter::emit_object(const Clause& clause, const std::string& hint
       additional_member = unshared_rule("m", seq({additional_key, colon(), value_rule}));
   }
   bool empty_ok = clause.required.empty() && clause.min_properties == 0;
-  std::string body =
-      emit_members(members, additional_member, clause.min_properties, clause.max_properties, hint,
-                   depth, clause.properties_count_pointer);
+  std::string body = emit_members(
+      members, additional_member, clause.min_properties, clause.max_properties, hint, depth,
+      clause.properties_count_pointer, "the object at " + display_pointer(clause.members_pointer));
   if (body.empty() && !empty_ok) return "";
   return add_rule(hint + "-object", wrap_container("\"{\"", "\"}\"", body, empty_ok, depth));
 }

@@ -46,6 +46,7 @@ void Converter::apply_properties(Disj& local, const Json* node, const NodeInfo& 
     if (properties != node->end()) {
       if (!properties->is_object())
         refuse("properties", where.pointer, "must be an object", ErrorCode::kSyntax);
+      if (clause.members_pointer.empty()) clause.members_pointer = where.pointer;
       for (auto p = properties->begin(); p != properties->end(); ++p) {
         clause.properties.emplace_back(p.key(), Sub::of(&p.value()));
         clause.evaluated.insert(p.key());
@@ -108,6 +109,7 @@ void Converter::apply_required(Disj& d, const Keyword& k) {
   const std::string& pointer = k.where.pointer;
   if (!value.is_array()) refuse(key, pointer, "must be an array", ErrorCode::kSyntax);
   for_each_clause(d, JType::kObject, [&](Clause& c) {
+    if (c.members_pointer.empty()) c.members_pointer = pointer;
     for (const Json& name : value) {
       if (!name.is_string()) refuse(key, pointer, "names must be strings", ErrorCode::kSyntax);
       c.required.insert(name.get<std::string>());
@@ -175,6 +177,7 @@ bool Converter::intersect_objects(Clause& c, const Clause& a, const Clause& b) {
     c.max_properties =
         c.max_properties ? std::min(*c.max_properties, *b.max_properties) : *b.max_properties;
   if (c.properties_count_pointer.empty()) c.properties_count_pointer = b.properties_count_pointer;
+  if (c.members_pointer.empty()) c.members_pointer = b.members_pointer;
   c.evaluated.insert(b.evaluated.begin(), b.evaluated.end());
   c.properties_evaluated = a.properties_evaluated || b.properties_evaluated;
   if (c.max_properties && c.min_properties > *c.max_properties) return false;

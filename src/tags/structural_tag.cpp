@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,12 +18,20 @@
 
 #include "base/utf8.h"
 #include "regex/ecma_regex.h"
+#include "schema/json_text.h"
 
 namespace grammask {
 
 namespace {
 
-using Json = nlohmann::ordered_json;
+using Json = internal::schema::Json;
+
+// Whether `value` is the string `text`. (Comparing a Json with a string
+// literal builds a Json, whose possible throw inside noexcept operators
+// would call std::terminate.)
+bool is_string_equal(const Json& value, std::string_view text) {
+  return value.is_string() && value.get_ref<const std::string&>() == text;
+}
 
 // What the nearest enclosing `tag` ends with, at each level.
 struct Ends {
@@ -31,12 +41,14 @@ struct Ends {
 
 class TagConverter {
  public:
-  explicit TagConverter(const StructuralTagOptions& options) : options_(options) {}
+  TagConverter(const StructuralTagOptions& options, std::vector<std::string>* warnings)
+      : options_(options), warnings_(warnings) {}
 
   Result<Grammar> convert(const Json& document) {
     const Json* format = &document;
     std::string path;
-    if (document.is_object() && document.contains("type") && document["type"] == "structural_tag") {
+    if (document.is_object() && document.contains("type") &&
+        is_string_equal(document["type"], "structural_tag")) {
       auto found = document.find("format");
       if (found == document.end()) return fail_invalid("", "a structural tag needs \"format\"");
       format = &*found;
@@ -353,7 +365,7 @@ class TagConverter {
     auto style = format.find("style");
     if (style != format.end()) {
       if (!style->is_string()) return fail_invalid(path + "/style", "\"style\" must be a string");
-      if (*style != "json") {
+      if (!is_string_equal(*style, "json")) {
         return fail_unsupported(path + "/style", "style \"" + style->get<std::string>() +
                                                      "\" is not supported (only \"json\")");
       }
@@ -362,7 +374,12 @@ class TagConverter {
     bool any_order = false;
     if (Status s = bool_field(format, path, "any_order", false, &any_order); !s.ok()) return s;
     if (any_order) schema_options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
-    Result<Grammar> sub = json_schema_to_grammar(schema->dump(), schema_options);
+    std::vector<std::string> schema_warnings;
+    Result<Grammar> sub = json_schema_to_grammar(schema->dump(), schema_options, &schema_warnings);
+    if (warnings_ != nullptr) {
+      for (const std::string& warning : schema_warnings)
+        warnings_->push_back("structural tag at " + path + "/json_schema: " + warning);
+    }
     if (!sub.ok()) {
       return Status(sub.status().code(),
                     "structural tag at " + path + "/json_schema: " + sub.status().message());
@@ -487,7 +504,7 @@ class TagConverter {
       return text(code_points);
     }
     auto type = value.is_object() ? value.find("type") : value.end();
-    if (value.is_object() && type != value.end() && *type == "token") {
+    if (value.is_object() && type != value.end() && is_string_equal(*type, "token")) {
       *is_token = true;
       const Json* token = nullptr;
       if (Status s = field(value, path, "token", &token); !s.ok()) return s;
@@ -500,7 +517,7 @@ class TagConverter {
   Result<Expr> tag(const Json& format, const std::string& path, uint32_t depth,
                    std::u32string* begin_text = nullptr, Expr* begin_token = nullptr) {
     if (!format.is_object()) return fail_invalid(path, "a tag must be a JSON object");
-    if (format.contains("type") && format["type"] != "tag")
+    if (format.contains("type") && !is_string_equal(format["type"], "tag"))
       return fail_invalid(path + "/type", "expected a format of type \"tag\"");
     const Json* begin_value = nullptr;
     const Json* content = nullptr;
@@ -763,6 +780,7 @@ class TagConverter {
   }
 
   const StructuralTagOptions& options_;
+  std::vector<std::string>* warnings_;
   Grammar grammar_;
   std::unordered_map<std::string, uint32_t> imported_;  // rule body (GBNF) -> rule
   std::unordered_map<std::string_view, std::vector<uint32_t>> ids_by_text_;  // token names
@@ -772,27 +790,25 @@ class TagConverter {
 }  // namespace
 
 Result<Grammar> structural_tag_to_grammar(std::string_view tag_json,
-                                          const StructuralTagOptions& options) {
-  Json document =
-      Json::parse(tag_json.begin(), tag_json.end(), nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) {
-    // Find where: parse again with exceptions for the position.
-    try {
-      const Json again = Json::parse(tag_json.begin(), tag_json.end());
-      (void)again;
-    } catch (const Json::parse_error& e) {
-      return Status(ErrorCode::kSyntax,
-                    "structural tag: not JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-    } catch (...) {
-    }
-    return Status(ErrorCode::kSyntax, "structural tag: not JSON");
+                                          const StructuralTagOptions& options,
+                                          std::vector<std::string>* warnings) {
+  if (std::optional<std::string> deep = internal::schema::too_deep_at(tag_json, 512)) {
+    return Status(ErrorCode::kLimitExceeded,
+                  "structural tag at " + *deep + ": JSON nested deeper than 512 levels");
   }
-  return TagConverter(options).convert(document);
+  Json document;
+  try {
+    document = internal::schema::parse_json(tag_json);
+  } catch (const std::invalid_argument& e) {
+    return Status(ErrorCode::kSyntax, std::string("structural tag: not JSON: ") + e.what());
+  }
+  return TagConverter(options, warnings).convert(document);
 }
 
 Result<std::string> structural_tag_to_gbnf(std::string_view tag_json,
-                                           const StructuralTagOptions& options) {
-  Result<Grammar> grammar = structural_tag_to_grammar(tag_json, options);
+                                           const StructuralTagOptions& options,
+                                           std::vector<std::string>* warnings) {
+  Result<Grammar> grammar = structural_tag_to_grammar(tag_json, options, warnings);
   if (!grammar.ok()) return grammar.status();
   return grammar->to_gbnf();
 }
