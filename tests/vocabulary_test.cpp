@@ -18,6 +18,7 @@
 
 #include "base/utf8.h"
 #include "grammask/bitmask.h"
+#include "grammask/matcher.h"
 #include "vocab/text_slice.h"
 #include "vocab/token_trie.h"
 #include "vocab/vocabulary_access.h"
@@ -743,6 +744,55 @@ TEST(TokenizerJson, SentencePieceBpeWithGapsAndByteFallback) {
   EXPECT_EQ(vocab->token_bytes(2), " a");
   EXPECT_EQ(vocab->kind(5), TokenKind::kUnused);  // a gap
   EXPECT_EQ(vocab->stop_tokens(), std::vector<uint32_t>{9});
+  EXPECT_EQ(check_trie(*vocab), "");
+}
+
+// Non-special added tokens print through the decoder as Hugging Face
+// decodes them: Gemma 3's runs of '\u2581' are spaces, so a grammar without
+// spaces refuses them; byte-level text is decoded when every character is in
+// the byte alphabet, and kept as written otherwise.
+TEST(TokenizerJson, NonSpecialAddedTokensPrintThroughTheDecoder) {
+  const std::string sentencepiece = R"({
+    "added_tokens": [{"id": 0, "content": "<unk>", "special": true},
+                     {"id": 3, "content": "\u2581\u2581", "special": false},
+                     {"id": 4, "content": "\u2581\u2581\u2581", "special": false},
+                     {"id": 5, "content": "<start_of_image>", "special": false},
+                     {"id": 6, "content": "\u2581\u2581", "special": true}],
+    "decoder": {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"}]},
+    "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>",
+              "vocab": {"<unk>": 0, "a": 1, "\u2581a": 2}}})";
+  auto vocab = Vocabulary::from_tokenizer_json(sentencepiece);
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  EXPECT_EQ(vocab->token_bytes(3), "  ");
+  EXPECT_EQ(vocab->token_bytes(4), "   ");
+  EXPECT_EQ(vocab->kind(3), TokenKind::kUserDefined);
+  EXPECT_EQ(vocab->token_bytes(5), "<start_of_image>");
+  EXPECT_EQ(vocab->token_bytes(6), "\xE2\x96\x81\xE2\x96\x81");  // special: its text, never read
+  EXPECT_EQ(check_trie(*vocab), "");
+  auto compiled = CompiledGrammar::from_gbnf("root ::= [^ ]*", *vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  Matcher m(*compiled);
+  std::vector<uint32_t> words(compiled->mask_words());
+  ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+  EXPECT_TRUE(test_bit(words.data(), 1));
+  EXPECT_FALSE(test_bit(words.data(), 2));  // " a"
+  EXPECT_FALSE(test_bit(words.data(), 3));  // two spaces
+  EXPECT_FALSE(test_bit(words.data(), 4));
+
+  const std::string byte_level = R"({
+    "added_tokens": [{"id": 2, "content": "\u0120hi", "special": false},
+                     {"id": 3, "content": "<\uff5ctool\u2581sep\uff5c>", "special": false},
+                     {"id": 4, "content": "\u0120\uff5c", "special": false}],
+    "pre_tokenizer": {"type": "ByteLevel"},
+    "decoder": {"type": "ByteLevel"},
+    "model": {"type": "BPE", "vocab": {"hi": 0, "\u0120there": 1}, "merges": []}})";
+  vocab = Vocabulary::from_tokenizer_json(byte_level);
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  EXPECT_EQ(vocab->token_bytes(2), " hi");
+  EXPECT_EQ(vocab->token_bytes(3), "<\xEF\xBD\x9Ctool\xE2\x96\x81sep\xEF\xBD\x9C>");
+  EXPECT_EQ(vocab->token_bytes(4), "\xC4\xA0\xEF\xBD\x9C");  // one character outside: as written
   EXPECT_EQ(check_trie(*vocab), "");
 }
 

@@ -34,7 +34,7 @@ struct VocabularyAccess;
 enum class TokenKind : uint8_t {
   kNormal,       // ordinary text; matches grammar text
   kByte,         // a SentencePiece `<0xHH>` byte-fallback piece: one raw byte
-  kUserDefined,  // text added verbatim by the tokenizer's author; matches grammar text
+  kUserDefined,  // text added by the tokenizer's author; matches grammar text
   kControl,      // special (`<|eot_id|>`, `<s>`): never matches grammar text
   kUnknown,      // `<unk>`-like: never matches grammar text
   kUnused,       // reserved or missing id: never allowed, empty bytes
@@ -110,7 +110,9 @@ class Vocabulary {
   // SentencePiece spelling is decided from the model, decoder, pre_tokenizer
   // and normalizer sections; WordPiece and unrecognised setups are
   // kUnsupported. `added_tokens` with special=true are control tokens, the
-  // others verbatim user-defined text. Default stop tokens: special added
+  // others user-defined text spelled as the decoder prints them (a
+  // SentencePiece '\u2581' is a space; byte-level text is decoded when all
+  // its characters are in the byte alphabet). Default stop tokens: special added
   // tokens spelled like a conventional end marker (`<|end_of_text|>`,
   // `<|eot_id|>`, `<|endoftext|>`, `<|end|>`, `</s>`, ...). The file has no
   // eos field (that lives in tokenizer_config.json): use with_stop_tokens to

@@ -552,6 +552,36 @@ bool has_type(const json& node, const char* type) {
   return any_component(node, [&](const json& c) { return string_member(c, "type") == type; });
 }
 
+// The bytes a non-special added token prints, as Hugging Face decodes it:
+// through the byte-level alphabet when every character of it is in the
+// alphabet (else its own UTF-8 bytes), or with each '\u2581' a space.
+std::string_view added_token_bytes(const std::string& content, TokenizerStyle style,
+                                   std::string& spelled) {
+  spelled.assign(content);
+  if (style == TokenizerStyle::kByteLevel) {
+    for (size_t i = 0; i < content.size();) {
+      const uint8_t first = static_cast<uint8_t>(content[i]);
+      if (first >= 0x21 && first <= 0x7E) {
+        ++i;
+        continue;
+      }
+      const uint32_t pair = i + 1 < content.size()
+                                ? (uint32_t{first} << 8 | static_cast<uint8_t>(content[i + 1]))
+                                : 0;
+      const uint32_t index = pair - internal::BytePairTable::kFirst;
+      if (index >= internal::BytePairTable::kSize || internal::kBytePairs.byte_of[index] < 0)
+        return content;  // a character outside the alphabet: the text as it is
+      i += 2;
+    }
+    char* end = internal::write_byte_level_bytes(content, spelled.data());
+    spelled.resize(static_cast<size_t>(end - spelled.data()));
+  } else if (style == TokenizerStyle::kSentencePiece) {
+    char* end = internal::write_sentencepiece_bytes(content, spelled.data());
+    spelled.resize(static_cast<size_t>(end - spelled.data()));
+  }
+  return spelled;
+}
+
 constexpr const char* kSpaceMark = "\xE2\x96\x81";  // '▁'
 
 // A Replace step whose pattern is the literal `from` and content is `to`.
@@ -713,11 +743,18 @@ Result<Vocabulary> Vocabulary::from_tokenizer_json(std::string_view text) try {
   }
   const std::string unknown_piece = string_member(model, "unk_token");
   decoded.reserve(size, parts.pieces_text.size());
+  std::string spelled;  // (scratch of added_token_bytes)
   for (uint32_t id = 0; id < size; ++id) {
     if (added_of_id[id] != kNone) {
       const AddedToken& token = added_tokens[added_of_id[id]];
-      decoded.add_token(*token.content,
-                        token.special ? TokenKind::kControl : TokenKind::kUserDefined);
+      if (token.special) {
+        decoded.add_token(*token.content, TokenKind::kControl);
+      } else {
+        // A non-special added token prints through the decoder, as the
+        // pieces do: Gemma's "\u2581\u2581" is two spaces.
+        decoded.add_token(added_token_bytes(*token.content, decoded.style, spelled),
+                          TokenKind::kUserDefined);
+      }
       continue;
     }
     if (piece_of_id[id] == kNone) {
