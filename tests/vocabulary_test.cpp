@@ -796,6 +796,59 @@ TEST(TokenizerJson, NonSpecialAddedTokensPrintThroughTheDecoder) {
   EXPECT_EQ(check_trie(*vocab), "");
 }
 
+// Older files without model.type load by the model's shape, as Hugging
+// Face reads them; a shape that is neither BPE nor Unigram is refused.
+TEST(TokenizerJson, ModelWithoutTypeLoadsByItsShape) {
+  auto bpe = Vocabulary::from_tokenizer_json(R"({
+    "decoder": {"type": "ByteLevel"},
+    "model": {"vocab": {"hi": 0, "\u0120there": 1}, "merges": ["h i"]}})");
+  ASSERT_TRUE(bpe.ok()) << bpe.status().to_string();
+  EXPECT_EQ(bpe->token_bytes(1), " there");
+  auto unigram = Vocabulary::from_tokenizer_json(R"({
+    "decoder": {"type": "Metaspace"},
+    "model": {"unk_id": 0, "vocab": [["<unk>", 0.0], ["\u2581a", -1.5]]}})");
+  ASSERT_TRUE(unigram.ok()) << unigram.status().to_string();
+  EXPECT_EQ(unigram->token_bytes(1), " a");
+  EXPECT_EQ(unigram->kind(0), TokenKind::kUnknown);
+  auto word_piece = Vocabulary::from_tokenizer_json(R"({
+    "model": {"vocab": {"hi": 0}, "continuing_subword_prefix": "##"}})");
+  EXPECT_EQ(word_piece.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(word_piece.status().message().find("no type"), std::string::npos)
+      << word_piece.status().message();
+}
+
+// Added tokens at sparse ids far past the vocab list load: ids are ids.
+TEST(TokenizerJson, AddedTokensAtSparseIdsLoad) {
+  auto vocab = Vocabulary::from_tokenizer_json(R"({
+    "added_tokens": [{"id": 250000, "content": "<|far|>", "special": true},
+                     {"id": 200000, "content": "<tool>", "special": false}],
+    "decoder": {"type": "ByteLevel"},
+    "model": {"type": "BPE", "vocab": {"hi": 0, "\u0120there": 1}, "merges": []}})");
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  EXPECT_EQ(vocab->size(), 250001u);
+  EXPECT_EQ(vocab->kind(250000), TokenKind::kControl);
+  EXPECT_EQ(vocab->token_bytes(200000), "<tool>");
+  EXPECT_EQ(vocab->kind(100000), TokenKind::kUnused);
+  EXPECT_EQ(vocab->find_token("<tool>"), std::optional<uint32_t>(200000));
+}
+
+// gpt-oss ends a reply with <|return|> and a tool call with <|call|>, which
+// its tokenizer does not mark as EOS: both stop by default; with_stop_tokens
+// changes the set.
+TEST(TokenizerJson, HarmonyEndTokensStop) {
+  auto vocab = Vocabulary::from_tokenizer_json(R"({
+    "added_tokens": [{"id": 2, "content": "<|return|>", "special": true},
+                     {"id": 3, "content": "<|call|>", "special": true},
+                     {"id": 4, "content": "<|channel|>", "special": true}],
+    "decoder": {"type": "ByteLevel"},
+    "model": {"type": "BPE", "vocab": {"hi": 0, "\u0120there": 1}, "merges": []}})");
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  EXPECT_EQ(vocab->stop_tokens(), (std::vector<uint32_t>{2, 3}));
+  auto only_return = vocab->with_stop_tokens({2});
+  ASSERT_TRUE(only_return.ok());
+  EXPECT_EQ(only_return->stop_tokens(), std::vector<uint32_t>{2});
+}
+
 TEST(TokenizerJson, Unigram) {
   const std::string json = R"({
     "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581"},

@@ -62,7 +62,8 @@ class DecodedVocabulary {
   TokenizerStyle style = TokenizerStyle::kRawBytes;
   // Also stop on control tokens spelled like a conventional end marker
   // (`<|endoftext|>`, `<|end_of_text|>`, `<|eot_id|>`, `<|eom_id|>`,
-  // `<|end|>`, `<|im_end|>`, `<end_of_turn>`, `</s>`, `<eos>`, ...).
+  // `<|end|>`, `<|im_end|>`, `<end_of_turn>`, `</s>`, `<eos>`, and gpt-oss's
+  // `<|return|>` and `<|call|>`, ...).
   bool add_end_marker_stops = false;
 
  private:

@@ -387,6 +387,7 @@ struct TokenizerJsonParts {
   json sections = json::object();  // decoder, pre_tokenizer, normalizer, ... as present
   json model = json::object();     // type, byte_fallback, unk_token, unk_id as present
   VocabShape vocab_shape = VocabShape::kAbsent;
+  bool model_has_merges = false;
   std::string pieces_text;
   std::vector<VocabPiece> pieces;
   std::string vocab_problem;  // the first malformed entry, reported once the type is known
@@ -482,6 +483,7 @@ void scan_vocab(JsonScanner& scanner, TokenizerJsonParts& parts) {
 void scan_model(JsonScanner& scanner, TokenizerJsonParts& parts) {
   parts.model = json::object();
   parts.vocab_shape = VocabShape::kAbsent;
+  parts.model_has_merges = false;
   parts.model_is_object = scanner.peek() == '{';
   if (!parts.model_is_object) {
     scanner.skip_value();
@@ -492,8 +494,11 @@ void scan_model(JsonScanner& scanner, TokenizerJsonParts& parts) {
       scan_vocab(scanner, parts);
     } else if (is_one_of(name, kModelFieldNames)) {
       parts.model[name] = json::parse(scanner.skip_value());
+    } else if (name == "merges") {
+      scanner.skip_value();
+      parts.model_has_merges = true;  // (its shape names a BPE model without a type)
     } else {
-      scanner.skip_value();  // merges, dropout, ...
+      scanner.skip_value();  // dropout, ...
     }
   });
 }
@@ -644,7 +649,21 @@ Result<Vocabulary> Vocabulary::from_tokenizer_json(std::string_view text) try {
   if (!pre_tokenizer) pre_tokenizer = &null_json;
   if (!normalizer) normalizer = &null_json;
 
-  const std::string model_type = string_member(model, "type");
+  std::string model_type = string_member(model, "type");
+  if (model_type.empty() && member(model, "type") == nullptr) {
+    // Older files leave the type out and Hugging Face reads the model by
+    // its shape: a list of [piece, score] is Unigram, a vocab object with
+    // merges is BPE (WordPiece's and WordLevel's have none).
+    if (parts.vocab_shape == VocabShape::kList) {
+      model_type = "Unigram";
+    } else if (parts.vocab_shape == VocabShape::kObject && parts.model_has_merges) {
+      model_type = "BPE";
+    } else {
+      return Status(ErrorCode::kUnsupported,
+                    "tokenizer.json: the model has no type and its shape is neither BPE (a vocab "
+                    "object and merges) nor Unigram (a vocab list)");
+    }
+  }
   if (model_type != "BPE" && model_type != "Unigram") {
     return Status(ErrorCode::kUnsupported,
                   "tokenizer.json: model type '" + model_type +
@@ -682,8 +701,11 @@ Result<Vocabulary> Vocabulary::from_tokenizer_json(std::string_view text) try {
 
   const size_t added_count = added && added->is_array() ? added->size() : 0;
   const size_t entry_count = parts.pieces.size() + added_count;
-  // Ids may leave gaps, but a hostile id must not force a huge allocation.
-  const uint64_t id_limit = 2 * static_cast<uint64_t>(entry_count) + 1024;
+  // Ids may leave gaps (added tokens at sparse ids far past the vocab list
+  // load), but a hostile id must not force a huge allocation: below 2^21
+  // ids (some 10 MiB of token table) or twice the entries, whichever is more.
+  const uint64_t id_limit =
+      std::max<uint64_t>(uint64_t{1} << 21, 2 * static_cast<uint64_t>(entry_count) + 1024);
   uint64_t size = 0;
   // `describe` names the entry, only when there is an error to report.
   const auto check_id = [&](uint64_t id, const auto& describe) -> Status {

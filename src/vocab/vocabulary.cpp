@@ -71,6 +71,10 @@ bool is_end_marker(std::string_view text) {
       "<eos>",
       "<EOT>",
       "<end_of_utterance>",
+      // gpt-oss (harmony) ends a reply with <|return|> and a tool call with
+      // <|call|>; its tokenizer marks neither as EOS.
+      "<|return|>",
+      "<|call|>",
       // DeepSeek spells it with full-width bars and '▁'.
       "<\xEF\xBD\x9C"
       "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
