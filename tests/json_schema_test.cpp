@@ -750,6 +750,15 @@ TEST(JsonSchemaTest, MultipleOf) {
                   {"1", "4", "1000", "1.5"});
   expect_language(R"({"type": "number", "multipleOf": 0.25})", {"0.5", "1.25", "-3", "2.750"},
                   {"0.3", "1.2", "0.125"});
+  // For integers, a divisor of 1 constrains nothing: any range goes with it.
+  expect_language(R"({"type": "integer", "minimum": 1, "multipleOf": 1})", {"1", "7", "100000"},
+                  {"0", "-3", "1.5"});
+  expect_language(R"({"type": "integer", "maximum": -2, "multipleOf": 0.5})", {"-2", "-71"},
+                  {"-1", "0", "3"});
+  // A divisor that does not divide 1, with a one-sided range, is still refused.
+  EXPECT_EQ(
+      json_schema_to_gbnf(R"({"type": "integer", "minimum": 1, "multipleOf": 3})").status().code(),
+      ErrorCode::kUnsupported);
 }
 
 TEST(JsonSchemaTest, Patterns) {

@@ -37,6 +37,22 @@ int64_t floor_div(int64_t a, int64_t b) {
 
 }  // namespace
 
+// For an integer, multipleOf d holds whatever its value when 1 is a
+// multiple of d (d = 1, 0.5, 0.25, ...): the keyword then constrains
+// nothing, and any range may go with it.
+static bool multiple_of_every_integer(const Clause& clause) {
+  if (!clause.integer) return false;
+  for (const auto& [divisor, where] : clause.multiple_of) {
+    const size_t scale = divisor.frac_digits.size();
+    if (scale > 18) return false;
+    auto scaled = scaled_integer(divisor, scale);
+    int64_t unit = 1;
+    for (size_t i = 0; i < scale; ++i) unit *= 10;
+    if (!scaled || *scaled <= 0 || unit % *scaled != 0) return false;
+  }
+  return true;
+}
+
 std::string Converter::emit_number(const Clause& clause, const std::string& hint) {
   if (clause.integer && clause.non_integer) return "";
   bool bounded = clause.lo || clause.hi;
@@ -70,7 +86,7 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
     intervals = std::move(next);
     bounded = true;
   }
-  if (!clause.multiple_of.empty()) {
+  if (!clause.multiple_of.empty() && !multiple_of_every_integer(clause)) {
     // Multiples of several divisors are the multiples of their lcm.
     const std::string& pointer = clause.multiple_of[0].second;
     size_t scale = 0;
