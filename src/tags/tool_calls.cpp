@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,7 +18,9 @@ using Json = nlohmann::ordered_json;
 
 struct Tool {
   std::string name;
-  Json parameters;  // a JSON Schema
+  // A JSON Schema, behind a pointer: a Json member would give Tool a move
+  // constructor that may throw (nlohmann's checks) inside noexcept.
+  std::shared_ptr<const Json> parameters;
 };
 
 enum class Choice { kAuto, kRequired, kNone, kNamed };
@@ -125,7 +128,7 @@ Json llama3(const Request& r) {
   Json tags = Json::array();
   for (const Tool& tool : r.tools) {
     tags.push_back(
-        tag("{\"name\": \"" + tool.name + "\", \"parameters\": ", schema(tool.parameters), "}"));
+        tag("{\"name\": \"" + tool.name + "\", \"parameters\": ", schema(*tool.parameters), "}"));
   }
   Request single = r;
   single.parallel = false;
@@ -141,7 +144,7 @@ Json llama3_python_tag(const Request& r) {
   for (const Tool& tool : r.tools) {
     calls.push_back(
         sequence(Json::array({const_string("{\"name\": \"" + tool.name + "\", \"parameters\": "),
-                              schema(tool.parameters), const_string("}")})));
+                              schema(*tool.parameters), const_string("}")})));
   }
   Json body = free_text(r);
   if (r.choice != Choice::kNone && !calls.empty()) {
@@ -158,7 +161,7 @@ Json hermes(const Request& r) {
   Json tags = Json::array();
   for (const Tool& tool : r.tools) {
     tags.push_back(tag("<tool_call>\n{\"name\": \"" + tool.name + "\", \"arguments\": ",
-                       schema(tool.parameters), "}\n</tool_call>"));
+                       schema(*tool.parameters), "}\n</tool_call>"));
   }
   Json body = r.choice == Choice::kNone || tags.empty()
                   ? free_text(r)
@@ -176,7 +179,7 @@ Json mistral(const Request& r) {
       items.push_back(Json{{"type", "object"},
                            {"properties",
                             {{"name", {{"type", "string"}, {"const", tool.name}}},
-                             {"arguments", tool.parameters},
+                             {"arguments", *tool.parameters},
                              {"id", {{"type", "string"}, {"pattern", "^[a-zA-Z0-9]{9}$"}}}}},
                            {"required", Json::array({"name", "arguments"})},
                            {"additionalProperties", false}});
@@ -202,12 +205,12 @@ Json deepseek(const Request& r) {
   Json body = free_text(r);
   if (r.choice == Choice::kNamed) {
     body = tag(calls_begin + call_begin + r.tools[0].name + "\n```json\n",
-               schema(r.tools[0].parameters), call_end + calls_end);
+               schema(*r.tools[0].parameters), call_end + calls_end);
   } else if (r.choice != Choice::kNone && !r.tools.empty()) {
     Json tags = Json::array();
     for (const Tool& tool : r.tools) {
       tags.push_back(
-          tag(call_begin + tool.name + "\n```json\n", schema(tool.parameters), call_end));
+          tag(call_begin + tool.name + "\n```json\n", schema(*tool.parameters), call_end));
     }
     Json calls =
         tag(calls_begin, tags_with_separator(std::move(tags), "\n", !r.parallel), calls_end);
@@ -234,7 +237,7 @@ Json harmony(const Request& r) {
     calls.push_back(sequence(Json::array(
         {token("<|channel|>"), const_string("commentary to=functions." + tool.name + " "),
          token("<|constrain|>"), const_string("json"), token("<|message|>"),
-         schema(tool.parameters), token("<|call|>")})));
+         schema(*tool.parameters), token("<|call|>")})));
   }
   Json body = message("final", "<|return|>");
   if (r.choice == Choice::kAuto) {
@@ -332,9 +335,9 @@ Status read_tools(std::string_view tools_json, std::vector<Tool>& out) {
     const Json* parameters = member(*function, "parameters");
     const bool* flag = parameters == nullptr ? nullptr : parameters->get_ptr<const bool*>();
     if (parameters == nullptr || (flag != nullptr && *flag)) {
-      parsed.parameters = Json{{"type", "object"}};
+      parsed.parameters = std::make_shared<const Json>(Json{{"type", "object"}});
     } else if (parameters->is_object()) {
-      parsed.parameters = *parameters;
+      parsed.parameters = std::make_shared<const Json>(*parameters);
     } else {
       return invalid(where + ": \"parameters\" of \"" + parsed.name +
                      "\" is not a JSON Schema object");
