@@ -108,18 +108,32 @@ class TagConverter {
     return Status();
   }
 
-  // A string list (absent: empty); each string non-empty.
-  static Status strings_field(const Json& object, const std::string& path, const char* name,
-                              bool required, std::vector<std::u32string>* out) {
-    out->clear();
+  // The array field `name` (null when absent and not required), `what` its
+  // elements for the error.
+  static Status array_field(const Json& object, const std::string& path, const char* name,
+                            bool required, const char* what, const Json** out) {
+    *out = nullptr;
     auto found = object.find(name);
     if (found == object.end()) {
       if (required) return fail_invalid(path, std::string("missing field \"") + name + "\"");
       return Status();
     }
+    if (!found->is_array()) {
+      return fail_invalid(path + "/" + name,
+                          std::string("\"") + name + "\" must be an array of " + what);
+    }
+    *out = &*found;
+    return Status();
+  }
+
+  // A string list (absent: empty); each string non-empty.
+  static Status strings_field(const Json& object, const std::string& path, const char* name,
+                              bool required, std::vector<std::u32string>* out) {
+    out->clear();
+    const Json* found = nullptr;
+    if (Status s = array_field(object, path, name, required, "strings", &found); !s.ok()) return s;
+    if (found == nullptr) return Status();
     const std::string at = path + "/" + name;
-    if (!found->is_array())
-      return fail_invalid(at, std::string("\"") + name + "\" must be an array of strings");
     for (size_t i = 0; i < found->size(); ++i) {
       const Json& item = (*found)[i];
       if (!item.is_string() || item.get_ref<const std::string&>().empty()) {
@@ -170,11 +184,13 @@ class TagConverter {
     return Expr::repeat(Expr::tokens_except(std::move(excluded)), 0, kUnbounded);
   }
 
-  // An expression used more than once stays inline (no rule of its own):
-  // lowering then keeps free text and the tags' begins in the caller's
-  // automaton, whose states a mask can walk as a plain DFA. What repeats is
-  // small; schemas and grammars are rule references.
-  static Expr define(const std::string& /*hint*/, Expr body) { return body; }
+  // One of `options`. Free text and tag lists used twice are copied, not
+  // given rules of their own: lowering then keeps them in the caller's
+  // automaton, whose states a mask can walk as a plain DFA. What is copied
+  // is small; schemas and grammars are rule references.
+  static Expr one_of(std::vector<Expr> options) {
+    return options.size() == 1 ? std::move(options[0]) : Expr::alternation(std::move(options));
+  }
 
   static void append(std::vector<std::u32string>& to, const std::vector<std::u32string>& from) {
     to.insert(to.end(), from.begin(), from.end());
@@ -288,14 +304,10 @@ class TagConverter {
   Status token_list(const Json& object, const std::string& path, const char* name, bool required,
                     std::vector<Expr>* out) {
     out->clear();
-    auto found = object.find(name);
-    if (found == object.end()) {
-      if (required) return fail_invalid(path, std::string("missing field \"") + name + "\"");
-      return Status();
-    }
+    const Json* found = nullptr;
+    if (Status s = array_field(object, path, name, required, "tokens", &found); !s.ok()) return s;
+    if (found == nullptr) return Status();
     const std::string at = path + "/" + name;
-    if (!found->is_array())
-      return fail_invalid(at, std::string("\"") + name + "\" must be an array of tokens");
     for (size_t i = 0; i < found->size(); ++i) {
       Result<Expr> item = token_item((*found)[i], at + "/" + std::to_string(i));
       if (!item.ok()) return item.status();
@@ -572,9 +584,8 @@ class TagConverter {
     }
     Result<Expr> body = build(*content, path + "/content", inner, depth + 1);
     if (!body.ok()) return body;
-    Expr end = end_options.size() == 1 ? std::move(end_options[0])
-                                       : Expr::alternation(std::move(end_options));
-    return Expr::sequence({std::move(begin).value(), std::move(body).value(), std::move(end)});
+    return Expr::sequence(
+        {std::move(begin).value(), std::move(body).value(), one_of(std::move(end_options))});
   }
 
   // The alternation of `tags`, each checked by `check` (begin text or token).
@@ -596,8 +607,7 @@ class TagConverter {
       if (begin_tokens != nullptr) begin_tokens->push_back(std::move(begin_token));
       options.push_back(std::move(one).value());
     }
-    return define("tags", options.size() == 1 ? std::move(options[0])
-                                              : Expr::alternation(std::move(options)));
+    return one_of(std::move(options));
   }
 
   // free (tag free)*, shaped by at_least_one and stop_after_first.
@@ -612,14 +622,13 @@ class TagConverter {
       if (at_least_one) return tags;
       return Expr::sequence({std::move(free), Expr::repeat(std::move(tags), 0, 1)});
     }
-    Expr free_ref = define("text", std::move(free));
     if (at_least_one) {
       // tag (free tag)* free: no text before the first tag.
-      Expr loop = Expr::repeat(Expr::sequence({free_ref, tags}), 0, kUnbounded);
-      return Expr::sequence({std::move(tags), std::move(loop), std::move(free_ref)});
+      Expr loop = Expr::repeat(Expr::sequence({free, tags}), 0, kUnbounded);
+      return Expr::sequence({std::move(tags), std::move(loop), std::move(free)});
     }
-    Expr loop = Expr::repeat(Expr::sequence({tags, free_ref}), 0, kUnbounded);
-    return Expr::sequence({std::move(free_ref), std::move(loop)});
+    Expr loop = Expr::repeat(Expr::sequence({tags, free}), 0, kUnbounded);
+    return Expr::sequence({std::move(free), std::move(loop)});
   }
 
   Result<Expr> triggered_tags(const Json& format, const std::string& path, const Ends& ends,
@@ -686,8 +695,7 @@ class TagConverter {
       if (!body.ok()) return body;
       options.push_back(Expr::sequence({std::move(key).value(), std::move(body).value()}));
     }
-    return define("rules", options.size() == 1 ? std::move(options[0])
-                                               : Expr::alternation(std::move(options)));
+    return one_of(std::move(options));
   }
 
   // free (rule free)* with loop, else free (rule)?.
@@ -719,8 +727,7 @@ class TagConverter {
     if (Status s = strings_field(format, path, "excludes", false, &excluded); !s.ok()) return s;
     append(excluded, patterns);
     append(excluded, ends.strings);
-    return loop_shape(format, path, define("text", free_text(std::move(excluded))),
-                      std::move(rules).value());
+    return loop_shape(format, path, free_text(std::move(excluded)), std::move(rules).value());
   }
 
   Result<Expr> token_run(const Json& format, const std::string& path, const Ends& ends,
@@ -775,8 +782,7 @@ class TagConverter {
     if (Status s = token_list(format, path, "exclude_tokens", false, &excluded); !s.ok()) return s;
     excluded.insert(excluded.end(), keys.begin(), keys.end());
     excluded.insert(excluded.end(), ends.tokens.begin(), ends.tokens.end());
-    return loop_shape(format, path, define("tokens", free_tokens(std::move(excluded))),
-                      std::move(rules).value());
+    return loop_shape(format, path, free_tokens(std::move(excluded)), std::move(rules).value());
   }
 
   const StructuralTagOptions& options_;
