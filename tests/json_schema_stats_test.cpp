@@ -9,25 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "tool_run.h"
+
 namespace {
 
-struct ToolRun {
-  int exit_code = -1;
-  std::string output;
-};
-
-ToolRun run_tool(const std::string& arguments) {
-  ToolRun run;
-  const std::string command = std::string("\"") + GRAMMASK_TOOL_PATH + "\" " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
-  int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+using grammask::testing::run_tool;
+using grammask::testing::ToolRun;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

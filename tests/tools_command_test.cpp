@@ -7,25 +7,12 @@
 #include <cstdio>
 #include <string>
 
+#include "tool_run.h"
+
 namespace {
 
-struct ToolRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-ToolRun run_tool(const std::string& arguments) {
-  ToolRun run;
-  const std::string command = std::string("\"") + GRAMMASK_TOOL_PATH + "\" " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
-  int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+using grammask::testing::run_tool;
+using grammask::testing::ToolRun;
 
 const std::string kTools =
     "\"" + std::string(GRAMMASK_SOURCE_DIR) + "/tests/data/tools/weather_tools.json\"";
