@@ -81,16 +81,18 @@ std::vector<uint32_t> Matcher::forced_tokens(
   if (forced.empty()) return {};
   const std::vector<uint32_t> tokens = tokenize(forced);
   const Vocabulary& vocabulary = state_->data().vocabulary;
-  Matcher probe(*this);
+  // Tried on this matcher's own state and rolled back: a copy would copy its
+  // mask cache too.
   std::vector<uint32_t> out;
   size_t spelled = 0;
   for (uint32_t token : tokens) {
     const std::string_view bytes = vocabulary.token_bytes(token);
     if (bytes.empty() || forced.compare(spelled, bytes.size(), bytes) != 0) break;
-    if (!probe.accept_token(token).ok()) break;
+    if (!state_->accept_token(token).ok()) break;
     spelled += bytes.size();
     out.push_back(token);
   }
+  if (!out.empty()) (void)state_->rollback(out.size());
   if (!out.empty()) {
     const internal::TokenTrie& trie = internal::VocabularyAccess::trie(vocabulary);
     const uint32_t node = trie.find(vocabulary.token_bytes(out.back()));
