@@ -3,14 +3,19 @@
 #   - the library and its public headers (include/grammask/*.h);
 #   - the grammask tool (target grammask_tool), when it is built;
 #   - a CMake package: find_package(grammask CONFIG) gives grammask::grammask;
-#   - a pkg-config file, grammask.pc.
+#   - a pkg-config file, grammask.pc;
+#   - the llama.cpp sampler's sources (integrations/llama.cpp), which a
+#     program compiles against its own llama.h.
 include(CMakePackageConfigHelpers)
 
 set(GRAMMASK_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/grammask"
     CACHE STRING "Where to install the grammask CMake package files")
 set(GRAMMASK_INSTALL_PKGCONFIGDIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
     CACHE STRING "Where to install grammask.pc")
-mark_as_advanced(GRAMMASK_INSTALL_CMAKEDIR GRAMMASK_INSTALL_PKGCONFIGDIR)
+set(GRAMMASK_INSTALL_LLAMA_CPP_DIR "${CMAKE_INSTALL_DATADIR}/grammask/llama.cpp"
+    CACHE STRING "Where to install the llama.cpp sampler's sources")
+mark_as_advanced(GRAMMASK_INSTALL_CMAKEDIR GRAMMASK_INSTALL_PKGCONFIGDIR
+                 GRAMMASK_INSTALL_LLAMA_CPP_DIR)
 
 # A static libgrammask carries its private link dependencies to the consumer
 # (RE2; nlohmann_json is header-only and build-time only). Export the
@@ -34,6 +39,11 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/grammask"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
   FILES_MATCHING PATTERN "*.h")
 
+install(FILES
+  "${PROJECT_SOURCE_DIR}/integrations/llama.cpp/grammask_llama.h"
+  "${PROJECT_SOURCE_DIR}/integrations/llama.cpp/grammask_llama.cpp"
+  DESTINATION "${GRAMMASK_INSTALL_LLAMA_CPP_DIR}")
+
 # The tool is built from src/cli/ (GRAMMASK_BUILD_TOOLS); installed as
 # bin/grammask and exported as grammask::grammask_tool.
 if(TARGET grammask_tool)
@@ -49,7 +59,8 @@ install(EXPORT grammaskTargets
 configure_package_config_file(
   "${CMAKE_CURRENT_LIST_DIR}/grammaskConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/grammaskConfig.cmake"
-  INSTALL_DESTINATION "${GRAMMASK_INSTALL_CMAKEDIR}")
+  INSTALL_DESTINATION "${GRAMMASK_INSTALL_CMAKEDIR}"
+  PATH_VARS GRAMMASK_INSTALL_LLAMA_CPP_DIR)
 write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/grammaskConfigVersion.cmake"
   VERSION "${PROJECT_VERSION}"
