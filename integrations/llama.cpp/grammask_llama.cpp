@@ -31,7 +31,9 @@ using grammask::Status;
 using grammask::TokenKind;
 using grammask::Vocabulary;
 
-constexpr uint32_t kDefaultSmallArrayMax = 32;
+// Checking a candidate costs a fraction of a microsecond; a mask that is not
+// cached, tens to hundreds (docs/performance.md, "llama.cpp sampler").
+constexpr uint32_t kDefaultSmallArrayMax = 64;
 
 thread_local std::string last_error;
 
@@ -168,10 +170,13 @@ struct SamplerState {
   void fail(std::string message) { error = std::move(message); }
 };
 
-bool allowed_in(const uint32_t* words, size_t n_tokens, llama_token id) {
-  if (id < 0 || static_cast<size_t>(id) >= n_tokens) return false;
-  const auto index = static_cast<uint32_t>(id);
-  return (words[index / 32] >> (index % 32)) & 1u;
+// Bit `id` of the mask; false for ids outside [0, n_tokens). No branches:
+// allowed and refused candidates come in no predictable order.
+inline bool allowed_in(const uint32_t* words, size_t n_tokens, llama_token id) {
+  const auto index = static_cast<uint32_t>(id);  // negative ids wrap past n_tokens
+  const bool in_range = index < n_tokens;
+  const uint32_t clamped = in_range ? index : 0;
+  return in_range & static_cast<bool>((words[clamped / 32] >> (clamped % 32)) & 1u);
 }
 
 const char* sampler_name(const llama_sampler*) {
@@ -184,19 +189,18 @@ SamplerState* state_of(const llama_sampler* sampler) {
 
 // Sets -INFINITY on every candidate `allowed` refuses. The array stays
 // marked sorted only if no allowed candidate follows a refused one (the
-// refused ones then sit at its end).
+// refused ones then sit at its end). Branch-free in the loop.
 template <typename Allowed>
 void mask_candidates(llama_token_data_array* candidates, Allowed allowed) {
   bool refused_before = false;
   bool order_broken = false;
+  llama_token_data* const data = candidates->data;
   for (size_t i = 0; i < candidates->size; ++i) {
-    llama_token_data& candidate = candidates->data[i];
-    if (allowed(candidate.id)) {
-      order_broken |= refused_before;
-    } else {
-      refused_before |= candidate.logit != -INFINITY;
-      candidate.logit = -INFINITY;
-    }
+    const bool ok = allowed(data[i].id);
+    const float logit = data[i].logit;
+    order_broken |= ok & refused_before;
+    refused_before |= !ok & (logit != -INFINITY);
+    data[i].logit = ok ? logit : -INFINITY;
   }
   if (order_broken) candidates->sorted = false;
 }
@@ -218,8 +222,14 @@ void sampler_apply(llama_sampler* sampler, llama_token_data_array* candidates) {
     }
     const Status status = state.fill_mask();
     if (status.ok()) {
-      mask_candidates(candidates,
-                      [&](llama_token id) { return allowed_in(state.words.data(), n_tokens, id); });
+      const uint32_t* const words = state.words.data();
+      if (n_tokens == 0) {
+        mask_candidates(candidates, [](llama_token) { return false; });
+      } else {
+        mask_candidates(candidates, [words, n_tokens](llama_token id) {
+          return allowed_in(words, n_tokens, id);
+        });
+      }
       return;
     }
     state.fail("grammask: mask: " + status.to_string());

@@ -59,7 +59,7 @@ struct grammask_llama_params {
   bool special_tokens_as_text;
   // apply() on an array of at most this many candidates checks each one
   // instead of computing the mask over the vocabulary (the case after
-  // top-k). 0: the default (32).
+  // top-k). 0: the default (64).
   uint32_t small_array_max;
   // JSON Schema samplers: 0 flexible whitespace (bounded runs), 1 compact
   // (none), 2 indented by 2. Key order: false the schema's, true any order

@@ -2,7 +2,8 @@
 // grammar sampler, on the shared bench workload:
 //
 //   consumer [SHARED_DIR]            the checks (ctest)
-//   consumer [SHARED_DIR] --bench    apply() timings of both samplers
+//   consumer [SHARED_DIR] --bench    apply() timings of both samplers (µs)
+//   consumer [SHARED_DIR] --bench-quick  the same less llama.cpp's whole-vocabulary apply
 // SHARED_DIR defaults to the one this program was configured with.
 //
 // Checks, per vocabulary of SHARED_DIR/bench/vocab and case of bench/cases
@@ -430,43 +431,46 @@ double mean_apply_us(llama_sampler* sampler, const std::vector<llama_token>& tra
   return total / static_cast<double>(trace.size() + 1);
 }
 
-// apply() timings over a trace: the whole vocabulary, and 40 candidates
-// (the trace's token among them).
+// apply() timings over a trace: the whole vocabulary (llama.cpp's skipped
+// with `quick`), and 40 candidates (as after top-k) through grammask's mask
+// path and its per-candidate path.
 void bench(const llama_vocab* vocab, const Case& c, const std::vector<llama_token>& trace,
-           const std::string& label) {
+           const std::string& label, bool quick) {
   const int n_vocab = llama_vocab_n_tokens(vocab);
   const std::vector<llama_token> ids = all_ids(n_vocab);
   std::vector<llama_token> few;
   for (int i = 0; i < 40; ++i) few.push_back((i * 2654435761u) % static_cast<unsigned>(n_vocab));
-  grammask_llama_params as_text = grammask_llama_default_params();
-  as_text.special_tokens_as_text = true;
-  double results[2][2];
-  for (int engine = 0; engine < 2; ++engine) {
-    for (int shape = 0; shape < 2; ++shape) {
-      llama_sampler* sampler =
-          engine == 0 ? llama_sampler_init_grammar(vocab, c.gbnf.c_str(), "root")
-                      : grammask_llama_init_grammar_params(vocab, c.gbnf.c_str(), "root", &as_text);
-      if (sampler == nullptr) {
-        results[engine][shape] = NAN;
-        continue;
-      }
-      results[engine][shape] = mean_apply_us(sampler, trace, shape == 0 ? ids : few);
-      llama_sampler_free(sampler);
-    }
-  }
-  std::printf("| %s | %s | %.1f | %.2f | %.0fx | %.1f | %.2f | %.0fx |\n", label.c_str(),
-              c.name.c_str(), results[0][0], results[1][0], results[0][0] / results[1][0],
-              results[0][1], results[1][1], results[0][1] / results[1][1]);
+  auto time = [&](bool llama, uint32_t small_array_max,
+                  const std::vector<llama_token>& shape) -> double {
+    grammask_llama_params params = grammask_llama_default_params();
+    params.special_tokens_as_text = true;
+    params.small_array_max = small_array_max;
+    llama_sampler* sampler =
+        llama ? llama_sampler_init_grammar(vocab, c.gbnf.c_str(), "root")
+              : grammask_llama_init_grammar_params(vocab, c.gbnf.c_str(), "root", &params);
+    if (sampler == nullptr) return NAN;
+    const double mean = mean_apply_us(sampler, trace, shape);
+    llama_sampler_free(sampler);
+    return mean;
+  };
+  const double llama_all = quick ? NAN : time(true, 0, ids);
+  const double ours_all = time(false, 1, ids);
+  const double llama_few = time(true, 0, few);
+  const double ours_mask = time(false, 1, few);
+  const double ours_each = time(false, 64, few);
+  std::printf("| %s | %s | %.1f | %.1f | %.2f | %.2f | %.2f |\n", label.c_str(), c.name.c_str(),
+              llama_all, ours_all, llama_few, ours_mask, ours_each);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   fs::path shared = GRAMMASK_SHARED_DIR;
-  bool timing = false;
+  bool timing = false, quick = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--bench") == 0) {
+    if (std::strcmp(argv[i], "--bench") == 0 || std::strcmp(argv[i], "--bench-quick") == 0) {
       timing = true;
+      quick = std::strcmp(argv[i], "--bench-quick") == 0;
     } else {
       shared = argv[i];
     }
@@ -481,8 +485,9 @@ int main(int argc, char** argv) {
   const std::vector<Case> cases = load_cases(bench_dir);
   if (timing) {
     std::printf(
-        "| vocab | case | llama.cpp µs (all) | grammask µs (all) | ratio | llama.cpp µs (40) "
-        "| grammask µs (40) | ratio |\n|---|---|---|---|---|---|---|---|\n");
+        "| vocab | case | llama.cpp, all | grammask, all | llama.cpp, 40 "
+        "| grammask, 40 by mask | grammask, 40 one by one |\n"
+        "|---|---|---|---|---|---|---|\n");
   }
   std::map<std::string, Tally> tallies;
   for (const char* name : {"gpt2", "deepseek-llm", "phi3"}) {
@@ -499,7 +504,7 @@ int main(int argc, char** argv) {
       const std::vector<llama_token> trace =
           read_ids(bench_dir / "traces" / name / (c.name + ".ids"));
       if (timing) {
-        bench(vocab, c, trace, name);
+        bench(vocab, c, trace, name, quick);
         continue;
       }
       replay(vocab, c, trace, name, tallies);
