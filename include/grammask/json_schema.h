@@ -15,7 +15,10 @@
 //   unsupported keyword "uniqueItems" at /properties/tags: ...
 // (a pointer into another document starts with its URI) unless `lenient`
 // is set, in which case the keyword is dropped and a warning is recorded
-// instead. Where unevaluatedProperties or unevaluatedItems cannot see an
+// instead. String constraints whose automata would make the grammar too
+// large to compile (a pattern under a large length bound) are refused the
+// same way, naming maxLength or pattern: what converts compiles with the
+// default CompileOptions. Where unevaluatedProperties or unevaluatedItems cannot see an
 // annotation, the grammar is stricter, never looser. The grammar may reject
 // some valid but unusual encodings (\u escapes of printable characters,
 // numbers in exponent form where a range applies, keys out of the chosen

@@ -192,10 +192,17 @@ SamplerState* state_of(const llama_sampler* sampler) {
 // refused ones then sit at its end). Branch-free in the loop.
 template <typename Allowed>
 void mask_candidates(llama_token_data_array* candidates, Allowed allowed) {
+  llama_token_data* const data = candidates->data;
+  const size_t size = candidates->size;
+  if (!candidates->sorted) {  // the usual whole-vocabulary array: no order to keep track of
+    for (size_t i = 0; i < size; ++i) {
+      data[i].logit = allowed(data[i].id) ? data[i].logit : -INFINITY;
+    }
+    return;
+  }
   bool refused_before = false;
   bool order_broken = false;
-  llama_token_data* const data = candidates->data;
-  for (size_t i = 0; i < candidates->size; ++i) {
+  for (size_t i = 0; i < size; ++i) {
     const bool ok = allowed(data[i].id);
     const float logit = data[i].logit;
     order_broken |= ok & refused_before;

@@ -242,8 +242,11 @@ class Converter {
   internal::CharDfa string_dfa(const Clause& clause, std::optional<uint64_t> max_length);
   // The rules of a string automaton: the JSON strings it leads to a label
   // passing `keep`, closing quote included (without the opening one).
+  // Charges the automaton's estimated lowered size to the schema's budget
+  // (refusing `keyword` at `pointer` past it).
   std::string dfa_rules(const internal::CharDfa& dfa, const std::function<bool(uint32_t)>& keep,
-                        const std::string& hint);
+                        const std::string& hint, const std::string& keyword,
+                        const std::string& pointer);
   // A rule for the keys a propertyNames schema accepts; "" when none.
   std::string emit_string_key_rule(const Sub& names, const std::string& hint);
   // JSON strings (canonically encoded) other than `names`, memoized by the
@@ -381,10 +384,12 @@ class Converter {
   std::string key_tail_rule_;
   std::unordered_set<std::string> handed_out_;  // rule names returned by the memos
   std::unordered_map<std::string, std::string> other_ascii_memo_;  // trie children -> class
-  size_t automaton_work_ = 0;  // states built for string constraints so far
-  uint32_t nesting_ = 0;       // active normalize_node/rule_for frames
-  uint64_t references_ = 0;    // references followed so far
-  std::string emitting_;       // pointer of the schema being emitted, for size errors
+  size_t automaton_work_ = 0;          // states built for string constraints so far
+  size_t emitted_automaton_cost_ = 0;  // lowered_cost of the automata written by dfa_rules
+  std::unordered_set<uint64_t> charged_automata_;  // their hashes
+  uint32_t nesting_ = 0;                           // active normalize_node/rule_for frames
+  uint64_t references_ = 0;                        // references followed so far
+  std::string emitting_;  // pointer of the schema being emitted, for size errors
   std::unordered_map<std::string, Result<internal::RegexNode>> parsed_patterns_;
   std::unordered_set<std::string> format_patterns_;  // see lookup_format
   internal::EcmaRegexSearcher pattern_searcher_;     // RE2 of each pattern, for schema-time checks

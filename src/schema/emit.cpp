@@ -66,7 +66,8 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
       strings = std::move(part);
     }
     std::string start = dfa_rules(
-        *strings, [](uint32_t label) { return label != 0; }, name + "-s");
+        *strings, [](uint32_t label) { return label != 0; }, name + "-s", "anyOf",
+        doc_.info(sub.nodes.empty() ? nullptr : sub.nodes[0]).pointer);
     if (!start.empty()) options.push_back(add_rule(name + "-str", seq({"\"\\\"\"", start})));
     clauses = std::move(rest);
   }

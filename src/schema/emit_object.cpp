@@ -420,7 +420,10 @@ std::string Converter::other_members(const Clause& clause, const std::vector<std
     std::string value_rule = rule_for(value, hint + "-pattern-value", depth + 1);
     if (value_rule.empty()) continue;
     std::string key = dfa_rules(
-        keys, [label](uint32_t l) { return l == label; }, "pk");
+        keys, [label](uint32_t l) { return l == label; }, "pk",
+        clause.pattern_properties.empty() ? "propertyNames" : "patternProperties",
+        clause.pattern_properties.empty() ? clause.property_names_pointer
+                                          : clause.pattern_properties[0].first.pointer);
     if (key.empty()) continue;
     options.push_back(seq({"\"\\\"\"", key, colon(), value_rule}));
   }

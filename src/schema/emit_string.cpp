@@ -11,6 +11,7 @@
 #include "ir/gbnf_writer.h"
 #include "regex/code_point_set.h"
 #include "regex/regex_to_gbnf.h"
+
 #include "schema/converter.h"
 #include "schema/gbnf_text.h"
 
@@ -175,11 +176,67 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
   return dfa;
 }
 
+// About how many byte-automaton states lowering makes of an automaton's
+// rules: each edge's code-point ranges become UTF-8 byte sequences (one
+// more state per continuation byte), and characters JSON must escape add
+// the escape's bytes.
+namespace {
+// Past this estimate lowering runs out of RecognizerOptions::max_states (an
+// e-mail pattern under maxLength 254 estimates 360,000 and is refused by
+// the compiler) or compiles for seconds.
+constexpr size_t kMaxLoweredCost = 300000;
+size_t lowered_cost(const internal::CharDfa& dfa) {
+  size_t cost = 0;
+  for (const internal::CharDfa::State& state : dfa.states) {
+    cost += 1;
+    for (const internal::CharDfa::Edge& edge : state.edges) {
+      for (const CodePointRange& range : edge.chars) {
+        cost += 1;
+        if (range.last >= 0x80) cost += 2;
+        if (range.last >= 0x800) cost += 3;
+        if (range.last >= 0x10000) cost += 4;
+        if (range.first < 0x20 || (range.first <= '"' && range.last >= '"') ||
+            (range.first <= '\\' && range.last >= '\\'))
+          cost += 6;
+      }
+    }
+  }
+  return cost;
+}
+
+// A hash of the automaton, so that one emitted again (the same rules, which
+// the converter shares) is charged once.
+uint64_t automaton_hash(const internal::CharDfa& dfa) {
+  uint64_t hash = 1469598103934665603ull;
+  auto mix = [&hash](uint64_t value) { hash = (hash ^ value) * 1099511628211ull; };
+  for (const internal::CharDfa::State& state : dfa.states) {
+    mix(state.label);
+    mix(state.edges.size());
+    for (const internal::CharDfa::Edge& edge : state.edges) {
+      mix(edge.target);
+      for (const CodePointRange& range : edge.chars)
+        mix((uint64_t{range.first} << 32) | range.last);
+    }
+  }
+  return hash;
+}
+}  // namespace
+
 // GBNF for the JSON string bodies an automaton accepts with a label that
 // passes `keep`: one rule per state. "" when there are none.
 std::string Converter::dfa_rules(const internal::CharDfa& dfa,
-                                 const std::function<bool(uint32_t)>& keep,
-                                 const std::string& hint) {
+                                 const std::function<bool(uint32_t)>& keep, const std::string& hint,
+                                 const std::string& keyword, const std::string& pointer) {
+  // Each state becomes a rule over JSON string characters; refuse before
+  // the grammar gets too large to lower (see kMaxLoweredCost).
+  if (charged_automata_.insert(automaton_hash(dfa)).second) {
+    emitted_automaton_cost_ += lowered_cost(dfa);
+    if (emitted_automaton_cost_ > kMaxLoweredCost)
+      refuse(keyword, pointer,
+             "the string automata of this schema would lower to about " +
+                 std::to_string(emitted_automaton_cost_) + " automaton states, more than " +
+                 std::to_string(kMaxLoweredCost));
+  }
   // The state rules name each other last: a right-linear grammar, one rule
   // per state.
   return internal::dfa_to_gbnf(
@@ -193,8 +250,22 @@ std::string Converter::dfa_rules(const internal::CharDfa& dfa,
 std::string Converter::emit_string_automaton(const Clause& clause,
                                              std::optional<uint64_t> max_length,
                                              const std::string& hint) {
+  // The refusal names what made the automaton: a length bound, else a
+  // pattern, a format or the values excluded by `not`.
+  std::string keyword = "not", pointer = clause.values_pointer;
+  if (max_length || clause.min_length > 0) {
+    keyword = max_length ? "maxLength" : "minLength";
+    pointer = clause.length_pointer;
+  } else if (!clause.patterns.empty()) {
+    keyword = "pattern";
+    pointer = clause.patterns[0].pointer;
+  } else if (!clause.formats.empty()) {
+    keyword = "format";
+    pointer = clause.formats[0].pointer;
+  }
   std::string start = dfa_rules(
-      string_dfa(clause, max_length), [](uint32_t label) { return label != 0; }, "s");
+      string_dfa(clause, max_length), [](uint32_t label) { return label != 0; }, "s", keyword,
+      pointer);
   if (start.empty()) return "";
   return add_rule(hint + "-str", seq({"\"\\\"\"", start}));
 }

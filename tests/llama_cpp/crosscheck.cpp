@@ -374,6 +374,59 @@ void behaviours(const llama_vocab* vocab, const std::string& label) {
   CHECK(allowed_set(sampler, ids, n_vocab) == start, label + ": reset did not restore the start");
   llama_sampler_free(sampler);
 
+  // `sorted` survives only while the blocked candidates trail the allowed.
+  llama_token digit = -1;
+  for (llama_token id = 0; id < n_vocab && digit < 0; ++id) {
+    if (piece_of(vocab, id) == "7") digit = id;
+  }
+  sampler = grammask_llama_init_grammar(vocab, digits, "root");
+  if (sampler != nullptr && digit >= 0) {
+    llama_token_data trailing[] = {{digit, 2.0f, 0.0f}, {letter, 1.0f, 0.0f}};
+    llama_token_data_array sorted_array{trailing, 2, -1, true};
+    llama_sampler_apply(sampler, &sorted_array);
+    CHECK(sorted_array.sorted && trailing[1].logit == -INFINITY,
+          label + ": a blocked last candidate cleared `sorted`");
+    llama_token_data leading[] = {{letter, 2.0f, 0.0f}, {digit, 1.0f, 0.0f}};
+    llama_token_data_array unsorted_array{leading, 2, -1, true};
+    llama_sampler_apply(sampler, &unsorted_array);
+    CHECK(!unsorted_array.sorted && leading[0].logit == -INFINITY && leading[1].logit == 1.0f,
+          label + ": a blocked first candidate kept `sorted`");
+    llama_sampler_free(sampler);
+  }
+
+  // JSON Schema and structural tags: refusals name the JSON pointer.
+  sampler = grammask_llama_init_json_schema(
+      vocab, R"({"type":"object","properties":{"n":{"type":"integer","minimum":3}}})", nullptr);
+  CHECK(sampler != nullptr, label + ": schema: " + grammask_llama_last_error());
+  if (sampler) {
+    const std::vector<bool> first = allowed_set(sampler, ids, n_vocab);
+    bool brace_allowed = false, bracket_allowed = false;
+    for (llama_token id = 0; id < n_vocab; ++id) {
+      const std::string piece = piece_of(vocab, id);
+      if (piece == "{") brace_allowed |= first[static_cast<size_t>(id)];
+      if (piece == "[") bracket_allowed |= first[static_cast<size_t>(id)];
+    }
+    CHECK(brace_allowed && !bracket_allowed, label + ": the object schema's first mask is wrong");
+    llama_sampler_free(sampler);
+  }
+  CHECK(grammask_llama_init_json_schema(vocab, R"({"properties":{"a":{"$ref":"#/nowhere"}}})",
+                                        nullptr) == nullptr &&
+            std::strstr(grammask_llama_last_error(), "/properties/a") != nullptr,
+        label + ": a bad schema's error has no pointer: " + grammask_llama_last_error());
+  sampler = grammask_llama_init_structural_tag(
+      vocab,
+      R"({"type":"structural_tag","format":{"type":"tag","begin":"<a>","content":{"type":"const_string","value":"x"},"end":"</a>"}})",
+      nullptr);
+  CHECK(sampler != nullptr, label + ": structural tag: " + grammask_llama_last_error());
+  if (sampler) llama_sampler_free(sampler);
+
+  // Lazy with a whole-output pattern: the grammar starts at the capture.
+  const char* patterns[] = {"[\\s\\S]*?(<call>)[\\s\\S]*"};
+  sampler = grammask_llama_init_grammar_lazy_patterns(
+      vocab, "root ::= \"<call>\" [a-z]+ \"</call>\"", "root", patterns, 1, nullptr, 0, nullptr);
+  CHECK(sampler != nullptr, label + ": lazy patterns: " + grammask_llama_last_error());
+  if (sampler) llama_sampler_free(sampler);
+
   // Lazy: before "<call>" llama.cpp allows everything; grammask allows
   // everything but tokens that would fire the trigger into refused text.
   const char* lazy_grammar = "root ::= \"<call>\" [a-z]+ \"</call>\"";
