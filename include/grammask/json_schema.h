@@ -17,10 +17,12 @@
 // is set, in which case the keyword is dropped and a warning is recorded
 // instead. Where unevaluatedProperties or unevaluatedItems cannot see an
 // annotation, the grammar is stricter, never looser. The grammar may reject
-// some valid but unusual encodings (\u escapes of printable characters,
-// numbers in exponent form where a range applies, keys out of the chosen
-// order, or out of schema order where an object is too large for any order:
-// see any_order_max_alternatives); it never accepts a text whose value the
+// some valid but unusual encodings (\u escapes of printable characters;
+// under a range bound other than 0, a number whose exponent is outside
+// [-4, 4] unless its mantissa has one non-zero digit before the point, as
+// in 1.5e-07; integers in exponent form; keys out of the chosen order, or
+// out of schema order where an object is too large for any order: see
+// any_order_max_alternatives); it never accepts a text whose value the
 // schema rejects.
 //
 // Both functions are thread-safe: any number of conversions may run at
