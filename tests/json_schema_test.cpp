@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <map>
 #include <optional>
@@ -1253,6 +1255,49 @@ TEST(JsonSchemaTest, WhitespaceStyles) {
   indented.whitespace = JsonSchemaOptions::Whitespace::kIndented;
   expect_language(schema, {"{\n  \"a\": [\n    1,\n    2\n  ]\n}", "{\n  \"a\": []\n}"},
                   {"{\"a\":[1,2]}", "{ \"a\": [1, 2] }"}, indented);
+}
+
+// Pretty-printed JSON nests as deep as the schema allows; every run of
+// blanks stays bounded.
+nlohmann::json nested_value(int depth) {
+  nlohmann::json value = {{"leaf", 1.5}, {"list", {1, 2}}};
+  for (int level = 0; level < depth; ++level) value = {{"child", value}, {"n", level}};
+  return value;
+}
+
+TEST(JsonSchemaTest, FlexibleWhitespaceGrowsWithNesting) {
+  JsonSchemaOptions flexible;  // default
+  const std::string deep2 = nested_value(15).dump(2), deep4 = nested_value(15).dump(4),
+                    tabs = nested_value(15).dump(1, '\t');
+  // A schema nesting exactly as deep, without generic values.
+  std::string strict = R"({"type": "object", "additionalProperties": false, "properties": {
+      "leaf": {"type": "number"}, "list": {"type": "array", "items": {"type": "integer"}}}})";
+  for (int level = 0; level < 15; ++level)
+    strict = R"({"type": "object", "additionalProperties": false, "properties": {"child": )" +
+             strict + R"(, "n": {"type": "integer"}}})";
+  // A recursive schema and a generic one: nesting without bound.
+  const std::string recursive = R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+      "properties": {"child": {"$ref": "#/$defs/node"}, "n": {"type": "integer"}}}}})";
+  for (const std::string& schema : {strict, recursive, std::string("{}")}) {
+    Checker checker(schema, flexible);
+    EXPECT_TRUE(checker.accepts(deep2)) << schema;
+    EXPECT_TRUE(checker.accepts(deep4)) << schema;
+    EXPECT_TRUE(checker.accepts(tabs)) << schema;
+    // Runaway whitespace: long runs after a newline or without one.
+    EXPECT_FALSE(checker.accepts("{\n" + std::string(300, ' ') + "\"n\": 1}")) << schema;
+    EXPECT_FALSE(checker.accepts("{" + std::string(21, ' ') + "\"n\": 1}")) << schema;
+    EXPECT_FALSE(checker.accepts("{\"n\":" + std::string(21, '\t') + "1}")) << schema;
+  }
+  // The strict schema nests 17 levels: runs after a newline up to
+  // 20 + 4 * 17 blanks, and no more.
+  Checker strict_checker(strict, flexible);
+  EXPECT_TRUE(strict_checker.accepts("{\n" + std::string(88, ' ') + "\"n\": 1}"));
+  EXPECT_FALSE(strict_checker.accepts("{\n" + std::string(89, ' ') + "\"n\": 1}"));
+  // A flat schema keeps the old bound.
+  expect_language(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false})",
+      {"{\n" + std::string(24, ' ') + "\"a\": 1}"}, {"{\n" + std::string(25, ' ') + "\"a\": 1}"},
+      flexible);
 }
 
 // The subschemas that constrain one value are merged in JSON pointer order,

@@ -47,12 +47,15 @@ struct JsonSchemaOptions {
   enum class Whitespace : uint8_t {
     kCompact,   // no whitespace at all: {"a":1,"b":[1,2]}
     kFlexible,  // between tokens: nothing, a run of spaces, or a newline plus indentation,
-                // each bounded by max_whitespace_run so generation cannot loop on blanks
+                // each bounded so generation cannot loop on blanks (max_whitespace_run)
     kIndented,  // one fixed layout: newline + `indent` spaces per nesting level, ": ", ","
   };
   Whitespace whitespace = Whitespace::kFlexible;
-  uint32_t max_whitespace_run = 20;  // kFlexible: longest run of spaces/tabs
-  uint32_t indent = 2;               // kIndented: spaces per level
+  // kFlexible: longest run of spaces/tabs; after a newline, 4 more per level
+  // of nesting the schema allows (32 levels where it is unbounded: $ref
+  // cycles, generic values), so pretty-printed output fits at that depth.
+  uint32_t max_whitespace_run = 20;
+  uint32_t indent = 2;  // kIndented: spaces per level
 
   // Key order. kSchema: declared properties in schema order (each optional
   // one may be left out); other members (additionalProperties,
