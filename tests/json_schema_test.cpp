@@ -1293,6 +1293,12 @@ TEST(JsonSchemaTest, FlexibleWhitespaceGrowsWithNesting) {
   Checker strict_checker(strict, flexible);
   EXPECT_TRUE(strict_checker.accepts("{\n" + std::string(88, ' ') + "\"n\": 1}"));
   EXPECT_FALSE(strict_checker.accepts("{\n" + std::string(89, ' ') + "\"n\": 1}"));
+  // Unbounded nesting counts as 16 levels: 20 + 4 * 16 blanks.
+  for (const std::string& schema : {recursive, std::string("{}")}) {
+    Checker checker(schema, flexible);
+    EXPECT_TRUE(checker.accepts("{\n" + std::string(84, ' ') + "\"n\": 1}")) << schema;
+    EXPECT_FALSE(checker.accepts("{\n" + std::string(85, ' ') + "\"n\": 1}")) << schema;
+  }
   // A flat schema keeps the old bound.
   expect_language(
       R"({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false})",

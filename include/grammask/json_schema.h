@@ -52,7 +52,7 @@ struct JsonSchemaOptions {
   };
   Whitespace whitespace = Whitespace::kFlexible;
   // kFlexible: longest run of spaces/tabs; after a newline, 4 more per level
-  // of nesting the schema allows (32 levels where it is unbounded: $ref
+  // of nesting the schema allows (16 levels where it is unbounded: $ref
   // cycles, generic values), so pretty-printed output fits at that depth.
   uint32_t max_whitespace_run = 20;
   uint32_t indent = 2;  // kIndented: spaces per level

@@ -94,13 +94,12 @@ std::string Converter::char_body() {
 
 // Nothing, a run of blanks, or a newline and a run of blanks that may be
 // longer by kIndentPerLevel for each level of nesting the grammar allows
-// (kMaxIndentLevels where a cycle or a generic value nests without bound),
+// (kUnboundedLevels where a cycle or a generic value nests without bound),
 // so that pretty-printed JSON at any depth it allows fits, and every run
 // is still bounded.
 std::string Converter::ws_body() const {
-  constexpr uint64_t kIndentPerLevel = 4, kMaxIndentLevels = 32;
-  const uint64_t levels =
-      nesting_unbounded_ ? kMaxIndentLevels : std::min<uint64_t>(deepest_, kMaxIndentLevels);
+  constexpr uint64_t kIndentPerLevel = 4, kUnboundedLevels = 16;
+  const uint64_t levels = nesting_unbounded_ ? kUnboundedLevels : deepest_;
   const uint64_t run = options_.max_whitespace_run;
   const std::string blanks = "[ \\t]{0," + std::to_string(run) + "}";
   if (levels == 0) return "\"\\n\"? " + blanks;
