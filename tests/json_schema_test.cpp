@@ -783,6 +783,11 @@ TEST(JsonSchemaTest, NumberRangesAcceptExponentForms) {
   expect_language(R"({"type": "number", "minimum": 1e20})",
                   {"1e20", "1.5e+20", "2e21", "1e100", "100000000000000000000"},
                   {"9.99e19", "1e19", "99999999999999999999", "0"});
+  // A bound of more than 40 digits: exponents other than 0 only with a
+  // scientific mantissa.
+  expect_language(R"({"type": "number", "minimum": 1e-50, "maximum": 1.5e60})",
+                  {"1e-50", "2.5e-3", "0.5", "1e-50", "1.5e60", "1.4999E+60", "7e0", "700e0"},
+                  {"9.9e-51", "0", "1e-51", "1.6e60", "1e61", "-1e-50"});
   expect_language(R"({"type": "number", "minimum": 2.5e-7, "exclusiveMaximum": 3e5})",
                   {"2.5e-7", "2.6e-7", "3e-6", "2.99999e5", "1e0"},
                   {"2.4e-7", "2.5e-8", "3e5", "3.0e+5", "1e6"});

@@ -330,8 +330,11 @@ std::string exponent_text(std::optional<long long> lo, std::optional<long long> 
 }
 
 // Exponents written with any mantissa (outside it: one non-zero digit
-// before the point, the scientific form serializers write).
+// before the point, the scientific form serializers write), unless a bound
+// has more than kAnyMantissaDigits digits as a plain decimal (1e-300): each
+// of these exponents copies the range's digit grammar.
 constexpr long long kAnyMantissaLow = -4, kAnyMantissaHigh = 4;
+constexpr size_t kAnyMantissaDigits = 40;
 
 std::string parenthesized(const std::string& text) {
   return text.find(' ') == std::string::npos ? text : "(" + text + ")";
@@ -344,12 +347,19 @@ std::string parenthesized(const std::string& text) {
 std::string exponent_forms(const Bound& lo, const std::optional<Bound>& hi) {
   const std::string zero = "\"0\" (\".\" \"0\"+)?";
   const bool zero_in = lo.value.is_zero() && !lo.exclusive;
+  auto digit_count = [](const Decimal& value) {
+    return value.int_digits.size() + value.frac_digits.size();
+  };
+  const bool long_bounds = digit_count(lo.value) > kAnyMantissaDigits ||
+                           (hi && digit_count(hi->value) > kAnyMantissaDigits);
+  const long long window_low = long_bounds ? 0 : kAnyMantissaLow;
+  const long long window_high = long_bounds ? 0 : kAnyMantissaHigh;
   std::vector<std::string> options;
   // Exponents with any mantissa: each its own range of mantissas, exponents
   // with the same range sharing one alternative. Exponent 0 is left to the
   // caller (the range without exponent, then an optional exponent 0).
   std::vector<std::pair<std::string, std::vector<long long>>> by_mantissa;
-  for (long long e = kAnyMantissaLow; e <= kAnyMantissaHigh; ++e) {
+  for (long long e = window_low; e <= window_high; ++e) {
     if (e == 0) continue;
     std::optional<Bound> mantissa_hi;
     if (hi) mantissa_hi = Bound{shifted(hi->value, -e), hi->exclusive};
@@ -384,13 +394,13 @@ std::string exponent_forms(const Bound& lo, const std::optional<Bound>& hi) {
   }
   if (hi) free_hi = order_of(hi->value) - 1;
   auto outside_window = [&](std::optional<long long> a, std::optional<long long> b) {
-    // [a, b] minus [kAnyMantissaLow, kAnyMantissaHigh], as up to two ranges.
+    // [a, b] minus [window_low, window_high], as up to two ranges.
     std::vector<std::pair<std::optional<long long>, std::optional<long long>>> parts;
     std::optional<long long> below_hi =
-        b ? std::min<long long>(*b, kAnyMantissaLow - 1) : kAnyMantissaLow - 1;
+        b ? std::min<long long>(*b, window_low - 1) : window_low - 1;
     if (!a || *a <= *below_hi) parts.push_back({a, below_hi});
     std::optional<long long> above_lo =
-        a ? std::max<long long>(*a, kAnyMantissaHigh + 1) : kAnyMantissaHigh + 1;
+        a ? std::max<long long>(*a, window_high + 1) : window_high + 1;
     if (!b || *above_lo <= *b) parts.push_back({above_lo, b});
     return parts;
   };
@@ -403,7 +413,7 @@ std::string exponent_forms(const Bound& lo, const std::optional<Bound>& hi) {
   if (hi) edges.push_back(order_of(hi->value));
   if (edges.size() == 2 && edges[0] == edges[1]) edges.pop_back();
   for (long long e : edges) {
-    if (e >= kAnyMantissaLow && e <= kAnyMantissaHigh) continue;
+    if (e >= window_low && e <= window_high) continue;
     if ((!free_lo || e >= *free_lo) && (!free_hi || e <= *free_hi)) continue;
     Bound mantissa_lo{power_of_ten(0), false};
     Decimal scaled_lo = shifted(lo.value, -e);

@@ -59,7 +59,8 @@ std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
 // bounds; nullopt when the range is empty. Exact: it never accepts a value
 // out of range. It accepts every text without exponent in range ("-0" too)
 // and, with an exponent: any mantissa when the exponent is within
-// [-4, 4]; any exponent when the range is only bounded by 0 (minimum 0,
+// [-4, 4] (only 0 when a bound has over 40 digits written without
+// exponent); any exponent when the range is only bounded by 0 (minimum 0,
 // exclusiveMaximum 0...) or not at all; otherwise a mantissa with one
 // non-zero digit before the point (1.5e-7, 2e+21: what serializers write).
 std::optional<std::string> number_range_gbnf(const std::optional<Bound>& lo,
