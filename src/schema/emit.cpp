@@ -12,22 +12,25 @@
 namespace grammask::internal::schema {
 
 // Records how many levels an emission nested below `depth` (on every way
-// out of it) and restores the deepest level seen outside it.
+// out of it) and restores the deepest level seen outside it. The entry is
+// made up front, marked as still being emitted, so that the destructor
+// allocates nothing.
 struct Converter::NestingHeight {
+  static constexpr uint32_t kEmitting = UINT32_MAX;
   Converter& converter;
-  std::unordered_map<std::string, uint32_t>& heights;
-  std::string key;
+  uint32_t& height;
   uint32_t depth;
-  uint32_t outer = converter.deepest_;
-  NestingHeight(Converter& c, std::unordered_map<std::string, uint32_t>& h, std::string k,
-                uint32_t d)
-      : converter(c), heights(h), key(std::move(k)), depth(d) {
+  uint32_t outer;
+  NestingHeight(Converter& c, std::unordered_map<std::string, uint32_t>& heights,
+                const std::string& key, uint32_t d)
+      : converter(c), height(heights[key]), depth(d), outer(c.deepest_) {
+    height = kEmitting;
     converter.deepest_ = depth;
   }
   NestingHeight(const NestingHeight&) = delete;
   NestingHeight& operator=(const NestingHeight&) = delete;
   ~NestingHeight() {
-    heights[key] = converter.deepest_ - depth;
+    height = converter.deepest_ - depth;
     converter.deepest_ = std::max(outer, converter.deepest_);
   }
 };
@@ -35,8 +38,8 @@ struct Converter::NestingHeight {
 void Converter::reuse_nesting(const std::unordered_map<std::string, uint32_t>& heights,
                               const std::string& key, uint32_t depth) {
   auto height = heights.find(key);
-  if (height == heights.end())
-    nesting_unbounded_ = true;
+  if (height == heights.end() || height->second == NestingHeight::kEmitting)
+    nesting_unbounded_ = true;  // a cycle
   else
     deepest_ = std::max(deepest_, depth + height->second);
 }
