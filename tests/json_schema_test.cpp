@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <map>
 #include <optional>
@@ -745,6 +747,132 @@ TEST(JsonSchemaTest, DecimalRangesMatchComparison) {
   }
 }
 
+TEST(JsonSchemaTest, NumberRangesAcceptExponentForms) {
+  // Python and JavaScript write these; every spelling of an in-range value
+  // with a small exponent or a scientific mantissa is accepted, and no
+  // spelling of a value out of range.
+  expect_language(R"({"type": "number", "minimum": 0})",
+                  {"0", "1e-06", "2.5e3", "1e+2", "0e0", "0.0E-5", "-0", "-0.0", "-0e3", "1E400",
+                   "0.5e-10", "100.25e+0007", "12e-300"},
+                  {"-1e-9", "-1", "-0.1e0", "-1e+2", "-5e-324", "1e", "1e+", "1.e2", ".5e1"});
+  expect_language(R"({"type": "number", "exclusiveMinimum": 0})", {"1e-300", "0.001e-5", "3E3"},
+                  {"0", "0e5", "-0", "0.000e1", "-1e-9"});
+  expect_language(R"({"type": "number", "exclusiveMaximum": 0})", {"-1e-300", "-2.5E+3"},
+                  {"0", "-0", "-0e1", "1e-300"});
+  expect_language(R"({"type": "number", "maximum": 100})",
+                  {"1e2", "100.0e0", "0.1e3", "1e+02", "1.00e2", "10e1", "1000e-1", "9.99e1",
+                   "1e-300", "-1e300", "-5.5e+7", "0.01e4", "100e-0", "1e0002"},
+                  {"1.01e2", "1e3", "101e0", "1001e-1", "0.1001e3", "1.0000001e2", "2e2", "1e300",
+                   "1.1e+2", "0.00101e5"});
+  expect_language(R"({"type": "number", "exclusiveMaximum": 100})", {"9.99e1", "99.99", "0.0999e3"},
+                  {"1e2", "100.0e0", "0.1e3", "1e+2", "1.000001e2"});
+  expect_language(
+      R"({"type": "number", "minimum": -180, "maximum": 180})",
+      {"-1.8e2", "1.8e+2", "1.79e2", "-1e-5", "1.8e2", "18e1", "-0.18e3", "180e0", "0e99",
+       "-1.23456789e-300"},
+      {"1.81e2", "-1.800001e2", "2e2", "1e3", "1.8e3", "-1.8e+3", "181e0", "-0.181e3", "1e300"});
+  expect_language(R"({"type": "number", "exclusiveMinimum": 0.5})",
+                  {"5.1e-1", "6e-1", "1e10", "50.1e-2", "0.51e0", "1.5E+300"},
+                  {"5e-1", "0.5e0", "50e-2", "4.9e-1", "1e-300", "0", "5.0e-1", "0.05e1"});
+  expect_language(R"({"type": "number", "minimum": 0, "maximum": 1})",
+                  {"1e0", "1e-6", "0.1e1", "10e-1", "0e5", "1.0E+0", "9.99e-301", "-0"},
+                  {"1.1e0", "2e-0", "1.0000001e0", "-1e-9", "1e1", "0.11e1", "10.1e-1"});
+  // Bounds whose order of magnitude is far from 1.
+  expect_language(R"({"type": "number", "maximum": 1e-10, "minimum": 0})",
+                  {"1e-10", "9.9e-11", "1e-11", "0"}, {"1.1e-10", "2e-10", "1e-9", "0.1e-8"});
+  expect_language(R"({"type": "number", "minimum": 1e20})",
+                  {"1e20", "1.5e+20", "2e21", "1e100", "100000000000000000000"},
+                  {"9.99e19", "1e19", "99999999999999999999", "0"});
+  // A bound of more than 40 digits: exponents other than 0 only with a
+  // scientific mantissa.
+  expect_language(R"({"type": "number", "minimum": 1e-50, "maximum": 1.5e60})",
+                  {"1e-50", "2.5e-3", "0.5", "1e-50", "1.5e60", "1.4999E+60", "7e0", "700e0"},
+                  {"9.9e-51", "0", "1e-51", "1.6e60", "1e61", "-1e-50"});
+  expect_language(R"({"type": "number", "minimum": 2.5e-7, "exclusiveMaximum": 3e5})",
+                  {"2.5e-7", "2.6e-7", "3e-6", "2.99999e5", "1e0"},
+                  {"2.4e-7", "2.5e-8", "3e5", "3.0e+5", "1e6"});
+}
+
+// Random bounds and random exponent spellings against exact comparison:
+// nothing out of range is accepted, and in range every spelling with an
+// exponent in [-4, 4] or a mantissa of one non-zero digit before the point.
+TEST(JsonSchemaTest, ExponentFormsMatchComparison) {
+  std::mt19937 random(23);
+  auto digits = [&](size_t count, bool nonzero_first) {
+    std::string out;
+    for (size_t i = 0; i < count; ++i)
+      out +=
+          static_cast<char>((nonzero_first && i == 0 ? '1' + random() % 9 : '0' + random() % 10));
+    return out;
+  };
+  auto random_bound = [&]() {
+    std::string text = (random() % 3 == 0 ? "-" : "") + digits(1, true);
+    if (random() % 2) text += "." + digits(1 + random() % 3, false);
+    return text + "e" + std::to_string(static_cast<int>(random() % 17) - 8);
+  };
+  for (int round = 0; round < 40; ++round) {
+    std::string lo = random_bound(), hi = random_bound();
+    if (internal::compare(*internal::parse_decimal(lo), *internal::parse_decimal(hi)) > 0)
+      std::swap(lo, hi);
+    const int shape = static_cast<int>(random() % 4);  // both, lower only, upper only, zero
+    if (shape == 3) {
+      lo = "0";
+      if (hi[0] == '-') hi = hi.substr(1);
+    }
+    bool lo_exclusive = random() % 2, hi_exclusive = random() % 2;
+    std::string schema = "{\"type\":\"number\"";
+    if (shape != 2)
+      schema += std::string(",\"") + (lo_exclusive ? "exclusiveMinimum" : "minimum") + "\":" + lo;
+    if (shape != 1)
+      schema += std::string(",\"") + (hi_exclusive ? "exclusiveMaximum" : "maximum") + "\":" + hi;
+    schema += "}";
+    Checker checker(schema);
+    auto lo_value = *internal::parse_decimal(lo), hi_value = *internal::parse_decimal(hi);
+    for (int k = 0; k < 400; ++k) {
+      // A mantissa near a bound's digits, or random; an exponent near the
+      // bounds' orders.
+      std::string mantissa;
+      const int kind = static_cast<int>(random() % 3);
+      if (kind == 0) {
+        mantissa = digits(1, true) + (random() % 2 ? "." + digits(1 + random() % 4, false) : "");
+      } else if (kind == 1) {
+        mantissa = (random() % 4 ? "0" : digits(1 + random() % 3, true)) + "." +
+                   digits(1 + random() % 5, false);
+      } else {
+        mantissa = digits(1 + random() % 3, true);
+      }
+      const int exponent = static_cast<int>(random() % 25) - 12;
+      std::string sign = random() % 3 == 0 ? "-" : "";
+      std::string candidate = sign + mantissa + (random() % 2 ? "e" : "E");
+      if (exponent >= 0 && random() % 2) candidate += "+";
+      if (exponent < 0) candidate += "-";
+      if (random() % 5 == 0) candidate += "0";
+      candidate += std::to_string(std::abs(exponent));
+      auto value = *internal::parse_decimal(candidate);
+      int c_lo = internal::compare(value, lo_value), c_hi = internal::compare(value, hi_value);
+      bool in = (shape == 2 || (lo_exclusive ? c_lo > 0 : c_lo >= 0)) &&
+                (shape == 1 || (hi_exclusive ? c_hi < 0 : c_hi <= 0));
+      const bool scientific = mantissa[0] != '0' && (mantissa.size() == 1 || mantissa[1] == '.');
+      const bool promised = scientific || std::abs(exponent) <= 4;
+      const bool accepted = checker.accepts(candidate);
+      if (!in) ASSERT_FALSE(accepted) << schema << " accepts " << candidate << "\n" << checker.gbnf;
+      if (in && promised)
+        ASSERT_TRUE(accepted) << schema << " rejects " << candidate << "\n" << checker.gbnf;
+    }
+  }
+}
+
+// Sizes of the number rule for common bounds stay small.
+TEST(JsonSchemaTest, ExponentFormsKeepNumberRulesSmall) {
+  for (const char* bounds :
+       {R"("minimum": 0)", R"("minimum": 0, "maximum": 1)", R"("minimum": -180, "maximum": 180)",
+        R"("exclusiveMinimum": 0.5)", R"("minimum": 0, "maximum": 100)"}) {
+    std::string schema = std::string("{\"type\": \"number\", ") + bounds + "}";
+    Checker checker(schema);
+    EXPECT_LT(checker.gbnf.size(), 2500u) << schema << "\n" << checker.gbnf;
+  }
+}
+
 TEST(JsonSchemaTest, MultipleOf) {
   expect_language(R"({"type": "integer", "multipleOf": 3})", {"0", "3", "-6", "999", "12.0"},
                   {"1", "4", "1000", "1.5"});
@@ -1132,6 +1260,55 @@ TEST(JsonSchemaTest, WhitespaceStyles) {
   indented.whitespace = JsonSchemaOptions::Whitespace::kIndented;
   expect_language(schema, {"{\n  \"a\": [\n    1,\n    2\n  ]\n}", "{\n  \"a\": []\n}"},
                   {"{\"a\":[1,2]}", "{ \"a\": [1, 2] }"}, indented);
+}
+
+// Pretty-printed JSON nests as deep as the schema allows; every run of
+// blanks stays bounded.
+nlohmann::json nested_value(int depth) {
+  nlohmann::json value = {{"leaf", 1.5}, {"list", {1, 2}}};
+  for (int level = 0; level < depth; ++level) value = {{"child", value}, {"n", level}};
+  return value;
+}
+
+TEST(JsonSchemaTest, FlexibleWhitespaceGrowsWithNesting) {
+  JsonSchemaOptions flexible;  // default
+  const std::string deep2 = nested_value(15).dump(2), deep4 = nested_value(15).dump(4),
+                    tabs = nested_value(15).dump(1, '\t');
+  // A schema nesting exactly as deep, without generic values.
+  std::string strict = R"({"type": "object", "additionalProperties": false, "properties": {
+      "leaf": {"type": "number"}, "list": {"type": "array", "items": {"type": "integer"}}}})";
+  for (int level = 0; level < 15; ++level)
+    strict = R"({"type": "object", "additionalProperties": false, "properties": {"child": )" +
+             strict + R"(, "n": {"type": "integer"}}})";
+  // A recursive schema and a generic one: nesting without bound.
+  const std::string recursive = R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+      "properties": {"child": {"$ref": "#/$defs/node"}, "n": {"type": "integer"}}}}})";
+  for (const std::string& schema : {strict, recursive, std::string("{}")}) {
+    Checker checker(schema, flexible);
+    EXPECT_TRUE(checker.accepts(deep2)) << schema;
+    EXPECT_TRUE(checker.accepts(deep4)) << schema;
+    EXPECT_TRUE(checker.accepts(tabs)) << schema;
+    // Runaway whitespace: long runs after a newline or without one.
+    EXPECT_FALSE(checker.accepts("{\n" + std::string(300, ' ') + "\"n\": 1}")) << schema;
+    EXPECT_FALSE(checker.accepts("{" + std::string(21, ' ') + "\"n\": 1}")) << schema;
+    EXPECT_FALSE(checker.accepts("{\"n\":" + std::string(21, '\t') + "1}")) << schema;
+  }
+  // The strict schema nests 17 levels: runs after a newline up to
+  // 20 + 4 * 17 blanks, and no more.
+  Checker strict_checker(strict, flexible);
+  EXPECT_TRUE(strict_checker.accepts("{\n" + std::string(88, ' ') + "\"n\": 1}"));
+  EXPECT_FALSE(strict_checker.accepts("{\n" + std::string(89, ' ') + "\"n\": 1}"));
+  // Unbounded nesting counts as 16 levels: 20 + 4 * 16 blanks.
+  for (const std::string& schema : {recursive, std::string("{}")}) {
+    Checker checker(schema, flexible);
+    EXPECT_TRUE(checker.accepts("{\n" + std::string(84, ' ') + "\"n\": 1}")) << schema;
+    EXPECT_FALSE(checker.accepts("{\n" + std::string(85, ' ') + "\"n\": 1}")) << schema;
+  }
+  // A flat schema keeps the old bound.
+  expect_language(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false})",
+      {"{\n" + std::string(24, ' ') + "\"a\": 1}"}, {"{\n" + std::string(25, ' ') + "\"a\": 1}"},
+      flexible);
 }
 
 // The subschemas that constrain one value are merged in JSON pointer order,

@@ -84,7 +84,7 @@ void gm_vocabulary_free(gm_vocabulary* vocabulary);
  * with gm_json_schema_options_init, then change fields. */
 typedef struct gm_json_schema_options {
   int whitespace;                    /* 0 compact, 1 flexible (default), 2 indented */
-  uint32_t max_whitespace_run;       /* flexible: longest run of spaces (20) */
+  uint32_t max_whitespace_run;       /* flexible: longest blank run (20; +4/level after \n) */
   uint32_t indent;                   /* indented: spaces per level (2) */
   int any_property_order;            /* 0: schema order (default); 1: any order */
   int additional_properties_default; /* value of a missing additionalProperties (1) */

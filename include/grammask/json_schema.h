@@ -20,10 +20,13 @@
 // same way, naming maxLength or pattern: what converts compiles with the
 // default CompileOptions. Where unevaluatedProperties or unevaluatedItems cannot see an
 // annotation, the grammar is stricter, never looser. The grammar may reject
-// some valid but unusual encodings (\u escapes of printable characters,
-// numbers in exponent form where a range applies, keys out of the chosen
-// order, or out of schema order where an object is too large for any order:
-// see any_order_max_alternatives); it never accepts a text whose value the
+// some valid but unusual encodings (\u escapes of printable characters;
+// under a range bound other than 0, a number whose exponent is outside
+// [-4, 4] (other than 0 where a bound has over 40 digits written plainly,
+// as 1e-300 has) unless its mantissa has one non-zero digit before the
+// point, as in 1.5e-07; integers in exponent form; keys out of the chosen order, or
+// out of schema order where an object is too large for any order: see
+// any_order_max_alternatives); it never accepts a text whose value the
 // schema rejects.
 //
 // Both functions are thread-safe: any number of conversions may run at
@@ -48,12 +51,15 @@ struct JsonSchemaOptions {
   enum class Whitespace : uint8_t {
     kCompact,   // no whitespace at all: {"a":1,"b":[1,2]}
     kFlexible,  // between tokens: nothing, a run of spaces, or a newline plus indentation,
-                // each bounded by max_whitespace_run so generation cannot loop on blanks
+                // each bounded so generation cannot loop on blanks (max_whitespace_run)
     kIndented,  // one fixed layout: newline + `indent` spaces per nesting level, ": ", ","
   };
   Whitespace whitespace = Whitespace::kFlexible;
-  uint32_t max_whitespace_run = 20;  // kFlexible: longest run of spaces/tabs
-  uint32_t indent = 2;               // kIndented: spaces per level
+  // kFlexible: longest run of spaces/tabs; after a newline, 4 more per level
+  // of nesting the schema allows (16 levels where it is unbounded: $ref
+  // cycles, generic values), so pretty-printed output fits at that depth.
+  uint32_t max_whitespace_run = 20;
+  uint32_t indent = 2;  // kIndented: spaces per level
 
   // Key order. kSchema: declared properties in schema order (each optional
   // one may be left out); other members (additionalProperties,

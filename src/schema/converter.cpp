@@ -74,8 +74,9 @@ std::string Converter::convert() {
     fail(ErrorCode::kInvalidArgument, "the schema is `false`: it accepts no value");
   std::string start = rule_for(root, "schema", 0);
   if (start.empty()) fail(ErrorCode::kInvalidArgument, "the schema accepts no value");
-  // inner(), after() and colon() name `ws` without defining it.
-  if (options_.whitespace == JsonSchemaOptions::Whitespace::kFlexible) base_rule("ws");
+  // inner(), after() and colon() name `ws` without defining it; its body
+  // depends on the nesting of all the rest.
+  if (options_.whitespace == JsonSchemaOptions::Whitespace::kFlexible) define_rule("ws", ws_body());
   std::string text = "root ::= " + start + "\n";
   for (const auto& [name, body] : rules_) text += name + " ::= " + body + "\n";
   return text;

@@ -61,6 +61,7 @@ class Converter {
   std::string convert();
 
  private:
+  struct NestingHeight;
   // --- normalization (normalize.cpp) ----------------------------------------
   // The normal form of a Sub or a schema node, memoized for the conversion.
   // Refuses a schema that reaches itself without consuming input
@@ -318,6 +319,14 @@ class Converter {
   std::string inner(uint32_t depth) const;
   std::string after() const;
   std::string colon() const;
+  // The flexible layout's `ws`, defined last: its run after a newline grows
+  // with the deepest nesting the grammar allows (see deepest_).
+  std::string ws_body() const;
+  // A memoized rule or expression (of `heights`, by memo key) reused at
+  // `depth`: what it nests counts from there; one still being emitted is a
+  // cycle, which nests without bound.
+  void reuse_nesting(const std::unordered_map<std::string, uint32_t>& heights,
+                     const std::string& key, uint32_t depth);
   bool indented() const { return options_.whitespace == JsonSchemaOptions::Whitespace::kIndented; }
 
   // --- patterns, formats and budgets (converter.cpp) -------------------------
@@ -383,6 +392,13 @@ class Converter {
   std::string key_leave_rule_;
   std::string key_tail_rule_;
   std::unordered_set<std::string> handed_out_;  // rule names returned by the memos
+  // Nesting, for the flexible layout's whitespace: the deepest container
+  // level emitted (members of a container at depth d are at level d + 1),
+  // whether a cycle or a generic value nests without bound, and how many
+  // levels each memoized rule and clause expression nests below its own.
+  uint32_t deepest_ = 0;
+  bool nesting_unbounded_ = false;
+  std::unordered_map<std::string, uint32_t> rule_heights_, clause_heights_;
   std::unordered_map<std::string, std::string> other_ascii_memo_;  // trie children -> class
   size_t automaton_work_ = 0;          // states built for string constraints so far
   size_t emitted_automaton_cost_ = 0;  // lowered_cost of the automata written by dfa_rules

@@ -11,6 +11,39 @@
 
 namespace grammask::internal::schema {
 
+// Records how many levels an emission nested below `depth` (on every way
+// out of it) and restores the deepest level seen outside it. The entry is
+// made up front, marked as still being emitted, so that the destructor
+// allocates nothing.
+struct Converter::NestingHeight {
+  static constexpr uint32_t kEmitting = UINT32_MAX;
+  Converter& converter;
+  uint32_t& height;
+  uint32_t depth;
+  uint32_t outer;
+  NestingHeight(Converter& c, std::unordered_map<std::string, uint32_t>& heights,
+                const std::string& key, uint32_t d)
+      : converter(c), height(heights[key]), depth(d), outer(c.deepest_) {
+    height = kEmitting;
+    converter.deepest_ = depth;
+  }
+  NestingHeight(const NestingHeight&) = delete;
+  NestingHeight& operator=(const NestingHeight&) = delete;
+  ~NestingHeight() {
+    height = converter.deepest_ - depth;
+    converter.deepest_ = std::max(outer, converter.deepest_);
+  }
+};
+
+void Converter::reuse_nesting(const std::unordered_map<std::string, uint32_t>& heights,
+                              const std::string& key, uint32_t depth) {
+  auto height = heights.find(key);
+  if (height == heights.end() || height->second == NestingHeight::kEmitting)
+    nesting_unbounded_ = true;  // a cycle
+  else
+    deepest_ = std::max(deepest_, depth + height->second);
+}
+
 std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_t depth) {
   if (depth > 64 && indented())
     fail(ErrorCode::kUnsupported,
@@ -20,8 +53,10 @@ std::string Converter::rule_for(const Sub& sub, const std::string& hint, uint32_
   auto it = rule_memo_.find(key);
   if (it != rule_memo_.end()) {
     handed_out_.insert(it->second);
+    reuse_nesting(rule_heights_, key, depth);
     return it->second;
   }
+  NestingHeight height{*this, rule_heights_, key, depth};
   const std::string& where = doc_.info(sub.nodes.empty() ? nullptr : sub.nodes[0]).pointer;
   Nesting nesting(*this, where);
   const std::string outer = emitting_;
@@ -101,8 +136,10 @@ std::string Converter::clause_expression(const Clause& clause, const std::string
   auto known = clause_memo_.find(key);
   if (known != clause_memo_.end()) {
     handed_out_.insert(known->second);
+    reuse_nesting(clause_heights_, key, depth);
     return known->second;
   }
+  NestingHeight height{*this, clause_heights_, key, depth};
   if (clause.type != JType::kObject && clause.type != JType::kArray) {
     std::string expr = emit_clause(clause, hint, depth);
     clause_memo_.emplace(std::move(key), expr);

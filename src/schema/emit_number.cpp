@@ -178,8 +178,9 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
       if (auto text = internal::integer_range_gbnf(lo, hi))
         options.push_back(group(*text) + (clause.strict_integer ? "" : " (\".\" \"0\"+)?"));
     } else {
-      if (auto text = internal::decimal_range_gbnf(interval.lo, interval.hi, clause.non_integer))
-        options.push_back(*text);
+      auto text = clause.non_integer ? internal::decimal_range_gbnf(interval.lo, interval.hi, true)
+                                     : internal::number_range_gbnf(interval.lo, interval.hi);
+      if (text) options.push_back(*text);
     }
   }
   if (options.empty()) return "";

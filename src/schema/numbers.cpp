@@ -290,6 +290,166 @@ std::optional<std::string> magnitude_range(const Bound& lo, const std::optional<
   return group(options);
 }
 
+// value * 10^shift.
+Decimal shifted(const Decimal& value, long long shift) {
+  return *parse_decimal(value.to_string() + "e" + std::to_string(shift), 1u << 20);
+}
+
+// floor(log10(value)) for value > 0.
+long long order_of(const Decimal& value) {
+  if (!value.int_digits.empty()) return static_cast<long long>(value.int_digits.size()) - 1;
+  return -static_cast<long long>(value.frac_digits.find_first_not_of('0')) - 1;
+}
+
+Decimal power_of_ten(long long exponent) {
+  return *parse_decimal("1e" + std::to_string(exponent), 1u << 20);
+}
+
+// Exponent texts (`[eE] [-+]? [0-9]+`, leading zeros allowed) whose value
+// lies in [lo, hi] (nullopt: unbounded); "" when there is none.
+std::string exponent_text(std::optional<long long> lo, std::optional<long long> hi) {
+  if (lo && hi && *lo > *hi) return "";
+  if (!lo && !hi) return "[eE] [-+]? [0-9]+";
+  std::vector<std::string> options;
+  auto magnitudes = [](long long a, std::optional<long long> b) {
+    return unsigned_range(std::to_string(a),
+                          b ? std::optional<std::string>(std::to_string(*b)) : std::nullopt);
+  };
+  if (!lo || *lo < 0) {
+    long long top = hi ? std::min<long long>(*hi, -1) : -1;
+    std::optional<long long> bottom;
+    if (lo) bottom = -*lo;
+    if (!bottom || -top <= *bottom) options.push_back("\"-\" \"0\"* " + magnitudes(-top, bottom));
+  }
+  if ((!lo || *lo <= 0) && (!hi || *hi >= 0)) options.push_back("[-+]? \"0\"+");
+  if (!hi || *hi > 0) {
+    long long bottom = lo ? std::max<long long>(*lo, 1) : 1;
+    options.push_back("\"+\"? \"0\"* " + magnitudes(bottom, hi));
+  }
+  return "[eE] " + group(options);
+}
+
+// Exponents written with any mantissa (outside it: one non-zero digit
+// before the point, the scientific form serializers write), unless a bound
+// has more than kAnyMantissaDigits digits as a plain decimal (1e-300): each
+// of these exponents copies the range's digit grammar.
+constexpr long long kAnyMantissaLow = -4, kAnyMantissaHigh = 4;
+constexpr size_t kAnyMantissaDigits = 40;
+
+std::string parenthesized(const std::string& text) {
+  return text.find(' ') == std::string::npos ? text : "(" + text + ")";
+}
+
+// Texts with an exponent other than 0 whose magnitude m (the mantissa
+// without sign, times 10^exponent) has lo <(=) m <(=) hi, where 0 <= lo and
+// 0 < hi; "" for none. Exact; which spellings it has: see
+// number_range_gbnf.
+std::string exponent_forms(const Bound& lo, const std::optional<Bound>& hi) {
+  const std::string zero = "\"0\" (\".\" \"0\"+)?";
+  const bool zero_in = lo.value.is_zero() && !lo.exclusive;
+  auto digit_count = [](const Decimal& value) {
+    return value.int_digits.size() + value.frac_digits.size();
+  };
+  const bool long_bounds = digit_count(lo.value) > kAnyMantissaDigits ||
+                           (hi && digit_count(hi->value) > kAnyMantissaDigits);
+  const long long window_low = long_bounds ? 0 : kAnyMantissaLow;
+  const long long window_high = long_bounds ? 0 : kAnyMantissaHigh;
+  std::vector<std::string> options;
+  // Exponents with any mantissa: each its own range of mantissas, exponents
+  // with the same range sharing one alternative. Exponent 0 is left to the
+  // caller (the range without exponent, then an optional exponent 0).
+  std::vector<std::pair<std::string, std::vector<long long>>> by_mantissa;
+  for (long long e = window_low; e <= window_high; ++e) {
+    if (e == 0) continue;
+    std::optional<Bound> mantissa_hi;
+    if (hi) mantissa_hi = Bound{shifted(hi->value, -e), hi->exclusive};
+    auto mantissa = magnitude_range(Bound{shifted(lo.value, -e), lo.exclusive}, mantissa_hi, false);
+    if (!mantissa) continue;
+    auto it = std::find_if(by_mantissa.begin(), by_mantissa.end(),
+                           [&](const auto& entry) { return entry.first == *mantissa; });
+    if (it == by_mantissa.end())
+      by_mantissa.push_back({*mantissa, {e}});
+    else
+      it->second.push_back(e);
+  }
+  for (const auto& [mantissa, exponents] : by_mantissa) {
+    std::vector<std::string> texts;
+    size_t i = 0;
+    while (i < exponents.size()) {
+      size_t j = i;
+      while (j + 1 < exponents.size() && exponents[j + 1] == exponents[j] + 1) ++j;
+      texts.push_back(exponent_text(exponents[i], exponents[j]));
+      i = j + 1;
+    }
+    options.push_back(parenthesized(mantissa) + " " + group(texts));
+  }
+  // Other exponents: the mantissa is in [1, 10), so the order of magnitude
+  // is the exponent. Orders wholly inside the range ("free") take any
+  // such mantissa; the orders of the bounds compare the digits.
+  const std::string scientific = "[1-9] (\".\" [0-9]+)?";
+  std::optional<long long> free_lo, free_hi;  // nullopt: unbounded
+  if (!lo.value.is_zero()) {
+    long long o = order_of(lo.value);
+    free_lo = compare(power_of_ten(o), lo.value) == 0 && !lo.exclusive ? o : o + 1;
+  }
+  if (hi) free_hi = order_of(hi->value) - 1;
+  auto outside_window = [&](std::optional<long long> a, std::optional<long long> b) {
+    // [a, b] minus [window_low, window_high], as up to two ranges.
+    std::vector<std::pair<std::optional<long long>, std::optional<long long>>> parts;
+    std::optional<long long> below_hi =
+        b ? std::min<long long>(*b, window_low - 1) : window_low - 1;
+    if (!a || *a <= *below_hi) parts.push_back({a, below_hi});
+    std::optional<long long> above_lo =
+        a ? std::max<long long>(*a, window_high + 1) : window_high + 1;
+    if (!b || *above_lo <= *b) parts.push_back({above_lo, b});
+    return parts;
+  };
+  if (!free_lo || !free_hi || *free_lo <= *free_hi) {
+    for (const auto& [a, b] : outside_window(free_lo, free_hi))
+      options.push_back(scientific + " " + exponent_text(a, b));
+  }
+  std::vector<long long> edges;
+  if (!lo.value.is_zero()) edges.push_back(order_of(lo.value));
+  if (hi) edges.push_back(order_of(hi->value));
+  if (edges.size() == 2 && edges[0] == edges[1]) edges.pop_back();
+  for (long long e : edges) {
+    if (e >= window_low && e <= window_high) continue;
+    if ((!free_lo || e >= *free_lo) && (!free_hi || e <= *free_hi)) continue;
+    Bound mantissa_lo{power_of_ten(0), false};
+    Decimal scaled_lo = shifted(lo.value, -e);
+    if (compare(scaled_lo, mantissa_lo.value) >= 0) mantissa_lo = Bound{scaled_lo, lo.exclusive};
+    Bound mantissa_hi{power_of_ten(1), true};
+    if (hi) {
+      Decimal scaled_hi = shifted(hi->value, -e);
+      if (compare(scaled_hi, mantissa_hi.value) < 0) mantissa_hi = Bound{scaled_hi, hi->exclusive};
+    }
+    if (auto mantissa = magnitude_range(mantissa_lo, mantissa_hi, false))
+      options.push_back(parenthesized(*mantissa) + " " + exponent_text(e, e));
+  }
+  if (zero_in) {
+    std::vector<std::string> texts;
+    for (const auto& [a, b] : outside_window({}, {})) texts.push_back(exponent_text(a, b));
+    options.push_back(zero + " " + group(texts));
+  }
+  return join(options, " | ");
+}
+
+// Number texts without sign, with or without exponent, whose magnitude m
+// has lo <(=) m <(=) hi (lo >= 0); nullopt for none.
+std::optional<std::string> magnitude_number(const Bound& lo, const std::optional<Bound>& hi) {
+  if (hi && hi->value.is_zero()) {
+    if (!lo.value.is_zero() || lo.exclusive || hi->exclusive) return std::nullopt;
+    return "\"0\" (\".\" \"0\"+)? ([eE] [-+]? [0-9]+)?";
+  }
+  auto plain = magnitude_range(lo, hi, false);
+  if (!plain) return std::nullopt;
+  // Every magnitude (or every non-zero one) with any exponent.
+  if (lo.value.is_zero() && !hi) return parenthesized(*plain) + " ([eE] [-+]? [0-9]+)?";
+  std::string with_zero_exponent = parenthesized(*plain) + " (" + exponent_text(0, 0) + ")?";
+  std::string others = exponent_forms(lo, hi);
+  if (others.empty()) return with_zero_exponent;
+  return "(" + with_zero_exponent + " | " + others + ")";
+}
 }  // namespace
 
 std::string Decimal::to_string() const {
@@ -443,6 +603,36 @@ std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
     if (lo && !lo->value.negative) start = *lo;
     if (auto text = magnitude_range(start, hi, fraction_required)) options.push_back(*text);
   }
+  if (options.empty()) return std::nullopt;
+  return group(options);
+}
+
+std::optional<std::string> number_range_gbnf(const std::optional<Bound>& lo,
+                                             const std::optional<Bound>& hi) {
+  if (lo && hi) {
+    int c = compare(lo->value, hi->value);
+    if (c > 0 || (c == 0 && (lo->exclusive || hi->exclusive))) return std::nullopt;
+  }
+  // The magnitudes of the negative texts ("-0" is 0) and of the others.
+  Decimal zero;
+  std::optional<std::string> negative, nonnegative;
+  if (!lo || lo->value.negative || (lo->value.is_zero() && !lo->exclusive)) {
+    Bound magnitude_lo{zero, false};
+    if (hi && (hi->value.negative || hi->value.is_zero()))
+      magnitude_lo = Bound{negate(hi->value), hi->exclusive};
+    std::optional<Bound> magnitude_hi;
+    if (lo) magnitude_hi = Bound{negate(lo->value), lo->exclusive};
+    negative = magnitude_number(magnitude_lo, magnitude_hi);
+  }
+  if (!hi || !hi->value.negative) {
+    Bound start{zero, false};
+    if (lo && !lo->value.negative) start = *lo;
+    nonnegative = magnitude_number(start, hi);
+  }
+  if (negative && nonnegative && *negative == *nonnegative) return "\"-\"? " + *negative;
+  std::vector<std::string> options;
+  if (negative) options.push_back("\"-\" " + *negative);
+  if (nonnegative) options.push_back(*nonnegative);
   if (options.empty()) return std::nullopt;
   return group(options);
 }

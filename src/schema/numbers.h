@@ -55,6 +55,17 @@ std::optional<std::string> decimal_range_gbnf(const std::optional<Bound>& lo,
                                               const std::optional<Bound>& hi,
                                               bool fraction_required = false);
 
+// GBNF for JSON numbers (`-? int frac? exp?`) whose value lies between the
+// bounds; nullopt when the range is empty. Exact: it never accepts a value
+// out of range. It accepts every text without exponent in range ("-0" too)
+// and, with an exponent: any mantissa when the exponent is within
+// [-4, 4] (only 0 when a bound has over 40 digits written without
+// exponent); any exponent when the range is only bounded by 0 (minimum 0,
+// exclusiveMaximum 0...) or not at all; otherwise a mantissa with one
+// non-zero digit before the point (1.5e-7, 2e+21: what serializers write).
+std::optional<std::string> number_range_gbnf(const std::optional<Bound>& lo,
+                                             const std::optional<Bound>& hi);
+
 // Rules for non-negative numbers that are multiples of `divisor` (> 0):
 // `int frac?` without sign or exponent (a multiple's negation is one too);
 // integers only (fraction all zeros) when `integer_only`; no fraction at all

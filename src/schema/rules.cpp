@@ -92,6 +92,20 @@ std::string Converter::char_body() {
          "[dD] [0-7] hex hex | [dD] [89abAB] hex hex \"\\\\u\" [dD] [c-fC-F] hex hex))";
 }
 
+// Nothing, a run of blanks, or a newline and a run of blanks that may be
+// longer by kIndentPerLevel for each level of nesting the grammar allows
+// (kUnboundedLevels where a cycle or a generic value nests without bound),
+// so that pretty-printed JSON at any depth it allows fits, and every run
+// is still bounded.
+std::string Converter::ws_body() const {
+  constexpr uint64_t kIndentPerLevel = 4, kUnboundedLevels = 16;
+  const uint64_t levels = nesting_unbounded_ ? kUnboundedLevels : deepest_;
+  const uint64_t run = options_.max_whitespace_run;
+  const std::string blanks = "[ \\t]{0," + std::to_string(run) + "}";
+  if (levels == 0) return "\"\\n\"? " + blanks;
+  return blanks + " | \"\\n\" [ \\t]{0," + std::to_string(run + kIndentPerLevel * levels) + "}";
+}
+
 // `item` (an expression, grouped) repeated lo..hi times. Past
 // kPlainRepeat the count is split into blocks of kPlainRepeat items, a rule
 // of its own, counted the same way: an exact and unambiguous grammar of
@@ -143,18 +157,19 @@ std::string Converter::base_rule(const std::string& name) {
   std::string w = flexible ? "ws " : "";
   std::string body;
   if (name == "ws") {
-    // Nothing, a run of blanks, or a newline and a run of blanks.
-    body = "\"\\n\"? [ \\t]{0," + std::to_string(options_.max_whitespace_run) + "}";
+    return name;  // defined last, by convert(): see ws_body
   } else if (name == "value") {
     body = base_rule("object") + " | " + base_rule("array") + " | " + base_rule("string") + " | " +
            base_rule("number") + " | \"true\" | \"false\" | \"null\"";
   } else if (name == "object") {
+    nesting_unbounded_ = true;
     if (flexible) base_rule("ws");
     base_rule("value");
     base_rule("string");
     body = "\"{\" " + w + "(string " + w + "\":\" " + w + "value " + w + "(\",\" " + w + "string " +
            w + "\":\" " + w + "value " + w + ")*)? \"}\"";
   } else if (name == "array") {
+    nesting_unbounded_ = true;
     if (flexible) base_rule("ws");
     base_rule("value");
     body = "\"[\" " + w + "(value " + w + "(\",\" " + w + "value " + w + ")*)? \"]\"";
@@ -185,6 +200,7 @@ std::string Converter::base_rule(const std::string& name) {
 std::string Converter::wrap_container(const std::string& open, const std::string& close,
                                       const std::string& nonempty_body, bool allow_empty,
                                       uint32_t depth) {
+  deepest_ = std::max(deepest_, depth + 1);
   std::vector<std::string> options;
   std::string closing_ws =
       indented() ? "\"\\n" + std::string(depth * options_.indent, ' ') + "\"" : "";
