@@ -680,6 +680,22 @@ TEST(JsonSchemaTest, Draft4Integers) {
                   {"1"}, {"1.0"});
 }
 
+// Draft-04 integers are written without a fraction, so `not integer` holds
+// every number text with a fraction or an exponent, integral or not.
+TEST(JsonSchemaTest, Draft4NotInteger) {
+  const std::string draft4 = R"("$schema": "http://json-schema.org/draft-04/schema#")";
+  expect_language("{" + draft4 + R"(, "not": {"type": "integer"}})",
+                  {"1.0", "1.5", "-2e3", "1e2", "0.0", R"("x")", "null", "[1]"},
+                  {"1", "0", "-7", "12345"});
+  expect_language("{" + draft4 + R"(, "type": "number", "not": {"type": "integer", "minimum": 5}})",
+                  {"1.0", "7.5", "2", "-3", "4", "5e0"}, {"5", "6", "100"});
+  EXPECT_EQ(refusal("{" + draft4 + R"(, "type": "integer", "not": {"type": "integer"}})").code(),
+            ErrorCode::kInvalidArgument);  // accepts no value
+  const Status refused = refusal("{" + draft4 + R"(, "minimum": 0, "not": {"type": "integer"}})");
+  EXPECT_EQ(refused.code(), ErrorCode::kUnsupported) << refused.to_string();
+  EXPECT_NE(refused.message().find("\"not\""), std::string::npos) << refused.to_string();
+}
+
 TEST(JsonSchemaTest, IntegerRanges) {
   expect_language(R"({"type": "integer", "minimum": -15, "exclusiveMaximum": 120})",
                   {"-15", "-9", "-10", "0", "9", "10", "99", "100", "119"},

@@ -86,6 +86,9 @@ struct NumberKeywords {
   bool integer = false;
   bool non_integer = false;     // from `not: {type: integer}`: a non-zero fraction
   bool strict_integer = false;  // draft-04: integers written without a fraction
+  // From a draft-04 `not: {type: integer}`: the text has a fraction or an
+  // exponent (1.5, 1.0, 1e2).
+  bool written_non_integer = false;
   std::optional<Decimal> lo, hi;
   bool lo_exclusive = false, hi_exclusive = false;
   std::string range_pointer;

@@ -55,6 +55,17 @@ static bool multiple_of_every_integer(const Clause& clause) {
 
 std::string Converter::emit_number(const Clause& clause, const std::string& hint) {
   if (clause.integer && clause.non_integer) return "";
+  if (clause.written_non_integer) {
+    // Only alone: with a range or other number keywords the grammar would
+    // have to intersect the spellings with the range's.
+    if (clause.integer || clause.non_integer || clause.lo || clause.hi ||
+        !clause.multiple_of.empty() || !clause.excluded.empty())
+      refuse("not", clause.range_pointer,
+             "a draft-04 `not: {type: integer}` combined with other number keywords");
+    return add_rule(hint + "-num",
+                    "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+ ([eE] [-+]? [0-9]+)? | [eE] [-+]? "
+                    "[0-9]+)");
+  }
   bool bounded = clause.lo || clause.hi;
   // Exclusions (from `not` of a constant) split the range into intervals.
   struct Interval {

@@ -7,12 +7,13 @@
 namespace grammask::internal::schema {
 
 bool NumberKeywords::unconstrained() const {
-  return !integer && !non_integer && !strict_integer && !lo && !hi && multiple_of.empty();
+  return !integer && !non_integer && !strict_integer && !written_non_integer && !lo && !hi &&
+         multiple_of.empty();
 }
 
 void NumberKeywords::add_key(std::string& key) const {
   add_key_part(key, std::string(integer ? "i" : "") + (non_integer ? "f" : "") +
-                        (strict_integer ? "s" : ""));
+                        (strict_integer ? "s" : "") + (written_non_integer ? "w" : ""));
   add_key_part(key, lo ? (lo_exclusive ? ">" : ">=") + lo->to_string() : "");
   add_key_part(key, hi ? (hi_exclusive ? "<" : "<=") + hi->to_string() : "");
   for (const auto& [divisor, where] : multiple_of) add_key_part(key, "m" + divisor.to_string());
@@ -73,7 +74,9 @@ bool Converter::intersect_numbers(Clause& c, const Clause& b) {
   c.integer = c.integer || b.integer;
   c.non_integer = c.non_integer || b.non_integer;
   c.strict_integer = c.strict_integer || b.strict_integer;
+  c.written_non_integer = c.written_non_integer || b.written_non_integer;
   if (c.integer && c.non_integer) return false;
+  if (c.strict_integer && c.written_non_integer) return false;
   if (b.lo) {
     int cmp = c.lo ? internal::compare(*b.lo, *c.lo) : 1;
     if (cmp > 0 || (cmp == 0 && b.lo_exclusive)) c.lo = b.lo, c.lo_exclusive = b.lo_exclusive;
@@ -98,10 +101,16 @@ bool Converter::intersect_numbers(Clause& c, const Clause& b) {
 }
 
 bool Converter::negate_number(const Clause& clause, const Clause& base, Disj& complement) {
-  // Draft-04 integers exclude "1.0": their complement is not a clause.
-  if (!clause.multiple_of.empty() || clause.strict_integer) return false;
-  // not (integer and range) = non-integer, or outside the range.
-  if (clause.integer) {
+  if (!clause.multiple_of.empty() || clause.written_non_integer) return false;
+  // not (draft-04 integer) = a text with a fraction or an exponent.
+  if (clause.strict_integer) {
+    Clause c = base;
+    c.written_non_integer = true;
+    complement.push_back(std::move(c));
+  }
+  // not (integer and range) = non-integer, or outside the range. (A
+  // non-integer is written with a fraction: the draft-04 piece holds it.)
+  if (clause.integer && !clause.strict_integer) {
     Clause c = base;
     c.non_integer = true;
     complement.push_back(std::move(c));
@@ -130,6 +139,7 @@ bool Converter::number_accepts(const Clause& c, const Json& value) {
   if (c.integer && !number->is_integer()) return false;
   if (c.non_integer && number->is_integer()) return false;
   if (c.strict_integer && !value.is_number_integer() && !value.is_number_unsigned()) return false;
+  if (c.written_non_integer && !value.is_number_float()) return false;
   if (c.lo) {
     int cmp = internal::compare(*number, *c.lo);
     if (cmp < 0 || (cmp == 0 && c.lo_exclusive)) return false;
