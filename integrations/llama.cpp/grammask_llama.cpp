@@ -220,40 +220,31 @@ void sampler_apply(llama_sampler* sampler, llama_token_data_array* candidates) {
   if (state.error.empty()) {
     const uint32_t small =
         state.params.small_array_max != 0 ? state.params.small_array_max : kDefaultSmallArrayMax;
+    // Negative ids wrap past the vocabulary: refused like any id out of range.
     if (candidates->size <= small) {
       mask_candidates(candidates, [&](llama_token id) {
-        return id >= 0 && static_cast<size_t>(id) < n_tokens &&
-               state.is_token_allowed(static_cast<uint32_t>(id));
+        return state.is_token_allowed(static_cast<uint32_t>(id));
       });
       return;
     }
     const Status status = state.fill_mask();
     if (status.ok()) {
       const uint32_t* const words = state.words.data();
-      if (n_tokens == 0) {
-        mask_candidates(candidates, [](llama_token) { return false; });
-      } else {
-        mask_candidates(candidates, [words, n_tokens](llama_token id) {
-          return allowed_in(words, n_tokens, id);
-        });
-      }
+      mask_candidates(candidates, [words, n_tokens](llama_token id) {
+        return allowed_in(words, n_tokens, id);
+      });
       return;
     }
     state.fail("grammask: mask: " + status.to_string());
   }
   // Failed closed: only end-of-generation tokens.
-  mask_candidates(candidates, [&](llama_token id) {
-    return id >= 0 && vocabulary.is_stop(static_cast<uint32_t>(id));
-  });
+  mask_candidates(candidates,
+                  [&](llama_token id) { return vocabulary.is_stop(static_cast<uint32_t>(id)); });
 }
 
 void sampler_accept(llama_sampler* sampler, llama_token token) {
   SamplerState& state = *state_of(sampler);
   if (!state.active() || !state.error.empty()) return;
-  if (token < 0 || static_cast<size_t>(token) >= state.n_tokens()) {
-    state.fail("grammask: accept: token " + std::to_string(token) + " is out of range");
-    return;
-  }
   const Status status = state.accept_token(static_cast<uint32_t>(token));
   if (!status.ok()) {
     state.fail("grammask: accept of token " + std::to_string(token) + ": " + status.to_string());
@@ -325,7 +316,8 @@ llama_sampler* init_sampler(const llama_vocab* vocab, const grammask_llama_param
       last_error = "grammask: " + compiled.status().to_string();
       return nullptr;
     }
-    state->words.assign(compiled->mask_words(), 0);
+    // At least one word, so that apply() may read word 0 for any id.
+    state->words.assign(std::max<size_t>(compiled->mask_words(), 1), 0);
     if (triggers != nullptr) {
       auto lazy = LazyMatcher::create(*compiled, *triggers);
       if (!lazy.ok()) {

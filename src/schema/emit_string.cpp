@@ -11,7 +11,6 @@
 #include "ir/gbnf_writer.h"
 #include "regex/code_point_set.h"
 #include "regex/regex_to_gbnf.h"
-
 #include "schema/converter.h"
 #include "schema/gbnf_text.h"
 
@@ -176,15 +175,16 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
   return dfa;
 }
 
+namespace {
+// Past this estimate lowering runs out of RecognizerOptions::max_states (an
+// e-mail pattern under maxLength 254 estimates 353,000 and is refused by
+// the compiler) or compiles for seconds.
+constexpr size_t kMaxLoweredCost = 300000;
+
 // About how many byte-automaton states lowering makes of an automaton's
 // rules: each edge's code-point ranges become UTF-8 byte sequences (one
 // more state per continuation byte), and characters JSON must escape add
 // the escape's bytes.
-namespace {
-// Past this estimate lowering runs out of RecognizerOptions::max_states (an
-// e-mail pattern under maxLength 254 estimates 360,000 and is refused by
-// the compiler) or compiles for seconds.
-constexpr size_t kMaxLoweredCost = 300000;
 size_t lowered_cost(const internal::CharDfa& dfa) {
   size_t cost = 0;
   for (const internal::CharDfa::State& state : dfa.states) {
