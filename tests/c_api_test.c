@@ -55,8 +55,12 @@ static void test_gbnf(gm_vocabulary* vocab) {
   gm_grammar* grammar = NULL;
   CHECK_OK(gm_grammar_from_gbnf(vocab, gbnf, strlen(gbnf), &grammar));
   CHECK(gm_grammar_mask_words(grammar) == 1);
+  CHECK(gm_vocabulary_memory_bytes(vocab) > 0 && gm_vocabulary_memory_bytes(NULL) == 0);
+  CHECK(gm_grammar_memory_bytes(grammar) >= gm_grammar_cache_bytes(grammar));
+  CHECK(gm_grammar_memory_bytes(grammar) > 0 && gm_grammar_memory_bytes(NULL) == 0);
   gm_matcher* m = NULL;
   CHECK_OK(gm_matcher_new(grammar, &m));
+  CHECK(gm_matcher_memory_bytes(m) > 0 && gm_matcher_memory_bytes(NULL) == 0);
   gm_grammar_free(grammar); /* the matcher keeps it alive */
   uint32_t words[1];
   CHECK_OK(gm_matcher_fill_mask(m, words, 1));

@@ -76,6 +76,8 @@ gm_status gm_vocabulary_from_tokens(const char* const* bytes, const size_t* leng
                                     const uint8_t* kinds, size_t n_tokens, const uint32_t* stop_ids,
                                     size_t n_stop_ids, gm_vocabulary** out);
 size_t gm_vocabulary_size(const gm_vocabulary* vocabulary);
+/* Heap bytes (Vocabulary::memory_bytes); 0 for NULL. */
+size_t gm_vocabulary_memory_bytes(const gm_vocabulary* vocabulary);
 void gm_vocabulary_free(gm_vocabulary* vocabulary);
 
 /* ---- Compiled grammars ------------------------------------------------- */
@@ -106,6 +108,10 @@ gm_status gm_grammar_from_structural_tag(const gm_vocabulary* vocabulary, const 
                                          gm_grammar** out);
 /* Words a mask must have: ceil(vocabulary size / 32). */
 size_t gm_grammar_mask_words(const gm_grammar* grammar);
+/* Heap bytes without the vocabulary, and the part that is cached walks
+ * (CompiledGrammar::memory_bytes, cache_bytes); 0 for NULL. */
+size_t gm_grammar_memory_bytes(const gm_grammar* grammar);
+size_t gm_grammar_cache_bytes(const gm_grammar* grammar);
 void gm_grammar_free(gm_grammar* grammar);
 
 /* ---- Matchers ---------------------------------------------------------- */
@@ -124,6 +130,8 @@ bool gm_matcher_is_token_allowed(const gm_matcher* matcher, uint32_t token);
 gm_status gm_matcher_rollback(gm_matcher* matcher, size_t n_tokens);
 void gm_matcher_reset(gm_matcher* matcher);
 size_t gm_matcher_num_tokens(const gm_matcher* matcher);
+/* Heap bytes without the grammar (Matcher::memory_bytes); 0 for NULL. */
+size_t gm_matcher_memory_bytes(const gm_matcher* matcher);
 bool gm_matcher_is_accepting(const gm_matcher* matcher);
 bool gm_matcher_is_terminated(const gm_matcher* matcher);
 /* The forced continuation (jump-forward bytes), at most `max_bytes` of it:

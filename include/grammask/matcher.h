@@ -55,14 +55,24 @@ struct CompileOptions {
   // others are walked by the first fill_mask that needs them. Masks are the
   // same either way.
   double precompute_budget = 0.25;
+  // Memory for the token-trie walks a CompiledGrammar caches for all its
+  // Matchers and copies, those precomputed here included (precomputing
+  // stops when it is spent): past it, a Matcher keeps the walks it makes
+  // for itself. CompiledGrammar::cache_bytes() never exceeds it.
+  size_t max_cache_bytes = size_t{64} << 20;
+  // Memory each Matcher of the grammar may keep for itself: half for the
+  // masks it computed, half for walks the grammar had no room to cache. A
+  // mask or walk that would pass its half first empties it (a single walk
+  // larger than its half is still kept alone; such a mask is not kept).
+  size_t max_matcher_cache_bytes = size_t{64} << 20;
+  // The budgets change how often masks are recomputed, never the masks.
 };
 
 // A grammar lowered to byte automata plus the vocabulary it masks; copies
 // share the data. Thread-safe: any number of Matchers on any threads may
 // share one. Its Matchers share through it the token-trie walks they
-// compute, up to 64 MiB per CompiledGrammar in all (copies included); the
-// walks that compile() precomputes count toward it but are bounded by
-// CompileOptions::precompute_budget instead.
+// compute, up to CompileOptions::max_cache_bytes per CompiledGrammar in all
+// (copies included).
 class CompiledGrammar {
  public:
   // Token items are resolved here: an id past the vocabulary, or a text
@@ -83,6 +93,14 @@ class CompiledGrammar {
   // Words a mask must have at least: mask_words(vocabulary().size()).
   size_t mask_words() const noexcept;
 
+  // Heap bytes of the compiled grammar, shared by its copies: its tables
+  // (fixed once compiled) plus cache_bytes(), without the vocabulary
+  // (Vocabulary::memory_bytes). Thread-safe; O(1).
+  size_t memory_bytes() const noexcept;
+  // The bytes of token-trie walks it caches now for its Matchers: at most
+  // CompileOptions::max_cache_bytes. Thread-safe; O(1).
+  size_t cache_bytes() const noexcept;
+
  private:
   friend class Matcher;
   explicit CompiledGrammar(std::shared_ptr<const internal::CompiledGrammarData> data)
@@ -92,9 +110,9 @@ class CompiledGrammar {
 
 // The state of one sequence being decoded. Not thread-safe: use one Matcher
 // per sequence (copy one to fork a beam); many Matchers may share one
-// CompiledGrammar across threads. Besides its parse, a Matcher keeps up to
-// 32 MiB of masks it computed and up to 32 MiB of walks its grammar had no
-// room to share; a copy starts with copies of both.
+// CompiledGrammar across threads. Besides its parse, a Matcher keeps masks
+// it computed and walks its grammar had no room to share, within
+// CompileOptions::max_matcher_cache_bytes; a copy starts with copies of both.
 //
 // A moved-from Matcher holds no state: its calls do not crash but fail
 // (fill_mask, accept_token, accept_bytes and rollback with kInvalidState)
@@ -180,6 +198,11 @@ class Matcher {
   // fill_mask (kInvalidArgument if row_words < mask_words()).
   Status fill_draft_masks(const uint32_t* draft, size_t n_tokens, uint32_t* words,
                           size_t row_words);
+
+  // Heap bytes this Matcher holds: its parse and the masks and walks it
+  // keeps, not its CompiledGrammar (0 when moved-from). O(parser states
+  // seen).
+  size_t memory_bytes() const noexcept;
 
   // Statistics of this matcher's mask cache (for benchmarks and tests).
   size_t mask_cache_hits() const noexcept;

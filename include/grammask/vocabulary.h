@@ -173,6 +173,12 @@ class Vocabulary {
   // the special and stop tokens. Unused ids never match.
   std::optional<uint32_t> find_token(std::string_view bytes) const;
 
+  // Heap bytes this vocabulary holds, shared with its copies: the token
+  // bytes and kinds, the token trie, the token sets masks are built from
+  // (with those the mask engine added since, at most a few). Thread-safe.
+  // O(1).
+  size_t memory_bytes() const;
+
  private:
   friend struct internal::VocabularyAccess;  // the trie and text slice, for the mask engine
   Vocabulary(std::shared_ptr<const internal::VocabularyData> data,

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/byte_set.h"
+#include "base/memory_bytes.h"
 #include "grammask/grammar.h"
 #include "grammask/recognizer_options.h"
 #include "grammask/status.h"
@@ -172,6 +173,19 @@ class ByteGrammar {
   }
   const ClassRun* runs_end(uint32_t state) const noexcept {
     return runs_.data() + run_begin_[state + 1];
+  }
+
+  // Heap bytes of the tables and rules.
+  size_t memory_bytes() const noexcept {
+    size_t bytes = heap_bytes(narrow_next_) + heap_bytes(wide_next_) + heap_bytes(run_begin_) +
+                   heap_bytes(runs_) + heap_bytes(states_) + heap_bytes(rule_edges_) +
+                   heap_bytes(rules_) + heap_bytes(token_terminals_);
+    for (const LoweredRule& rule : rules_) bytes += heap_bytes(rule.name);
+    for (const TokenTerminal& terminal : token_terminals_) {
+      bytes += heap_bytes(terminal.names) + heap_bytes(terminal.written);
+      for (const TokenTerminal::Name& name : terminal.names) bytes += heap_bytes(name.text);
+    }
+    return bytes;
   }
 
  private:

@@ -94,6 +94,12 @@ class SequenceIndex {
     return h ^ (h >> 29);
   }
 
+  // Heap bytes reserved: the arena, the entry arrays and the table.
+  size_t memory_bytes() const noexcept {
+    return arena_capacity_ * sizeof(uint32_t) + (entry_capacity_ + 1) * sizeof(uint32_t) +
+           entry_capacity_ * sizeof(uint64_t) + slots_.capacity() * sizeof(uint32_t);
+  }
+
  private:
   static constexpr uint32_t kEmpty = UINT32_MAX;
 

@@ -195,6 +195,10 @@ size_t gm_vocabulary_size(const gm_vocabulary* vocabulary) {
   return vocabulary != nullptr ? vocabulary->vocabulary.size() : 0;
 }
 
+size_t gm_vocabulary_memory_bytes(const gm_vocabulary* vocabulary) {
+  return vocabulary != nullptr ? vocabulary->vocabulary.memory_bytes() : 0;
+}
+
 void gm_vocabulary_free(gm_vocabulary* vocabulary) {
   delete vocabulary;
 }
@@ -254,6 +258,14 @@ gm_status gm_grammar_from_structural_tag(const gm_vocabulary* vocabulary, const 
 
 size_t gm_grammar_mask_words(const gm_grammar* grammar) {
   return grammar != nullptr ? grammar->grammar.mask_words() : 0;
+}
+
+size_t gm_grammar_memory_bytes(const gm_grammar* grammar) {
+  return grammar != nullptr ? grammar->grammar.memory_bytes() : 0;
+}
+
+size_t gm_grammar_cache_bytes(const gm_grammar* grammar) {
+  return grammar != nullptr ? grammar->grammar.cache_bytes() : 0;
 }
 
 void gm_grammar_free(gm_grammar* grammar) {
@@ -319,6 +331,10 @@ void gm_matcher_reset(gm_matcher* matcher) {
 
 size_t gm_matcher_num_tokens(const gm_matcher* matcher) {
   return matcher != nullptr ? matcher->matcher.num_tokens() : 0;
+}
+
+size_t gm_matcher_memory_bytes(const gm_matcher* matcher) {
+  return matcher != nullptr ? matcher->matcher.memory_bytes() : 0;
 }
 
 bool gm_matcher_is_accepting(const gm_matcher* matcher) {

@@ -43,6 +43,11 @@ struct RunResult {
   size_t accepts = 0;
   size_t rejected = 0;
   bool capped = false;
+  // Heap bytes (memory_bytes()): the grammar once compiled and after the
+  // replay, and the matcher after it.
+  size_t grammar_bytes = 0;
+  size_t grammar_bytes_after = 0;
+  size_t matcher_bytes = 0;
 };
 
 // Nearest-rank percentile of sorted values.
@@ -62,6 +67,7 @@ RunResult run_once(const grammask::Vocabulary& vocab, const std::string& gbnf,
     r.error = compiled.status().to_string();
     return r;
   }
+  r.grammar_bytes = compiled->memory_bytes();
   grammask::Matcher matcher(*compiled);
   std::vector<uint32_t> words(compiled->mask_words());
   const auto run_start = Clock::now();
@@ -104,6 +110,8 @@ RunResult run_once(const grammask::Vocabulary& vocab, const std::string& gbnf,
     }
   }
   r.ok = true;
+  r.grammar_bytes_after = compiled->memory_bytes();
+  r.matcher_bytes = matcher.memory_bytes();
   if (std::getenv("GRAMMASK_BENCH_VERBOSE"))
     std::cerr << "mask cache: " << matcher.mask_cache_hits() << " hits, "
               << matcher.mask_cache_misses() << " misses\n";
@@ -263,7 +271,10 @@ bool run_job(const BenchJob& job, const grammask::Vocabulary& vocab, double voca
             << ",\"max\":" << json_number(sorted.empty() ? 0 : sorted.back()) << "}"
             << ",\"accept_us_mean\":"
             << json_number(best.accepts ? best.accept_us_total / best.accepts : 0)
-            << ",\"rejected\":" << best.rejected;
+            << ",\"rejected\":" << best.rejected << ",\"bytes\":{\"vocab\":" << vocab.memory_bytes()
+            << ",\"grammar\":" << best.grammar_bytes
+            << ",\"grammar_after\":" << best.grammar_bytes_after
+            << ",\"matcher\":" << best.matcher_bytes << "}";
   if (best.capped) std::cout << ",\"capped\":true";
   std::cout << "}" << std::endl;
   return true;

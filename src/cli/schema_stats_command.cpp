@@ -325,6 +325,9 @@ struct ReplayStats {
   size_t untokenizable = 0;
   size_t token_refused = 0;  // the mask or the matcher refused a token of a valid instance
   size_t stop_allowed = 0;
+  // memory_bytes(): of each compiled grammar once compiled and after every
+  // replay of its instances, and of each matcher after its instance.
+  std::vector<double> grammar_bytes, grammar_bytes_after, matcher_bytes;
 };
 
 struct Options {
@@ -374,7 +377,10 @@ void replay(const grammask::CompiledGrammar& compiled, const grammask::Vocabular
       if (verbose) std::cout << "mask-failed " << where << ": " << filled.to_string() << "\n";
       return;
     }
-    if (i == tokens.size()) break;
+    if (i == tokens.size()) {
+      out.matcher_bytes.push_back(static_cast<double>(matcher.memory_bytes()));
+      break;
+    }
     ++out.tokens;
     if (!grammask::test_bit(words.data(), tokens[i]) || !matcher.accept_token(tokens[i]).ok()) {
       ++out.token_refused;
@@ -493,6 +499,7 @@ int run_schema_stats(int argc, char** argv) {
       if (result.ok()) {
         compiled = std::move(result).value();
         words.assign(compiled->mask_words(), 0);
+        replayed.grammar_bytes.push_back(static_cast<double>(compiled->memory_bytes()));
       } else {
         ++replayed.compile_failures;
         refusal = "lowering: " + result.status().message();
@@ -553,6 +560,8 @@ int run_schema_stats(int argc, char** argv) {
         all_right = false;
       }
     }
+    if (compiled)
+      replayed.grammar_bytes_after.push_back(static_cast<double>(compiled->memory_bytes()));
     if (all_right) ++split.fully_passing;
   }
 
@@ -646,8 +655,20 @@ int run_schema_stats(int argc, char** argv) {
     std::cout << "mask time (thread CPU time), us: mean " << fixed(mean, 1) << " p50 "
               << fixed(percentile(replayed.mask_us, 50), 1) << " p99 "
               << fixed(percentile(replayed.mask_us, 99), 1) << " p99.9 "
-              << fixed(percentile(replayed.mask_us, 99.9), 1) << " max "
+              << fixed(percentile(replayed.mask_us, 99.9), 1) << " p99.99 "
+              << fixed(percentile(replayed.mask_us, 99.99), 1) << " max "
               << fixed(replayed.mask_us.empty() ? 0 : replayed.mask_us.back(), 1) << "\n";
+    auto kib = [](std::vector<double>& bytes) {
+      std::sort(bytes.begin(), bytes.end());
+      return "p50 " + fixed(percentile(bytes, 50) / 1024, 1) + " p99 " +
+             fixed(percentile(bytes, 99) / 1024, 1) + " max " +
+             fixed(bytes.empty() ? 0 : bytes.back() / 1024, 1);
+    };
+    std::cout << "memory (memory_bytes(), KiB): vocabulary "
+              << fixed(vocab->memory_bytes() / 1024.0, 1) << "; compiled grammar "
+              << kib(replayed.grammar_bytes) << "; after its replays "
+              << kib(replayed.grammar_bytes_after) << "; matcher after an instance "
+              << kib(replayed.matcher_bytes) << "\n";
   }
   return kExitOk;
 }

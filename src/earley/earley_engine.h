@@ -26,6 +26,7 @@
 
 #include "automata/lowering.h"
 #include "base/byte_set.h"
+#include "base/memory_bytes.h"
 
 namespace grammask::internal {
 
@@ -52,6 +53,7 @@ class StampedKeySet {
     if ((count_ + 1) * 2 > slots_.size()) grow();
     return insert_no_grow(key);
   }
+  size_t memory_bytes() const noexcept { return heap_bytes(slots_); }
 
  private:
   struct Slot {
@@ -84,27 +86,52 @@ class StampedKeySet {
 };
 
 // Leo's memo: (set generation, rule) -> topmost item. Entries are only a
-// cache (recomputable), so a full table is cleared in O(1) by a stamp bump.
+// cache (recomputable): the table starts small, doubles while half full up
+// to kMaxCapacity slots, and a full table is then cleared in O(1) by a
+// stamp bump.
 class LeoMemo {
  public:
-  LeoMemo() : slots_(kCapacity) {}
+  LeoMemo() : slots_(kInitialCapacity) {}
+  size_t memory_bytes() const noexcept { return heap_bytes(slots_); }
   // Returns the memoized item, or nullptr.
   const EarleyItem* find(uint64_t key) const noexcept {
-    for (size_t h = slot_of(key);; h = (h + 1) & (kCapacity - 1)) {
+    const size_t mask = slots_.size() - 1;
+    for (size_t h = slot_of(key);; h = (h + 1) & mask) {
       const Slot& s = slots_[h];
       if (s.stamp != stamp_) return nullptr;
       if (s.key == key) return &s.value;
     }
   }
-  void put(uint64_t key, EarleyItem value) noexcept {
-    if (count_ * 2 >= kCapacity) {
-      if (++stamp_ == 0) {
-        for (Slot& s : slots_) s.stamp = 0;
-        stamp_ = 1;
+  void put(uint64_t key, EarleyItem value) {
+    if (count_ * 2 >= slots_.size()) {
+      if (slots_.size() < kMaxCapacity) {
+        grow();
+      } else {
+        if (++stamp_ == 0) {
+          for (Slot& s : slots_) s.stamp = 0;
+          stamp_ = 1;
+        }
+        count_ = 0;
       }
-      count_ = 0;
     }
-    for (size_t h = slot_of(key);; h = (h + 1) & (kCapacity - 1)) {
+    insert(key, value);
+  }
+
+ private:
+  static constexpr size_t kInitialCapacity = 1u << 8;
+  static constexpr size_t kMaxCapacity = 1u << 14;
+  struct Slot {
+    uint64_t key = 0;
+    EarleyItem value{0, 0};
+    uint32_t stamp = 0;
+  };
+  size_t slot_of(uint64_t key) const noexcept {
+    key *= 0x9E3779B97F4A7C15ULL;
+    return static_cast<size_t>(key >> shift_);
+  }
+  void insert(uint64_t key, EarleyItem value) noexcept {
+    const size_t mask = slots_.size() - 1;
+    for (size_t h = slot_of(key);; h = (h + 1) & mask) {
       Slot& s = slots_[h];
       if (s.stamp != stamp_) {
         s = {key, value, stamp_};
@@ -117,19 +144,18 @@ class LeoMemo {
       }
     }
   }
-
- private:
-  static constexpr size_t kCapacity = 1u << 14;
-  struct Slot {
-    uint64_t key = 0;
-    EarleyItem value{0, 0};
-    uint32_t stamp = 0;
-  };
-  static size_t slot_of(uint64_t key) noexcept {
-    key *= 0x9E3779B97F4A7C15ULL;
-    return static_cast<size_t>(key >> 50) & (kCapacity - 1);
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    --shift_;
+    const uint32_t old_stamp = stamp_;
+    stamp_ = 1;
+    count_ = 0;
+    for (const Slot& s : old)
+      if (s.stamp == old_stamp) insert(s.key, s.value);
   }
   std::vector<Slot> slots_;
+  unsigned shift_ = 64 - 8;  // 64 - log2(slots_.size())
   uint32_t stamp_ = 1;
   size_t count_ = 0;
 };
@@ -187,6 +213,12 @@ class EarleyEngine {
   }
   void stop_read_log() noexcept { log_below_ = 0; }
   const std::vector<uint32_t>& read_log() const noexcept { return read_log_; }
+
+  // Heap bytes reserved for the sets, their items and the engine's tables.
+  size_t memory_bytes() const noexcept {
+    return heap_bytes(items_) + heap_bytes(sets_) + seen_.memory_bytes() +
+           leo_memo_.memory_bytes() + heap_bytes(read_log_);
+  }
   bool read_log_overflowed() const noexcept { return read_log_overflowed_; }
   // Pops the newest set. Precondition: size() > 0.
   void pop() noexcept;

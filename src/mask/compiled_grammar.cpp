@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/memory_bytes.h"
 #include "grammask/gbnf.h"
 #include "grammask/matcher.h"
 #include "vocab/vocabulary_access.h"
@@ -16,7 +17,7 @@ constexpr size_t kBudgetTrieNodes = size_t{1} << 17;
 }  // namespace
 
 bool CompiledGrammarData::walk_pure_state(uint32_t s, TextCover cover, uint64_t budget,
-                                          PureWalk& walk, uint64_t& visited, bool forced) const {
+                                          PureWalk& walk, uint64_t& visited) const {
   visited = 0;
   // The last characters of a bounded string: the plain tokens short
   // enough are allowed and the longer ones refused, so only the tokens
@@ -57,7 +58,7 @@ bool CompiledGrammarData::walk_pure_state(uint32_t s, TextCover cover, uint64_t 
       if (!walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, *owned, visited))
         return false;
       budget -= visited;
-      short_part = short_class_walks->publish(short_class, cover, owned, forced);
+      short_part = short_class_walks->publish(short_class, cover, owned);
     }
     uint64_t long_visited = 0;
     const TokenTrie& trie = long_trie_for(cover, walk);
@@ -71,6 +72,18 @@ bool CompiledGrammarData::walk_pure_state(uint32_t s, TextCover cover, uint64_t 
   return walk_from_state(*pure_transitions, trie, vocabulary.size(), s, budget, walk, visited);
 }
 
+void CompiledGrammarData::measure_tables() {
+  size_t bytes = sizeof(CompiledGrammarData) + sizeof(ByteGrammar) + grammar->memory_bytes() +
+                 token_items.memory_bytes() + heap_bytes(pure) + sizeof(WalkClasses) +
+                 walk_classes->memory_bytes() + heap_bytes(entered_by_rule) +
+                 heap_bytes(waiter_class) + heap_bytes(plain_caller) +
+                 heap_bytes(plain_callee_bytes) + sizeof(PureTransitions) + sizeof(TextClosure) +
+                 text_closure->memory_bytes() + sizeof(ClassWalks) + class_walks->slot_bytes() +
+                 sizeof(ClassWalks) + short_class_walks->slot_bytes() + sizeof(SharedWalks) +
+                 heap_bytes(local_class) + heap_bytes(short_local_class);
+  table_bytes = bytes;
+}
+
 }  // namespace internal
 
 // --- CompiledGrammar ---------------------------------------------------------
@@ -82,8 +95,9 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   if (!lowered.ok()) return lowered.status();
   auto token_items = internal::TokenItems::resolve(**lowered, vocabulary);
   if (!token_items.ok()) return token_items.status();
-  auto data = std::make_shared<internal::CompiledGrammarData>(std::move(lowered).value(),
-                                                              vocabulary, options.max_mask_work);
+  auto data = std::make_shared<internal::CompiledGrammarData>(
+      std::move(lowered).value(), vocabulary, options.max_mask_work, options.max_cache_bytes,
+      options.max_matcher_cache_bytes);
   data->token_items = std::move(token_items).value();
   const internal::ByteGrammar& byte_grammar = *data->grammar;
   const internal::TokenTrie& trie = internal::VocabularyAccess::trie(vocabulary);
@@ -115,6 +129,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
     if (rule.start != internal::kNoState) data->entered_by_rule[rule.start] = 1;
   for (const internal::RuleEdge& edge : byte_grammar.rule_edges())
     data->entered_by_rule[edge.target] = 1;
+  data->measure_tables();
   // Precompute the walk of every class while the budget lasts, nearest
   // states first (breadth-first from the start of every rule: the states a
   // decode reaches early and often), skipping the rules classed on first
@@ -136,9 +151,10 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
     if (data->class_walks->find(cls, cover)) continue;
     auto walk = std::make_unique<internal::PureWalk>();
     uint64_t visited = 0;
-    if (!data->walk_pure_state(s, cover, budget, *walk, visited, /*forced=*/true)) break;
+    if (!data->walk_pure_state(s, cover, budget, *walk, visited)) break;
     budget -= visited;
-    data->class_walks->publish(cls, cover, walk, /*forced=*/true);
+    // (Stops when the cache is full: Matchers then walk on first use.)
+    if (data->class_walks->publish(cls, cover, walk) == nullptr) break;
   }
   return CompiledGrammar(std::move(data));
 }
@@ -158,6 +174,12 @@ const Vocabulary& CompiledGrammar::vocabulary() const noexcept {
 }
 size_t CompiledGrammar::mask_words() const noexcept {
   return grammask::mask_words(data_->vocabulary.size());
+}
+size_t CompiledGrammar::memory_bytes() const noexcept {
+  return data_->memory_bytes();
+}
+size_t CompiledGrammar::cache_bytes() const noexcept {
+  return data_->walk_budget.used();
 }
 
 }  // namespace grammask

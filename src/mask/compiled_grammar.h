@@ -26,14 +26,19 @@ namespace internal {
 
 struct CompiledGrammarData {
   CompiledGrammarData(std::shared_ptr<const ByteGrammar> lowered, Vocabulary vocab,
-                      uint64_t mask_work)
-      : grammar(std::move(lowered)), vocabulary(std::move(vocab)), max_mask_work(mask_work) {}
+                      uint64_t mask_work, size_t cache_bytes, size_t matcher_cache_bytes)
+      : grammar(std::move(lowered)),
+        vocabulary(std::move(vocab)),
+        max_mask_work(mask_work),
+        max_matcher_cache_bytes(matcher_cache_bytes),
+        walk_budget(cache_bytes) {}
 
   std::shared_ptr<const ByteGrammar> grammar;
   Vocabulary vocabulary;
-  uint64_t max_mask_work = 0;  // CompileOptions::max_mask_work
-  TokenItems token_items;      // the grammar's token items, resolved
-  std::vector<uint8_t> pure;   // per DFA state: pure_states()
+  uint64_t max_mask_work = 0;          // CompileOptions::max_mask_work
+  size_t max_matcher_cache_bytes = 0;  // CompileOptions::max_matcher_cache_bytes
+  TokenItems token_items;              // the grammar's token items, resolved
+  std::vector<uint8_t> pure;           // per DFA state: pure_states()
   std::unique_ptr<const WalkClasses> walk_classes;
   // Per DFA state: a rule start or the target of a rule edge, the states
   // an Earley item can enter by prediction or completion.
@@ -103,10 +108,17 @@ struct CompiledGrammarData {
 
   // walk_from_state from pure state `s`, over the trie trie_for picks; a
   // split walk when its class is split, taking the short part from
-  // short_class_walks or walking it and publishing it there (`forced`: see
-  // ClassWalks::publish). Gives up past `budget` nodes.
+  // short_class_walks or walking it and publishing it there. Gives up past
+  // `budget` nodes.
   bool walk_pure_state(uint32_t s, TextCover cover, uint64_t budget, PureWalk& walk,
-                       uint64_t& visited, bool forced) const;
+                       uint64_t& visited) const;
+
+  // Heap bytes of everything above but the vocabulary and the walks
+  // (walk_budget.used()): set once compiled.
+  size_t table_bytes = 0;
+  size_t memory_bytes() const { return table_bytes + walk_budget.used(); }
+  // Computes table_bytes (once every table is built, before any Matcher).
+  void measure_tables();
 };
 
 }  // namespace internal

@@ -5,6 +5,14 @@
 namespace grammask {
 namespace internal {
 
+void MaskCache::clear() {
+  by_structure_ = {};
+  by_context_ = {};
+  context_tops_ = {};
+  context_depths_ = 0;
+  bytes_ = 0;
+}
+
 void MaskCache::remember_by_context(uint32_t id, size_t depth, uint32_t top_id,
                                     const uint32_t* words, size_t n_words) {
   remember(by_context_, id, words, n_words);
@@ -19,13 +27,8 @@ void MaskCache::remember_by_structure(uint32_t id, const uint32_t* words, size_t
 void MaskCache::remember(std::unordered_map<uint32_t, CachedMask>& cache, uint32_t id,
                          const uint32_t* words, size_t n_words) {
   CachedMask entry(words, n_words, scratch_);
-  if (bytes_ + entry.bytes() > kMaxBytes) {
-    by_structure_.clear();
-    by_context_.clear();
-    context_tops_.clear();
-    context_depths_ = 0;
-    bytes_ = 0;
-  }
+  if (entry.bytes() > max_bytes_) return;
+  if (bytes_ + entry.bytes() > max_bytes_) clear();
   bytes_ += entry.bytes();
   cache.emplace(id, std::move(entry));
 }

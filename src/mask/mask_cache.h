@@ -1,6 +1,7 @@
 // MaskCache (internal): the masks one Matcher computed, kept for the parser
-// states that give the same mask. One memory budget, kMaxBytes; an entry
-// that would pass it first empties the cache. Not thread-safe.
+// states that give the same mask, within one memory budget: an entry that
+// would pass it first empties the cache, and one larger than the budget is
+// not kept. Not thread-safe.
 #ifndef GRAMMASK_SRC_MASK_MASK_CACHE_H_
 #define GRAMMASK_SRC_MASK_MASK_CACHE_H_
 
@@ -10,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/memory_bytes.h"
 #include "mask/cached_mask.h"
 #include "mask/state_ids.h"
 
@@ -21,7 +23,8 @@ namespace internal {
 // structure id (StateIds::structure_id), for the others, kept whole.
 class MaskCache {
  public:
-  static constexpr size_t kMaxBytes = size_t{32} << 20;
+  // Keeps at most `max_bytes` of masks.
+  explicit MaskCache(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   // The mask kept for a top set whose context id at depth d is id_at(d), if
   // one was kept at some depth, shallowest first; else nullptr. Calls
@@ -39,6 +42,15 @@ class MaskCache {
     }
     return nullptr;
   }
+  // Heap bytes: the masks and the tables that find them.
+  size_t memory_bytes() const noexcept {
+    return bytes_ + hash_container_bytes(by_structure_) + hash_container_bytes(by_context_) +
+           hash_container_bytes(context_tops_) + heap_bytes(scratch_);
+  }
+
+  // Drops every mask kept.
+  void clear();
+
   // Whether any mask is kept by structure id (else there is no need to
   // compute one).
   bool has_structure_entries() const { return !by_structure_.empty(); }
@@ -63,8 +75,9 @@ class MaskCache {
   std::unordered_map<uint32_t, CachedMask> by_context_;
   std::unordered_set<uint32_t> context_tops_;  // the entries' context ids at depth 1
   uint32_t context_depths_ = 0;                // bit d: some entry has depth d
-  size_t bytes_ = 0;                           // of both maps' masks
-  std::vector<uint32_t> scratch_;              // for making entries
+  size_t max_bytes_;
+  size_t bytes_ = 0;               // of both maps' masks
+  std::vector<uint32_t> scratch_;  // for making entries
 };
 
 }  // namespace internal

@@ -135,6 +135,9 @@ Status Matcher::fill_draft_masks(const uint32_t* draft, size_t n_tokens, uint32_
   return status;
 }
 
+size_t Matcher::memory_bytes() const noexcept {
+  return state_ ? state_->memory_bytes() : 0;
+}
 size_t Matcher::mask_cache_hits() const noexcept {
   return state_ ? state_->hits() : 0;
 }

@@ -33,6 +33,12 @@ Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
       for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
     return Status();
   }
+  // The masks and the ids that key them share half the matcher's budget:
+  // past it, both start over.
+  if (masks_.memory_bytes() + ids_.memory_bytes() > data_->max_matcher_cache_bytes / 2) {
+    masks_.clear();
+    ids_.clear();
+  }
   const size_t top = engine_.size();
   if (const CachedMask* bounded = masks_.find_by_context(
           [&](size_t depth) { return ids_.context_id(engine_, top, depth); })) {

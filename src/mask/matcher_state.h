@@ -29,6 +29,7 @@ class MatcherState {
       : data_(std::move(data)),
         engine_(data_->grammar),
         ids_(data_->waiter_class),
+        masks_(data_->max_matcher_cache_bytes / 2),
         walker_(*data_) {}
 
   const CompiledGrammarData& data() const { return *data_; }
@@ -46,6 +47,13 @@ class MatcherState {
   bool is_accepting() const { return engine_.is_accepting(); }
   bool terminated() const { return terminated_at_ != kNotTerminated; }
   std::string forced_bytes(size_t max_bytes);
+
+  // Heap bytes it holds (Matcher::memory_bytes).
+  size_t memory_bytes() const noexcept {
+    return sizeof(MatcherState) + engine_.memory_bytes() + heap_bytes(token_ends_) +
+           ids_.memory_bytes() + masks_.memory_bytes() + walker_.memory_bytes() +
+           heap_bytes(token_matches_);
+  }
 
   // Masks answered from a cache, and masks computed.
   size_t hits() const { return hits_; }

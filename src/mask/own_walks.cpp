@@ -7,7 +7,7 @@ namespace internal {
 
 const PureWalk* OwnWalks::keep(uint64_t kind, const std::vector<uint64_t>& key, PureWalk&& walk) {
   const size_t bytes = walk.memory() + key.size() * sizeof(uint64_t);
-  if (bytes_ + bytes > kMaxBytes) {
+  if (bytes_ + bytes > max_bytes_) {
     for (Walks& walks : walks_) walks.clear();
     bytes_ = 0;
   }

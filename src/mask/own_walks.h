@@ -1,7 +1,8 @@
 // OwnWalks (internal): the walks one Matcher keeps for itself, those that
-// its grammar's shared walk stores had no room for. One memory budget,
-// kMaxBytes; a walk that would pass it first empties the store, and every
-// pointer it handed out before is then invalid. Not thread-safe.
+// its grammar's shared walk stores had no room for, within one memory budget:
+// a walk that would pass it first empties the store, and every pointer it
+// handed out before is then invalid (a walk larger than the budget is kept
+// alone). Not thread-safe.
 #ifndef GRAMMASK_SRC_MASK_OWN_WALKS_H_
 #define GRAMMASK_SRC_MASK_OWN_WALKS_H_
 
@@ -10,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/memory_bytes.h"
 #include "mask/key_hash.h"
 #include "mask/pure_walk.h"
 #include "mask/text_closure.h"
@@ -22,7 +24,8 @@ namespace internal {
 // walks under) and key.
 class OwnWalks {
  public:
-  static constexpr size_t kMaxBytes = size_t{32} << 20;
+  // Keeps at most `max_bytes` of walks (or the one walk kept last).
+  explicit OwnWalks(size_t max_bytes) : max_bytes_(max_bytes) {}
   static constexpr uint64_t kKinds = 1 + kTextCovers;
 
   // The walk kept under (kind, key), or nullptr.
@@ -34,9 +37,17 @@ class OwnWalks {
   // Keeps `walk` under (kind, key) and returns it.
   const PureWalk* keep(uint64_t kind, const std::vector<uint64_t>& key, PureWalk&& walk);
 
+  // Heap bytes: the walks, their keys and the tables.
+  size_t memory_bytes() const noexcept {
+    size_t bytes = bytes_;
+    for (const Walks& walks : walks_) bytes += hash_container_bytes(walks);
+    return bytes;
+  }
+
  private:
   using Walks = std::unordered_map<std::vector<uint64_t>, PureWalk, KeyHash>;
   Walks walks_[kKinds];
+  size_t max_bytes_;
   size_t bytes_ = 0;  // of every walk and key kept
 };
 

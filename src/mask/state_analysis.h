@@ -15,6 +15,7 @@
 
 #include "automata/lowering.h"
 #include "base/byte_set.h"
+#include "base/memory_bytes.h"
 #include "mask/text_closure.h"
 #include "vocab/text_slice.h"
 
@@ -131,6 +132,12 @@ class WalkClasses {
   // Bounds of the ids (kImpureClass included).
   uint32_t num_classes() const noexcept { return num_classes_; }
   uint32_t num_short_classes() const noexcept { return num_short_classes_; }
+  // Heap bytes of the tables. Call it where no rule is being classed.
+  size_t memory_bytes() const noexcept {
+    return grammar_.states().size() * sizeof(uint32_t) + heap_bytes(short_class_) +
+           heap_bytes(split_) + heap_bytes(large_index_) + heap_bytes(large_) +
+           large_.size() * sizeof(std::once_flag);
+  }
 
  private:
   struct LargeRule {

@@ -144,6 +144,7 @@ uint32_t StateIds::structure_id(const EarleyEngine& engine, size_t k) {
     }
     std::sort(key.begin(), key.end());
     auto [pos, inserted] = interned_.emplace(key, static_cast<uint32_t>(interned_.size()));
+    if (inserted) interned_key_bytes_ += heap_bytes(pos->first);
     structure_ids_[set] = pos->second;
   }
   return structure_ids_[k];

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/memory_bytes.h"
 #include "base/sequence_index.h"
 #include "earley/earley_engine.h"
 #include "mask/key_hash.h"
@@ -60,6 +61,25 @@ class StateIds {
 
   // Forgets the ids of the sets past `length` (the engine was truncated to
   // it).
+  // Heap bytes of the ids and the interned keys. O(1).
+  size_t memory_bytes() const noexcept {
+    return heap_bytes(structure_ids_) + hash_container_bytes(interned_) + interned_key_bytes_ +
+           context_ids_.size() * sizeof(ContextIds) + heap_bytes(context_key_) +
+           heap_bytes(context_words_) + context_index_.memory_bytes() + heap_bytes(chain_length_) +
+           heap_bytes(chain_seen_) + heap_bytes(chain_heap_);
+  }
+
+  // Forgets every id: ids computed from now on are new, and no id handed
+  // out before may be compared with them (the caller drops what it keyed by
+  // them).
+  void clear() {
+    structure_ids_ = {};
+    interned_ = {};
+    interned_key_bytes_ = 0;
+    context_ids_ = {};
+    context_index_ = SequenceIndex();
+  }
+
   void truncate(size_t length) {
     if (structure_ids_.size() > length + 1) structure_ids_.resize(length + 1);
     if (context_ids_.size() > length + 1) context_ids_.resize(length + 1);
@@ -79,6 +99,7 @@ class StateIds {
   const std::vector<uint32_t>* waiter_class_;
   std::vector<uint32_t> structure_ids_;  // per set
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
+  size_t interned_key_bytes_ = 0;  // of interned_'s keys
   // Waiter ids per set, by depth - 1; a deque, whose growth copies nothing
   // (a vector doubling would copy them all in one step).
   using ContextIds = std::array<uint32_t, kMaxContextDepth>;

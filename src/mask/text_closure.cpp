@@ -6,10 +6,17 @@
 #include <unordered_set>
 
 #include "automata/lowering.h"
+#include "base/memory_bytes.h"
 #include "base/sequence_index.h"
 #include "base/utf8.h"
 
 namespace grammask::internal {
+
+size_t TextClosure::memory_bytes() const noexcept {
+  size_t bytes = known_slots_ + heap_bytes(rule_first_bytes_);
+  for (const std::vector<Step>& steps : steps_) bytes += heap_bytes(steps);
+  return bytes;
+}
 
 TextClosure::TextClosure(const ByteGrammar& grammar, size_t max_length,
                          const std::vector<uint32_t>* classes)
@@ -20,6 +27,7 @@ TextClosure::TextClosure(const ByteGrammar& grammar, size_t max_length,
     for (uint32_t c : *classes_) slots = std::max<size_t>(slots, size_t{c} + 1);
   }
   known_ = std::make_unique<std::atomic<uint8_t>[]>(slots);
+  known_slots_ = slots;
   for (size_t s = 0; s < slots; ++s) known_[s].store(kUnknown, std::memory_order_relaxed);
   // One byte per (byte class, next phase) in each phase: classes step alike.
   for (int phase = 0; phase < kPhases; ++phase) {

@@ -65,6 +65,9 @@ class TextClosure {
   // A superset of the bytes that can begin a non-empty derivation of `rule`.
   const ByteSet& rule_first_bytes(uint32_t rule) const { return rule_first_bytes_[rule]; }
 
+  // Heap bytes of the tables.
+  size_t memory_bytes() const noexcept;
+
  private:
   using Phase = PlainTextPhase;
   static constexpr int kPhases = kPlainTextPhases;
@@ -128,6 +131,7 @@ class TextClosure {
   }
   const std::vector<uint32_t>* classes_;
   std::unique_ptr<std::atomic<uint8_t>[]> known_;
+  size_t known_slots_ = 0;
   std::vector<ByteSet> rule_first_bytes_;
 };
 

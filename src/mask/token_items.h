@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "automata/lowering.h"
+#include "base/memory_bytes.h"
 #include "earley/earley_engine.h"
 #include "grammask/status.h"
 #include "grammask/vocabulary.h"
@@ -39,6 +40,13 @@ class TokenItems {
 
   // Whether some item awaited in set k of `engine` reads a token whose
   // matches() are `matches`. O(items of the set).
+  // Heap bytes of the resolved items.
+  size_t memory_bytes() const noexcept {
+    size_t bytes = heap_bytes(items_) + heap_bytes(all_but_stops_);
+    for (const Item& item : items_) bytes += heap_bytes(item.ids);
+    return bytes;
+  }
+
   static bool awaited_reads(const EarleyEngine& engine, size_t k,
                             const std::vector<uint8_t>& matches);
 

@@ -10,6 +10,9 @@
 namespace grammask {
 namespace internal {
 
+TrieWalker::TrieWalker(const CompiledGrammarData& data)
+    : data_(&data), own_walks_(data.max_matcher_cache_bytes / 2) {}
+
 const PureWalk* TrieWalker::known_top_walk(EarleyEngine& engine) {
   engine_ = &engine;
   return top_set_pure_key() ? cached_pure_walk() : nullptr;
@@ -380,8 +383,7 @@ inline const PureWalk* TrieWalker::top_set_pure_walk(uint64_t deadline) {
   if (pure_states_.size() == 1) {
     const uint64_t budget = deadline > engine.work() ? deadline - engine.work() : 0;
     uint64_t visited = 0;
-    const bool done = data_->walk_pure_state(pure_states_[0], pure_cover_, budget, walk, visited,
-                                             /*forced=*/false);
+    const bool done = data_->walk_pure_state(pure_states_[0], pure_cover_, budget, walk, visited);
     engine.charge(visited);
     if (!done || engine.work() > deadline) return nullptr;
     auto owned = std::make_unique<PureWalk>(std::move(walk));
@@ -406,8 +408,7 @@ inline const PureWalk* TrieWalker::top_set_pure_walk(uint64_t deadline) {
         auto owned = std::make_unique<PureWalk>();
         const uint64_t budget = deadline > engine.work() ? deadline - engine.work() : 0;
         uint64_t visited = 0;
-        const bool done = data_->walk_pure_state(s, pure_cover_, budget, *owned, visited,
-                                                 /*forced=*/false);
+        const bool done = data_->walk_pure_state(s, pure_cover_, budget, *owned, visited);
         engine.charge(visited);
         if (!done || engine.work() > deadline) return nullptr;
         part = data_->class_walks->publish(cls, pure_cover_, owned);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/byte_set.h"
+#include "base/memory_bytes.h"
 #include "earley/earley_engine.h"
 #include "mask/compiled_grammar.h"
 #include "mask/own_walks.h"
@@ -24,7 +25,17 @@ namespace internal {
 class TrieWalker {
  public:
   // Walks for `data`, which must outlive this.
-  explicit TrieWalker(const CompiledGrammarData& data) : data_(&data) {}
+  explicit TrieWalker(const CompiledGrammarData& data);
+
+  // Heap bytes: the walks kept here and the walk scratch.
+  size_t memory_bytes() const noexcept {
+    return own_walks_.memory_bytes() + heap_bytes(fast_begin_) + heap_bytes(fast_end_) +
+           heap_bytes(pool_) + heap_bytes(following_) + heap_bytes(follow_) +
+           heap_bytes(fast_scan_) + heap_bytes(scan_ready_) + heap_bytes(path_) +
+           heap_bytes(sources_) + heap_bytes(pure_key_) + heap_bytes(pure_states_) +
+           heap_bytes(tagged_key_) + heap_bytes(local_key_) + heap_bytes(short_key_) +
+           heap_bytes(item_states_);
+  }
 
   // When every item of `engine`'s top set is pure and the walk from their
   // states is known (shared by the grammar or kept here), that walk; else

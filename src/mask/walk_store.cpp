@@ -14,10 +14,10 @@ ClassWalks::~ClassWalks() {
   for (size_t i = 0; i < size_; ++i) delete slots_[i].load(std::memory_order_relaxed);
 }
 
-const PureWalk* ClassWalks::publish(uint32_t cls, TextCover cover, std::unique_ptr<PureWalk>& walk,
-                                    bool forced) {
+const PureWalk* ClassWalks::publish(uint32_t cls, TextCover cover,
+                                    std::unique_ptr<PureWalk>& walk) {
   const size_t bytes = walk->memory();
-  if (!budget_->take(bytes, forced)) return nullptr;
+  if (!budget_->take(bytes)) return nullptr;
   const PureWalk* expected = nullptr;
   if (slots_[slot(cls, cover)].compare_exchange_strong(expected, walk.get(),
                                                        std::memory_order_acq_rel)) {

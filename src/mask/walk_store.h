@@ -22,26 +22,28 @@
 namespace grammask {
 namespace internal {
 
-// The memory the walk stores of one CompiledGrammar may take: kMaxBytes in
-// all, whatever the store. Thread-safe.
+// The memory the walk stores of one CompiledGrammar may take, whatever the
+// store (CompileOptions::max_cache_bytes). Thread-safe.
 class WalkBudget {
  public:
-  static constexpr size_t kMaxBytes = size_t{64} << 20;
+  explicit WalkBudget(size_t max_bytes) : max_bytes_(max_bytes) {}
 
-  // Takes `bytes` and returns true if they fit in what is left, or
-  // whatever is left when `forced` (the compile-time walks, which the
-  // precompute budget bounds instead); else takes nothing and returns false.
-  bool take(size_t bytes, bool forced = false) {
-    if (used_.fetch_add(bytes, std::memory_order_relaxed) + bytes > kMaxBytes && !forced) {
-      used_.fetch_sub(bytes, std::memory_order_relaxed);
-      return false;
-    }
+  // Takes `bytes` and returns true if they fit in what is left; else takes
+  // nothing and returns false.
+  bool take(size_t bytes) {
+    size_t used = used_.load(std::memory_order_relaxed);
+    do {
+      if (bytes > max_bytes_ - used) return false;
+    } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
     return true;
   }
   // Returns `bytes` taken before.
   void give_back(size_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  // The bytes taken now.
+  size_t used() const { return used_.load(std::memory_order_relaxed); }
 
  private:
+  const size_t max_bytes_;
   std::atomic<size_t> used_{0};
 };
 
@@ -68,10 +70,10 @@ class ClassWalks {
 
   // Publishes `walk` for `cls` (taking it) and returns the walk now in the
   // slot, which is another thread's if it was first. Returns nullptr, and
-  // leaves `walk` alone, when the budget has no room for it (unless forced:
-  // see WalkBudget::take).
-  const PureWalk* publish(uint32_t cls, TextCover cover, std::unique_ptr<PureWalk>& walk,
-                          bool forced = false);
+  // leaves `walk` alone, when the budget has no room for it.
+  const PureWalk* publish(uint32_t cls, TextCover cover, std::unique_ptr<PureWalk>& walk);
+  // Heap bytes of the slots (the walks are counted by the budget).
+  size_t slot_bytes() const noexcept { return size_ * sizeof(std::atomic<const PureWalk*>); }
 
  private:
   static size_t slot(uint32_t cls, TextCover cover) { return kTextCovers * size_t{cls} + cover; }

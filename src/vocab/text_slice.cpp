@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/bits.h"
+#include "base/memory_bytes.h"
 #include "base/sequence_index.h"
 #include "base/utf8.h"
 #include "grammask/mask_words.h"
@@ -141,6 +142,22 @@ const AvoidingSlice* AvoidingSlices::get(const ByteSet& avoid,
   made->rest = TokenTrie::build(bytes, offsets, rest.data(), vocabulary_size);
   kept_.push_back(std::move(made));
   return kept_.back().get();
+}
+
+size_t AvoidingSlices::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t bytes = heap_bytes(kept_);
+  for (const auto& slice : kept_)
+    bytes += sizeof(AvoidingSlice) + heap_bytes(slice->words) + slice->rest.memory_bytes();
+  return bytes;
+}
+
+size_t TextSlice::memory_bytes() const {
+  size_t bytes = heap_bytes(words) + heap_bytes(short_words) + heap_bytes(tier_words) +
+                 rest.memory_bytes() + short_rest.memory_bytes() + long_tokens.memory_bytes() +
+                 long_rest.memory_bytes() + sizeof(AvoidingSlices) + avoiding->memory_bytes();
+  for (const auto& tier : tier_words) bytes += heap_bytes(tier);
+  return bytes;
 }
 
 }  // namespace grammask::internal

@@ -72,6 +72,8 @@ class AvoidingSlices {
   const AvoidingSlice* get(const ByteSet& avoid, const std::vector<uint32_t>& slice_words,
                            const TokenTrie& trie, const char* bytes, const uint32_t* offsets,
                            size_t vocabulary_size) const;
+  // Heap bytes of the slices built so far. Thread-safe.
+  size_t memory_bytes() const;
 
  private:
   mutable std::mutex mutex_;
@@ -101,6 +103,9 @@ struct TextSlice {
   size_t max_length = 0;  // the longest slice token, in bytes
   // The slice less the tokens holding given bytes, on request.
   std::shared_ptr<const AvoidingSlices> avoiding = std::make_shared<AvoidingSlices>();
+
+  // Heap bytes, the avoiding slices built so far included. Thread-safe.
+  size_t memory_bytes() const;
 
   // `member_words`: the trie's tokens as mask words (mask_words(
   // vocabulary_size) of them). Token id spells bytes[offsets[id],

@@ -118,6 +118,11 @@ class TokenTrie {
   // The node reached by spelling `bytes` from the root, or kNoNode. O(len * fan-out).
   uint32_t find(std::string_view bytes) const noexcept;
 
+  // Heap bytes: the nodes and the token ids.
+  size_t memory_bytes() const noexcept {
+    return nodes_.capacity() * sizeof(Node) + token_ids_.capacity() * sizeof(uint32_t);
+  }
+
  private:
   // The nodes, then the end marker.
   std::vector<Node, UninitializedAllocator<Node>> nodes_;

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "base/bits.h"
+#include "base/memory_bytes.h"
 #include "base/utf8.h"
 #include "grammask/mask_words.h"
 #include "vocab/text_slice.h"
@@ -315,6 +316,16 @@ const uint32_t* VocabularyAccess::offsets(const Vocabulary& vocabulary) noexcept
 }
 
 }  // namespace internal
+
+size_t Vocabulary::memory_bytes() const {
+  using internal::heap_bytes;
+  size_t bytes = sizeof(VocabularyData) + heap_bytes(data_->bytes) + heap_bytes(data_->offsets) +
+                 heap_bytes(data_->kinds) + sizeof(StopSet) + heap_bytes(stops_->ids) +
+                 heap_bytes(stops_->outside_trie);
+  if (stops_->trie) bytes += sizeof(TokenTrie) + stops_->trie->memory_bytes();
+  if (stops_->text_slice) bytes += sizeof(TextSlice) + stops_->text_slice->memory_bytes();
+  return bytes;
+}
 
 std::optional<uint32_t> Vocabulary::find_token(std::string_view bytes) const {
   std::optional<uint32_t> found;
