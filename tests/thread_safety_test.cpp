@@ -267,6 +267,11 @@ TEST(ThreadSafety, SharedGrammarAndVocabularyPrivateMatchers) {
         // Read-only vocabulary calls, and a derived vocabulary built
         // concurrently from the shared data.
         if (vocab.find_token("true") != vocabulary.find_token("true")) problems.add("find_token");
+        // Memory figures read while other threads publish walks.
+        const size_t cached = local.cache_bytes();
+        if (cached > lazy.max_cache_bytes || local.memory_bytes() < cached ||
+            vocab.memory_bytes() != vocabulary.memory_bytes())
+          problems.add("memory_bytes");
         auto with_stops = vocab.with_stop_tokens({vocab.stop_tokens()[0], 0});
         if (!with_stops.ok() || !with_stops->is_stop(0)) problems.add("with_stop_tokens");
       }
@@ -275,6 +280,37 @@ TEST(ThreadSafety, SharedGrammarAndVocabularyPrivateMatchers) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(problems.count(), 0) << problems.first();
   EXPECT_GE(masks_compared.load(), static_cast<int>(total_steps));
+}
+
+TEST(ThreadSafety, CacheBudgetHoldsWhileThreadsPublish) {
+  // A budget of a few walks: threads race to take what is left of it.
+  const Scale s = scale();
+  const Vocabulary vocabulary = make_vocabulary();
+  auto reference = CompiledGrammar::from_gbnf(kGrammar, vocabulary);
+  ASSERT_TRUE(reference.ok()) << reference.status().to_string();
+  std::vector<Script> scripts;
+  for (int i = 0; i < s.threads; ++i)
+    scripts.push_back(record_script(*reference, 3000 + static_cast<uint32_t>(i), s.steps));
+  CompileOptions small;
+  small.precompute_budget = 0;
+  small.max_cache_bytes = 8 << 10;
+  auto shared = CompiledGrammar::from_gbnf(kGrammar, vocabulary, small);
+  ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+  Problems problems;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < s.threads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<uint32_t>(500 + t));
+      for (int round = 0; round < s.rounds; ++round) {
+        replay(*shared, scripts[static_cast<size_t>(t)], rng, problems);
+        if (shared->cache_bytes() > small.max_cache_bytes) problems.add("cache_bytes");
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(problems.count(), 0) << problems.first();
+  EXPECT_LE(shared->cache_bytes(), small.max_cache_bytes);
+  EXPECT_GT(shared->cache_bytes(), 0u);
 }
 
 TEST(ThreadSafety, RulesClassedOnFirstUseAcrossThreads) {
