@@ -496,6 +496,9 @@ int run_schema_stats(int argc, char** argv) {
       const auto compile_start = Clock::now();
       auto result = grammask::CompiledGrammar::compile(*grammar, *vocab);
       replayed.compile_ms.push_back(micros_since(compile_start) / 1000.0);
+      if (options.verbose && replayed.compile_ms.back() >= 20)
+        std::cout << "slow-compile " << name << ": " << fixed(replayed.compile_ms.back(), 1)
+                  << " ms\n";
       if (result.ok()) {
         compiled = std::move(result).value();
         words.assign(compiled->mask_words(), 0);
