@@ -313,6 +313,8 @@ struct SplitStats {
   size_t converted = 0;
   size_t fully_passing = 0;
   size_t valid = 0, valid_accepted = 0;
+  size_t valid_in_order = 0;  // accepted as written: members in the file's order
+  size_t in_order = 0;        // converted, and every valid instance accepted as written
   size_t invalid = 0, invalid_rejected = 0;
   std::vector<double> convert_ms;
 };
@@ -524,6 +526,7 @@ int run_schema_stats(int argc, char** argv) {
     if (compiled) checker.emplace(*compiled);
 
     bool all_right = true;
+    bool all_in_order = true;
     for (size_t i = 0; i < tests.size(); ++i) {
       const Json& test = tests[i];
       const bool valid = test.value("valid", false);
@@ -543,6 +546,8 @@ int run_schema_stats(int argc, char** argv) {
         continue;
       }
       if (accepted && written != instance) ++(valid ? valid_reordered : invalid_reordered);
+      if (valid && accepted && written == instance) ++split.valid_in_order;
+      if (valid && !(accepted && written == instance)) all_in_order = false;
       const std::string where = name + " #" + std::to_string(i);
       if (valid && accepted) {
         ++split.valid_accepted;
@@ -566,6 +571,7 @@ int run_schema_stats(int argc, char** argv) {
     if (compiled)
       replayed.grammar_bytes_after.push_back(static_cast<double>(compiled->memory_bytes()));
     if (all_right) ++split.fully_passing;
+    if (all_in_order) ++split.in_order;
   }
 
   // --- report --------------------------------------------------------------
@@ -575,6 +581,7 @@ int run_schema_stats(int argc, char** argv) {
     total.converted += s.converted;
     total.fully_passing += s.fully_passing;
     total.valid += s.valid, total.valid_accepted += s.valid_accepted;
+    total.valid_in_order += s.valid_in_order, total.in_order += s.in_order;
     total.invalid += s.invalid, total.invalid_rejected += s.invalid_rejected;
     total.convert_ms.insert(total.convert_ms.end(), s.convert_ms.begin(), s.convert_ms.end());
     std::sort(s.convert_ms.begin(), s.convert_ms.end());
@@ -590,19 +597,23 @@ int run_schema_stats(int argc, char** argv) {
                "order first, else at each member the first one the grammar lets continue) is a "
                "sentence of the grammar\n";
   std::cout << "fully passing: converted, every valid instance accepted, every invalid one "
-               "rejected (schemas without tests pass when they convert)\n\n";
+               "rejected (schemas without tests pass when they convert)\n";
+  std::cout << "in_order: valid instances accepted as written (members in the file's order); "
+               "order%: converted schemas whose every valid instance is accepted as written\n\n";
 
   char line[512];
-  const char* header_format = "%-16s %8s %9s %7s %8s %7s %8s %8s %8s %8s %9s %9s %9s\n";
-  const char* row_format = "%-16s %8zu %9zu %7s %8zu %7s %8zu %8zu %8zu %8zu %9s %9s %9s\n";
+  const char* header_format = "%-16s %8s %9s %7s %8s %7s %8s %8s %8s %7s %8s %8s %9s %9s %9s\n";
+  const char* row_format =
+      "%-16s %8zu %9zu %7s %8zu %7s %8zu %8zu %8zu %7s %8zu %8zu %9s %9s %9s\n";
   std::snprintf(line, sizeof line, header_format, "split", "schemas", "converted", "conv%",
-                "passing", "pass%", "valid", "accepted", "invalid", "rejected", "p50_ms", "p99_ms",
-                "max_ms");
+                "passing", "pass%", "valid", "accepted", "in_order", "order%", "invalid",
+                "rejected", "p50_ms", "p99_ms", "max_ms");
   std::cout << line;
   auto row = [&](const std::string& name, const SplitStats& s) {
     std::snprintf(line, sizeof line, row_format, name.c_str(), s.schemas, s.converted,
                   percent(s.converted, s.schemas).c_str(), s.fully_passing,
-                  percent(s.fully_passing, s.schemas).c_str(), s.valid, s.valid_accepted, s.invalid,
+                  percent(s.fully_passing, s.schemas).c_str(), s.valid, s.valid_accepted,
+                  s.valid_in_order, percent(s.in_order, s.converted).c_str(), s.invalid,
                   s.invalid_rejected, fixed(percentile(s.convert_ms, 50), 3).c_str(),
                   fixed(percentile(s.convert_ms, 99), 3).c_str(),
                   fixed(s.convert_ms.empty() ? 0 : s.convert_ms.back(), 3).c_str());
