@@ -8,7 +8,7 @@
 //   grammask tag TAG.json [--vocab FILE]
 //   grammask mask --vocab FILE (--grammar G | --schema S | --tag T) [--prefix-tokens "ids"]
 //   grammask bench (--suite DIR | --vocab FILE (--grammar G | --schema S) --trace T)
-//   grammask schema-stats DIR [--vocab FILE] [--verbose]
+//   grammask schema-stats DIR [--vocab FILE] [--lenient] [--verbose]
 //   grammask tools --format NAME TOOLS.json [--tool-choice C] [--reasoning] [--no-parallel]
 //
 // Exit codes: 0 success / accepted, 1 rejected (or malformed grammar for
@@ -137,7 +137,7 @@ const char* const kUsage =
     "  grammask bench --suite DIR [--runs N]\n"
     "  grammask bench --vocab FILE (--grammar G.gbnf | --schema S.json | --tag T.json)\n"
     "                 --trace T.ids [--runs N] [--batch N [--threads T]]\n"
-    "  grammask schema-stats DIR [--vocab FILE] [--verbose]\n"
+    "  grammask schema-stats DIR [--vocab FILE] [--lenient] [--verbose]\n"
     "  grammask tools --format NAME TOOLS.json [--tool-choice auto|required|none|NAME]\n"
     "                 [--reasoning] [--no-parallel]\n"
     "  grammask tools --list\n"

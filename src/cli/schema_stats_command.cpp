@@ -1,4 +1,4 @@
-// `grammask schema-stats DIR [--vocab FILE] [--verbose]`: how the JSON Schema
+// `grammask schema-stats DIR [--vocab FILE] [--lenient] [--verbose]`: how the JSON Schema
 // converter fares on real-world schemas laid out like MaskBench
 // (../shared/jsonschemabench/maskbench/data: one JSON file per schema with
 // `schema` and `tests`, each test `{"valid": bool, "data": instance}`).
@@ -336,11 +336,12 @@ struct Options {
   std::string dir;
   std::string vocab;
   bool verbose = false;
+  bool lenient = false;  // JsonSchemaOptions::lenient
 };
 
 int usage(const std::string& message) {
   std::cerr << "grammask: " << message
-            << "\nusage: grammask schema-stats DIR [--vocab FILE] [--verbose]\n";
+            << "\nusage: grammask schema-stats DIR [--vocab FILE] [--lenient] [--verbose]\n";
   return kExitUsage;
 }
 
@@ -410,6 +411,8 @@ int run_schema_stats(int argc, char** argv) {
       options.vocab = argv[++i];
     } else if (arg == "--verbose") {
       options.verbose = true;
+    } else if (arg == "--lenient") {
+      options.lenient = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
       return usage("unknown option '" + arg + "'");
     } else if (options.dir.empty()) {
@@ -452,7 +455,8 @@ int run_schema_stats(int argc, char** argv) {
   size_t empty_languages = 0;                         // converted schemas that accept no value
   ReplayStats replayed;
   std::vector<uint32_t> words, tokens;
-  const grammask::JsonSchemaOptions convert_options;
+  grammask::JsonSchemaOptions convert_options;
+  convert_options.lenient = options.lenient;
 
   for (const fs::path& path : files) {
     const std::string name = path.filename().string();
@@ -592,7 +596,8 @@ int run_schema_stats(int argc, char** argv) {
   std::cout << "files: " << total.schemas << " schemas (" << with_tests << " with test instances), "
             << skipped << " other files skipped\n";
   std::cout << "converter: default options (flexible whitespace, properties in schema order, "
-               "additionalProperties true, formats asserted)\n";
+               "additionalProperties true, formats asserted)"
+            << (options.lenient ? ", lenient (keywords it cannot enforce dropped)" : "") << "\n";
   std::cout << "instances: compact JSON; accepted = some order of object members (the instance's "
                "order first, else at each member the first one the grammar lets continue) is a "
                "sentence of the grammar\n";
