@@ -125,6 +125,22 @@ TEST(QwenXmlStyle, OptionalParametersAndNoArguments) {
   EXPECT_FALSE(accepts(nested, param("o", R"({"k": "v"})") + "\n" + param("e", "3")));
 }
 
+TEST(QwenXmlStyle, MinPropertiesOne) {
+  const std::string tag =
+      xml(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},)"
+          R"("minProperties":1,"additionalProperties":false})");
+  EXPECT_FALSE(accepts(tag, ""));
+  EXPECT_TRUE(accepts(tag, param("a", "1")));
+  EXPECT_TRUE(accepts(tag, param("b", "1")));
+  EXPECT_TRUE(accepts(tag, param("a", "1") + "\n" + param("b", "2")));
+  const std::string extras = xml(R"({"type":"object","minProperties":1})");
+  EXPECT_FALSE(accepts(extras, ""));
+  EXPECT_TRUE(accepts(extras, param("x", "1")));
+  EXPECT_TRUE(accepts(extras, param("x", "1") + "\n" + param("y", "2")));
+  EXPECT_TRUE(accepts(xml(R"({"type":"object","additionalProperties":false})"), ""));
+  EXPECT_FALSE(accepts(xml(R"({"type":"object","additionalProperties":false})"), param("x", "1")));
+}
+
 TEST(QwenXmlStyle, StringKeywordsApplyToTheRawText) {
   const std::string tag =
       xml(R"({"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]+-[0-9]{2}$"},)"
@@ -200,6 +216,12 @@ TEST(QwenXmlStyle, RefusalsNameThePath) {
       {xml(R"({"type":"object","properties":{},"required":["x"]})"), ErrorCode::kUnsupported,
        "/json_schema/required/0"},
       {xml(R"({"type":"array"})"), ErrorCode::kUnsupported, "/json_schema/type"},
+      {xml(R"({"type":"object","properties":{"a":{}},"minProperties":2})"), ErrorCode::kUnsupported,
+       "/json_schema/minProperties"},
+      {xml(R"({"type":"object","properties":{"a":{}},"maxProperties":1})"), ErrorCode::kUnsupported,
+       "/json_schema/maxProperties"},
+      {xml(R"({"type":"object","additionalProperties":false,"minProperties":1})"),
+       ErrorCode::kInvalidArgument, "/json_schema/minProperties"},
       {xml("true"), ErrorCode::kUnsupported, "/json_schema:"},
       {R"({"type":"json_schema","style":"qwen_xml","any_order":true,"json_schema":)" +
            std::string(kWrite) + "}",

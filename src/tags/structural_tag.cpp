@@ -741,6 +741,7 @@ class TagConverter {
     const Json* properties = nullptr;
     const Json* required = nullptr;
     bool additional = options_.json_schema.additional_properties_default;
+    bool nonempty = false;  // minProperties 1
     for (const auto& kv : schema.items()) {
       const std::string& key = kv.key();
       const std::string key_at = at + "/" + pointer_token(key);
@@ -769,13 +770,21 @@ class TagConverter {
                                   "an additionalProperties schema is not supported with "
                                   "style \"qwen_xml\" (only true or false)");
         }
+      } else if (key == "minProperties") {
+        // 0 or 1: "at least one parameter" is the choice of the first one.
+        const Json& value = kv.value();
+        if (!value.is_number_integer() || value.get<int64_t>() < 0)
+          return fail_invalid(key_at, "\"minProperties\" must be a non-negative integer");
+        if (value.get<int64_t>() > 1) {
+          return fail_unsupported(key_at,
+                                  "minProperties above 1 is not supported with style "
+                                  "\"qwen_xml\"");
+        }
+        nonempty = value.get<int64_t>() == 1;
       } else if (!is_annotation(key) && key != "$defs" && key != "definitions") {
         return fail_unsupported(key_at,
                                 "keyword \"" + key + "\" is not supported with style \"qwen_xml\"");
       }
-    }
-    if (properties == nullptr && !additional) {
-      return fail_unsupported(at, "style \"qwen_xml\" needs an object schema with \"properties\"");
     }
     std::vector<std::string> names;
     std::vector<bool> needed;
@@ -802,6 +811,8 @@ class TagConverter {
         needed[static_cast<size_t>(found - names.begin())] = true;
       }
     }
+    if (nonempty && names.empty() && !additional)
+      return fail_invalid(at + "/minProperties", "no parameter can be written");
     const std::vector<std::u32string> stops = qwen_value_stops(ends);
     auto parameter = [](Expr name, Expr value) {
       return Expr::sequence({Expr::literal_text(U"<parameter="), std::move(name),
@@ -854,13 +865,15 @@ class TagConverter {
       grammar_.mutable_rules()[rest + i].body =
           Expr::sequence({extras(), std::move(next), Expr::rule_ref(rest + index + 1)});
       std::vector<Expr> options = {Expr::sequence({items[i], Expr::rule_ref(rest + index + 1)})};
-      if (!needed[i]) options.push_back(Expr::rule_ref(first + index + 1));
+      if (!needed[i] && (i + 1 < n || !nonempty))
+        options.push_back(Expr::rule_ref(first + index + 1));
       grammar_.mutable_rules()[first + i].body = one_of(std::move(options));
     }
     grammar_.mutable_rules()[rest + n].body = extras();
     if (!extra) return Expr::rule_ref(first);
-    return Expr::alternation(
-        {Expr::sequence({*extra, Expr::rule_ref(rest)}), Expr::rule_ref(first)});
+    Expr extra_first = Expr::sequence({*extra, Expr::rule_ref(rest)});
+    if (n == 0 && nonempty) return extra_first;
+    return Expr::alternation({std::move(extra_first), Expr::rule_ref(first)});
   }
 
   Result<Expr> gbnf_grammar(const Json& format, const std::string& path) {
