@@ -424,7 +424,15 @@ class TagConverter {
     append(stops, ends.strings);
     std::sort(stops.begin(), stops.end());
     stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
-    return stops;
+    // A stop that contains another one excludes nothing more.
+    std::vector<std::u32string> kept;
+    for (const std::u32string& stop : stops) {
+      const bool covered = std::any_of(stops.begin(), stops.end(), [&](const std::u32string& o) {
+        return o.size() < stop.size() && stop.find(o) != std::u32string::npos;
+      });
+      if (!covered) kept.push_back(stop);
+    }
+    return kept;
   }
 
   static std::string pointer_token(const std::string& key) {
