@@ -123,6 +123,13 @@ TEST(QwenXmlStyle, OptionalParametersAndNoArguments) {
   EXPECT_TRUE(accepts(nested, param("o", R"({"k": "v"})") + "\n" + param("e", "null")));
   EXPECT_FALSE(accepts(nested, param("o", R"({"k": 1})") + "\n" + param("e", "1")));
   EXPECT_FALSE(accepts(nested, param("o", R"({"k": "v"})") + "\n" + param("e", "3")));
+  // Local references are followed to decide, and reach the root's $defs.
+  const std::string refs =
+      xml(R"({"type":"object","$defs":{"n":{"type":"integer","minimum":1}},)"
+          R"("properties":{"v":{"$ref":"#/$defs/n"}},"additionalProperties":false})");
+  EXPECT_TRUE(accepts(refs, param("v", "5")));
+  EXPECT_FALSE(accepts(refs, param("v", "0")));
+  EXPECT_FALSE(accepts(refs, param("v", "five")));
 }
 
 TEST(QwenXmlStyle, MinPropertiesOne) {
@@ -199,6 +206,11 @@ TEST(QwenXmlStyle, RefusalsNameThePath) {
       {xml(o + R"({"anyOf":[{"type":"string"},{"type":"null"}]})" + c), ErrorCode::kUnsupported,
        "/json_schema/properties/v:"},
       {xml(o + R"({"enum":["a",1]})" + c), ErrorCode::kUnsupported, "/json_schema/properties/v:"},
+      // References that would make the type check exponential give up: refused.
+      {xml(R"({"type":"object","$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"}]}},)"
+           R"("properties":{"v":{"$ref":"#/$defs/a"}}})"),
+       ErrorCode::kUnsupported, "/json_schema/properties/v:"},
+
       {xml(o + R"({"type":"string","contentEncoding":"base64"})" + c), ErrorCode::kUnsupported,
        "/json_schema/properties/v/contentEncoding"},
       {xml(o + R"({"type":"string","format":"no-such-format"})" + c), ErrorCode::kUnsupported,
@@ -235,6 +247,22 @@ TEST(QwenXmlStyle, RefusalsNameThePath) {
     EXPECT_NE(s.message().find("at /format" + test.where), std::string::npos) << test.tag << "\n"
                                                                               << s.message();
   }
+}
+
+TEST(QwenXmlStyle, RawTextAutomataAreBounded) {
+  std::string properties;
+  for (int i = 0; i < 20; ++i) {
+    properties += std::string(i ? "," : "") + "\"p" + std::to_string(i) +
+                  R"(":{"type":"string","maxLength":400})";
+  }
+  StructuralTagOptions options;
+  options.json_schema.max_rules = 50000;
+  auto grammar = structural_tag_to_grammar(
+      xml(R"({"type":"object","properties":{)" + properties + "}}"), options);
+  ASSERT_FALSE(grammar.ok());
+  EXPECT_EQ(grammar.status().code(), ErrorCode::kLimitExceeded);
+  EXPECT_NE(grammar.status().message().find("/json_schema/properties/p4"), std::string::npos)
+      << grammar.status().message();
 }
 
 // Masks of a Qwen3-Coder call against the brute-force token oracle, on

@@ -459,9 +459,10 @@ class TagConverter {
   // Whether a value of `schema` may be a JSON string: false only when it
   // surely cannot (its types, enum or const, or every branch of anyOf or
   // oneOf, exclude strings; or one allOf branch does). Local references
-  // are followed.
-  bool may_be_string(const Json& schema, const Json& root, int depth) const {
-    if (depth > 32) return true;
+  // are followed. `budget` bounds the schemas visited (references can make
+  // the walk exponential); past it, the answer is "may".
+  static bool may_be_string(const Json& schema, const Json& root, int depth, int& budget) {
+    if (depth > 32 || --budget < 0) return true;
     if (schema.is_boolean()) return schema.get<bool>();
     if (!schema.is_object()) return true;
     auto type = schema.find("type");
@@ -484,14 +485,14 @@ class TagConverter {
       auto branches = schema.find(key);
       if (branches != schema.end() && branches->is_array() && !branches->empty() &&
           std::none_of(branches->begin(), branches->end(),
-                       [&](const Json& b) { return may_be_string(b, root, depth + 1); })) {
+                       [&](const Json& b) { return may_be_string(b, root, depth + 1, budget); })) {
         return false;
       }
     }
     auto all = schema.find("allOf");
     if (all != schema.end() && all->is_array() &&
         std::any_of(all->begin(), all->end(),
-                    [&](const Json& b) { return !may_be_string(b, root, depth + 1); })) {
+                    [&](const Json& b) { return !may_be_string(b, root, depth + 1, budget); })) {
       return false;
     }
     auto ref = schema.find("$ref");
@@ -501,7 +502,7 @@ class TagConverter {
       try {
         const Json::json_pointer pointer(target.substr(1));
         if (!root.contains(pointer)) return true;
-        return may_be_string(root.at(pointer), root, depth + 1);
+        return may_be_string(root.at(pointer), root, depth + 1, budget);
       } catch (const std::exception&) {
         return true;
       }
@@ -693,6 +694,15 @@ class TagConverter {
                           "no raw text satisfies the string keywords (values may not contain "
                           "the parameter delimiters)");
     }
+    // One rule per state: all raw-text automata together stay within the
+    // converter's bound on rules.
+    raw_text_states_ += dfa.states.size();
+    if (raw_text_states_ > options_.json_schema.max_rules) {
+      return error(ErrorCode::kLimitExceeded, at,
+                   "the raw-text automata of style \"qwen_xml\" need more than "
+                   "JsonSchemaOptions::max_rules (" +
+                       std::to_string(options_.json_schema.max_rules) + ") rules");
+    }
     return dfa_expr(dfa, "xml" + std::to_string(next_name_++) + "-str");
   }
 
@@ -718,7 +728,8 @@ class TagConverter {
                                              [](const Json& v) { return v.is_string(); })) ||
                                 (constant != schema.end() && constant->is_string()));
     if (string_type || string_values) return qwen_string(schema, at, stops);
-    if (may_be_string(schema, root, 0)) {
+    int budget = 10000;
+    if (may_be_string(schema, root, 0, budget)) {
       return fail_unsupported(at,
                               "a value that may be a string or another type is ambiguous in "
                               "style \"qwen_xml\" (a string is raw text, other values JSON "
@@ -1276,6 +1287,7 @@ class TagConverter {
   std::unordered_map<std::string, uint32_t> imported_;  // rule body (GBNF) -> rule
   std::unordered_map<std::string_view, std::vector<uint32_t>> ids_by_text_;  // token names
   uint32_t next_name_ = 1;
+  size_t raw_text_states_ = 0;  // rules made for qwen_xml string automata
 };
 
 }  // namespace
