@@ -206,6 +206,15 @@ TEST(QwenXmlStyle, RefusalsNameThePath) {
       {xml(o + R"({"anyOf":[{"type":"string"},{"type":"null"}]})" + c), ErrorCode::kUnsupported,
        "/json_schema/properties/v:"},
       {xml(o + R"({"enum":["a",1]})" + c), ErrorCode::kUnsupported, "/json_schema/properties/v:"},
+      // A reference that means something else once the parameter's schema
+      // is converted on its own.
+      {xml(R"({"type":"object","properties":{"v":{"type":"array","items":{"$ref":"#"}}}})"),
+       ErrorCode::kUnsupported, "/json_schema/properties/v:"},
+      {xml(R"({"type":"object","$defs":{"a":{"$ref":"#/properties/w"}},"properties":)"
+           R"({"v":{"type":"array","items":{"$ref":"#/$defs/a"}},"w":{"type":"integer"}}})"),
+       ErrorCode::kUnsupported, "/json_schema/properties/v:"},
+      {xml(o + R"({"type":"array","$defs":{"a":{}}})" + c), ErrorCode::kUnsupported,
+       "/json_schema/properties/v/$defs"},
       // References that would make the type check exponential give up: refused.
       {xml(R"({"type":"object","$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"}]}},)"
            R"("properties":{"v":{"$ref":"#/$defs/a"}}})"),

@@ -510,6 +510,26 @@ class TagConverter {
     return true;
   }
 
+  // Whether every $ref, $dynamicRef and $recursiveRef in `value` leads into
+  // the root's $defs or definitions.
+  static bool references_stay_in_definitions(const Json& value) {
+    if (value.is_array()) {
+      return std::all_of(value.begin(), value.end(),
+                         [](const Json& item) { return references_stay_in_definitions(item); });
+    }
+    if (!value.is_object()) return true;
+    for (const auto& kv : value.items()) {
+      if (kv.key() == "$ref" || kv.key() == "$dynamicRef" || kv.key() == "$recursiveRef") {
+        if (!kv.value().is_string()) return false;
+        const std::string& target = kv.value().get_ref<const std::string&>();
+        if (target.rfind("#/$defs/", 0) != 0 && target.rfind("#/definitions/", 0) != 0)
+          return false;
+      }
+      if (!references_stay_in_definitions(kv.value())) return false;
+    }
+    return true;
+  }
+
   // A grammar of the strings a code-point DFA accepts: one rule per state.
   Expr dfa_expr(const internal::CharDfa& dfa, const std::string& name) {
     const auto first = static_cast<uint32_t>(grammar_.rules().size());
@@ -735,9 +755,26 @@ class TagConverter {
                               "style \"qwen_xml\" (a string is raw text, other values JSON "
                               "text)");
     }
+    // Converted on its own with the root's definitions: references then
+    // mean what they mean in the tool's schema only where they lead into
+    // those definitions.
+    for (const char* key : {"$defs", "definitions", "$id"}) {
+      if (schema.contains(key)) {
+        return fail_unsupported(at + "/" + key,
+                                std::string("\"") + key +
+                                    "\" on a parameter's schema is not supported with style "
+                                    "\"qwen_xml\"");
+      }
+    }
     Json document = schema;
     for (const char* key : {"$defs", "definitions", "$schema"}) {
-      if (root.contains(key) && !document.contains(key)) document[key] = root[key];
+      if (root.contains(key)) document[key] = root[key];
+    }
+    if (!references_stay_in_definitions(document)) {
+      return fail_unsupported(at,
+                              "a reference other than \"#/$defs/...\" or "
+                              "\"#/definitions/...\" is not supported in a parameter's "
+                              "schema with style \"qwen_xml\"");
     }
     JsonSchemaOptions schema_options = options_.json_schema;
     schema_options.property_order = JsonSchemaOptions::PropertyOrder::kSchema;
