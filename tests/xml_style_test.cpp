@@ -130,6 +130,18 @@ TEST(QwenXmlStyle, OptionalParametersAndNoArguments) {
   EXPECT_TRUE(accepts(refs, param("v", "5")));
   EXPECT_FALSE(accepts(refs, param("v", "0")));
   EXPECT_FALSE(accepts(refs, param("v", "five")));
+  // A reference to a string definition (pydantic's enums) is a raw string.
+  const std::string unit =
+      xml(R"({"type":"object","$defs":{"Unit":{"title":"Unit","type":"string",)"
+          R"("enum":["celsius","fahrenheit"]},"U":{"$ref":"#/$defs/Unit"}},)"
+          R"("properties":{"u":{"$ref":"#/$defs/U","description":"unit"}},)"
+          R"("required":["u"],"additionalProperties":false})");
+  EXPECT_TRUE(accepts(unit, param("u", "celsius")));
+  EXPECT_FALSE(accepts(unit, param("u", "\"celsius\"")));
+  EXPECT_FALSE(accepts(unit, param("u", "kelvin")));
+  const std::string cycle = xml(R"({"type":"object","$defs":{"a":{"$ref":"#/$defs/a"}},)"
+                                R"("properties":{"u":{"$ref":"#/$defs/a"}}})");
+  EXPECT_NE(error_of(cycle).code(), ErrorCode::kOk);
 }
 
 TEST(QwenXmlStyle, MinPropertiesOne) {

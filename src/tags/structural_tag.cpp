@@ -729,7 +729,25 @@ class TagConverter {
   // One parameter's value: raw text for a string schema (or one that
   // accepts anything), JSON text where no value can be a string.
   Result<Expr> qwen_value(const Json& schema, const Json& root, const std::string& at,
-                          const std::vector<std::u32string>& stops) {
+                          const std::vector<std::u32string>& stops, int depth = 0) {
+    // A schema that only refers to a definition (pydantic's enums and
+    // models): the definition's.
+    if (schema.is_object() && schema.contains("$ref") && schema["$ref"].is_string() &&
+        std::all_of(schema.items().begin(), schema.items().end(),
+                    [](auto kv) { return kv.key() == "$ref" || is_annotation(kv.key()); })) {
+      const std::string& target = schema["$ref"].get_ref<const std::string&>();
+      if (depth < 32 &&
+          (target.rfind("#/$defs/", 0) == 0 || target.rfind("#/definitions/", 0) == 0)) {
+        const Json* found = nullptr;
+        try {
+          const Json::json_pointer pointer(target.substr(1));
+          if (root.contains(pointer)) found = &root.at(pointer);
+        } catch (const std::exception&) {
+          found = nullptr;
+        }
+        if (found != nullptr) return qwen_value(*found, root, at, stops, depth + 1);
+      }
+    }
     if (schema.is_boolean()) {
       if (schema.get<bool>()) return free_text(stops);
       return fail_unsupported(at, "a parameter whose schema is false cannot be written");
