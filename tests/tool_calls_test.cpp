@@ -174,8 +174,8 @@ TEST(ToolCalls, ListsTheFormats) {
     names.push_back(info.name);
     EXPECT_FALSE(info.models.empty()) << info.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"llama3", "llama3-python-tag", "hermes", "mistral",
-                                             "deepseek", "harmony"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"llama3", "llama3-python-tag", "hermes", "qwen3_coder",
+                                             "mistral", "deepseek", "harmony"}));
 }
 
 TEST(ToolCalls, ErrorsNameTheProblem) {
@@ -337,6 +337,58 @@ TEST(ToolCalls, HermesAndQwen) {
   EXPECT_TRUE(none.accepts("<think>\nsmall talk\n</think>\n\nHello!"));
   EXPECT_FALSE(none.accepts("<think>\nx\n</think>\n\n<think>again"));
   EXPECT_FALSE(none.accepts("Hello!"));
+}
+
+TEST(ToolCalls, Qwen3Coder) {
+  auto param = [](const std::string& name, const std::string& value) {
+    return "<parameter=" + name + ">\n" + value + "\n</parameter>\n";
+  };
+  auto call = [](const std::string& name, const std::string& args) {
+    return "<tool_call>\n<function=" + name + ">\n" + args + "</function>\n</tool_call>";
+  };
+  const std::string weather =
+      call("get_weather", param("city", "Paris") + param("unit", "celsius"));
+  const std::string time = call("get_time", param("tz", "Europe/Paris"));
+  FormatChecker auto_("qwen3_coder", choice("auto"));
+  EXPECT_TRUE(auto_.accepts(weather));
+  EXPECT_TRUE(auto_.accepts(call("get_weather", param("city", "New York\nNY"))));
+  EXPECT_TRUE(auto_.accepts("I will look it up.\n\n" + weather + "\n" + time));
+  EXPECT_TRUE(auto_.accepts("No tool needed."));
+  EXPECT_FALSE(auto_.accepts(call("get_wether", param("city", "Paris"))));
+  EXPECT_FALSE(auto_.accepts(call("get_weather", param("unit", "celsius"))));
+  EXPECT_FALSE(
+      auto_.accepts(call("get_weather", param("city", "Paris") + param("unit", "kelvin"))));
+  EXPECT_FALSE(auto_.accepts(call("get_weather", param("city", "Paris") + param("wind", "1"))));
+  EXPECT_FALSE(auto_.accepts(call("get_weather", param("unit", "celsius") + param("city", "P"))));
+  EXPECT_FALSE(auto_.accepts(call("get_weather", param("city", "Paris") + "\n")));
+  EXPECT_FALSE(
+      auto_.accepts("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>"
+                    "</function>\n</tool_call>"));
+  EXPECT_FALSE(auto_.accepts(weather.substr(0, weather.size() - 12)));  // no </tool_call>
+
+  FormatChecker required("qwen3_coder", choice("required", false, /*parallel=*/false));
+  EXPECT_TRUE(required.accepts(time));
+  EXPECT_FALSE(required.accepts(weather + "\n" + time));
+  EXPECT_FALSE(required.accepts("Sure.\n\n" + time));
+
+  // No parameters: nothing between the function's lines; optional ones
+  // may all be left out; no schema: any parameters.
+  const std::string tools = R"([
+    {"type": "function", "function": {"name": "ping",
+     "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}},
+    {"type": "function", "function": {"name": "list",
+     "parameters": {"type": "object", "properties": {"limit": {"type": "integer"}}}}},
+    {"type": "function", "function": {"name": "free"}}])";
+  FormatChecker few("qwen3_coder", choice("required"), test_vocabulary(), tools);
+  EXPECT_TRUE(few.accepts(call("ping", "")));
+  EXPECT_FALSE(few.accepts(call("ping", "\n")));
+  EXPECT_FALSE(few.accepts(call("ping", param("x", "1"))));
+  EXPECT_TRUE(few.accepts(call("list", "")));
+  EXPECT_TRUE(few.accepts(call("list", param("limit", "10"))));
+  EXPECT_FALSE(few.accepts(call("list", param("limit", "ten"))));
+  EXPECT_FALSE(few.accepts(call("list", "\n")));
+  EXPECT_TRUE(few.accepts(call("free", "")));
+  EXPECT_TRUE(few.accepts(call("free", param("x", "1") + param("y", "two"))));
 }
 
 TEST(ToolCalls, Mistral) {

@@ -50,8 +50,8 @@ TEST(ToolsCommand, OptionsReachTheTag) {
 TEST(ToolsCommand, ListsTheFormats) {
   ToolRun run = run_tool("tools --list");
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  for (const char* name :
-       {"llama3\t", "llama3-python-tag\t", "hermes\t", "mistral\t", "deepseek\t", "harmony\t"}) {
+  for (const char* name : {"llama3\t", "llama3-python-tag\t", "hermes\t", "qwen3_coder\t",
+                           "mistral\t", "deepseek\t", "harmony\t"}) {
     EXPECT_NE(("\n" + run.output).find(std::string("\n") + name), std::string::npos) << name;
   }
 }

@@ -11,9 +11,11 @@
 // Every format object of XGrammar's reference is read (docs/tool-calling.md
 // lists them with the grammar each becomes). What grammask cannot enforce
 // exactly is refused, never loosened: the XML argument styles of
-// `json_schema`, `max_tokens` of `any_text`, `max_chars` together with
-// excluded strings. Errors name the JSON pointer of the offending format
-// object, e.g. `/format/elements/1/json_schema: unsupported keyword ...`:
+// `json_schema` other than `qwen_xml` (Qwen3-Coder's `<parameter=NAME>`
+// arguments: exact as docs/tool-calling.md describes, or refused),
+// `max_tokens` of `any_text`, `max_chars` together with excluded strings.
+// Errors name the JSON pointer of the offending format object, e.g.
+// `/format/elements/1/json_schema: unsupported keyword ...`:
 // kSyntax for text that is not JSON, kInvalidArgument for a field of the
 // wrong type or value, kUnsupported for what is refused, kLimitExceeded for
 // a bound of the options; a schema's or a grammar's own error keeps its code.

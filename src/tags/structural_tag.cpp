@@ -17,7 +17,10 @@
 #include <vector>
 
 #include "base/utf8.h"
+#include "regex/char_dfa.h"
+#include "regex/code_point_set.h"
 #include "regex/ecma_regex.h"
+#include "schema/formats.h"
 #include "schema/json_text.h"
 
 namespace grammask {
@@ -340,7 +343,7 @@ class TagConverter {
       return fail_invalid(path, "a format needs a string \"type\"");
     const std::string& type = type_it->get_ref<const std::string&>();
     if (type == "const_string") return const_string(format, path);
-    if (type == "json_schema") return json_schema(format, path);
+    if (type == "json_schema") return json_schema(format, path, ends);
     if (type == "grammar") return gbnf_grammar(format, path);
     if (type == "regex") return regex(format, path);
     if (type == "any_text") return any_text(format, path, ends);
@@ -369,7 +372,7 @@ class TagConverter {
     return text(value);
   }
 
-  Result<Expr> json_schema(const Json& format, const std::string& path) {
+  Result<Expr> json_schema(const Json& format, const std::string& path, const Ends& ends) {
     const Json* schema = nullptr;
     if (Status s = field(format, path, "json_schema", &schema); !s.ok()) return s;
     if (!schema->is_object() && !schema->is_boolean())
@@ -377,26 +380,574 @@ class TagConverter {
     auto style = format.find("style");
     if (style != format.end()) {
       if (!style->is_string()) return fail_invalid(path + "/style", "\"style\" must be a string");
+      if (is_string_equal(*style, "qwen_xml")) return qwen_xml(format, path, *schema, ends);
       if (!is_string_equal(*style, "json")) {
-        return fail_unsupported(path + "/style", "style \"" + style->get<std::string>() +
-                                                     "\" is not supported (only \"json\")");
+        return fail_unsupported(path + "/style",
+                                "style \"" + style->get<std::string>() +
+                                    "\" is not supported (only \"json\" and \"qwen_xml\")");
       }
     }
     JsonSchemaOptions schema_options = options_.json_schema;
     bool any_order = false;
     if (Status s = bool_field(format, path, "any_order", false, &any_order); !s.ok()) return s;
     if (any_order) schema_options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
+    return convert_schema(*schema, path + "/json_schema", schema_options);
+  }
+
+  // The converter's grammar of `schema`, imported; errors and warnings are
+  // prefixed by `at`.
+  Result<Expr> convert_schema(const Json& schema, const std::string& at,
+                              const JsonSchemaOptions& schema_options) {
     std::vector<std::string> schema_warnings;
-    Result<Grammar> sub = json_schema_to_grammar(schema->dump(), schema_options, &schema_warnings);
+    Result<Grammar> sub = json_schema_to_grammar(schema.dump(), schema_options, &schema_warnings);
     if (warnings_ != nullptr) {
       for (const std::string& warning : schema_warnings)
-        warnings_->push_back("structural tag at " + path + "/json_schema: " + warning);
+        warnings_->push_back("structural tag at " + at + ": " + warning);
     }
     if (!sub.ok()) {
-      return Status(sub.status().code(),
-                    "structural tag at " + path + "/json_schema: " + sub.status().message());
+      return Status(sub.status().code(), "structural tag at " + at + ": " + sub.status().message());
     }
     return import(*sub, "schema", "root");
+  }
+
+  // --- style "qwen_xml" -----------------------------------------------------
+  //
+  // Qwen3-Coder's arguments: per parameter `<parameter=NAME>\nVALUE\n</parameter>`,
+  // parameters joined by "\n" (its chat template writes each one followed by
+  // "\n"; XGrammar's tags end with "\n</function>", which supplies the last).
+  // A string value is raw text, any other value JSON text.
+
+  // Where Qwen3-Coder's parser (qwen3coder_tool_parser.py) ends a value:
+  // at `</parameter>`, or before `<parameter=` or `</function>`.
+  static std::vector<std::u32string> qwen_value_stops(const Ends& ends) {
+    std::vector<std::u32string> stops = {U"</parameter>", U"<parameter=", U"</function>"};
+    append(stops, ends.strings);
+    std::sort(stops.begin(), stops.end());
+    stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
+    // A stop that contains another one excludes nothing more.
+    std::vector<std::u32string> kept;
+    for (const std::u32string& stop : stops) {
+      const bool covered = std::any_of(stops.begin(), stops.end(), [&](const std::u32string& o) {
+        return o.size() < stop.size() && stop.find(o) != std::u32string::npos;
+      });
+      if (!covered) kept.push_back(stop);
+    }
+    return kept;
+  }
+
+  static std::string pointer_token(const std::string& key) {
+    std::string out;
+    for (char c : key) {
+      if (c == '~')
+        out += "~0";
+      else if (c == '/')
+        out += "~1";
+      else
+        out += c;
+    }
+    return out;
+  }
+
+  static bool is_annotation(const std::string& key) {
+    static const char* const kAnnotations[] = {"title",    "description", "default",  "examples",
+                                               "$comment", "deprecated",  "readOnly", "writeOnly",
+                                               "$schema",  "$id"};
+    return std::any_of(std::begin(kAnnotations), std::end(kAnnotations),
+                       [&](const char* a) { return key == a; });
+  }
+
+  // Whether a value of `schema` may be a JSON string: false only when it
+  // surely cannot (its types, enum or const, or every branch of anyOf or
+  // oneOf, exclude strings; or one allOf branch does). Local references
+  // are followed. `budget` bounds the schemas visited (references can make
+  // the walk exponential); past it, the answer is "may".
+  static bool may_be_string(const Json& schema, const Json& root, int depth, int& budget) {
+    if (depth > 32 || --budget < 0) return true;
+    if (schema.is_boolean()) return schema.get<bool>();
+    if (!schema.is_object()) return true;
+    auto type = schema.find("type");
+    if (type != schema.end()) {
+      if (type->is_string() && !is_string_equal(*type, "string")) return false;
+      if (type->is_array() && std::none_of(type->begin(), type->end(), [](const Json& t) {
+            return is_string_equal(t, "string");
+          })) {
+        return false;
+      }
+    }
+    auto values = schema.find("enum");
+    if (values != schema.end() && values->is_array() &&
+        std::none_of(values->begin(), values->end(), [](const Json& v) { return v.is_string(); })) {
+      return false;
+    }
+    auto constant = schema.find("const");
+    if (constant != schema.end() && !constant->is_string()) return false;
+    for (const char* key : {"anyOf", "oneOf"}) {
+      auto branches = schema.find(key);
+      if (branches != schema.end() && branches->is_array() && !branches->empty() &&
+          std::none_of(branches->begin(), branches->end(),
+                       [&](const Json& b) { return may_be_string(b, root, depth + 1, budget); })) {
+        return false;
+      }
+    }
+    auto all = schema.find("allOf");
+    if (all != schema.end() && all->is_array() &&
+        std::any_of(all->begin(), all->end(),
+                    [&](const Json& b) { return !may_be_string(b, root, depth + 1, budget); })) {
+      return false;
+    }
+    auto ref = schema.find("$ref");
+    if (ref != schema.end() && ref->is_string()) {
+      const std::string& target = ref->get_ref<const std::string&>();
+      if (target.empty() || target[0] != '#') return true;
+      try {
+        const Json::json_pointer pointer(target.substr(1));
+        if (!root.contains(pointer)) return true;
+        return may_be_string(root.at(pointer), root, depth + 1, budget);
+      } catch (const std::exception&) {
+        return true;
+      }
+    }
+    return true;
+  }
+
+  // Whether every $ref, $dynamicRef and $recursiveRef in `value` leads into
+  // the root's $defs or definitions.
+  static bool references_stay_in_definitions(const Json& value) {
+    if (value.is_array()) {
+      return std::all_of(value.begin(), value.end(),
+                         [](const Json& item) { return references_stay_in_definitions(item); });
+    }
+    if (!value.is_object()) return true;
+    for (const auto& kv : value.items()) {
+      if (kv.key() == "$ref" || kv.key() == "$dynamicRef" || kv.key() == "$recursiveRef") {
+        if (!kv.value().is_string()) return false;
+        const std::string& target = kv.value().get_ref<const std::string&>();
+        if (target.rfind("#/$defs/", 0) != 0 && target.rfind("#/definitions/", 0) != 0)
+          return false;
+      }
+      if (!references_stay_in_definitions(kv.value())) return false;
+    }
+    return true;
+  }
+
+  // A grammar of the strings a code-point DFA accepts: one rule per state.
+  Expr dfa_expr(const internal::CharDfa& dfa, const std::string& name) {
+    const auto first = static_cast<uint32_t>(grammar_.rules().size());
+    for (size_t i = 0; i < dfa.states.size(); ++i)
+      grammar_.add_rule(name + "-" + std::to_string(i), Expr::sequence({}));
+    for (size_t i = 0; i < dfa.states.size(); ++i) {
+      std::vector<Expr> options;
+      for (const internal::CharDfa::Edge& edge : dfa.states[i].edges) {
+        options.push_back(Expr::sequence(
+            {Expr::char_class(edge.chars, false), Expr::rule_ref(first + edge.target)}));
+      }
+      if (dfa.states[i].label != 0) options.push_back(Expr::sequence({}));
+      grammar_.mutable_rules()[first + i].body = one_of(std::move(options));
+    }
+    return Expr::rule_ref(first);
+  }
+
+  static std::string regex_literal(const std::u32string& text) {
+    std::string out;
+    for (char32_t c : text) {
+      if (c < 0x80 && std::string_view("^$\\.*+?()[]{}|/").find(static_cast<char>(c)) !=
+                          std::string_view::npos) {
+        out += '\\';
+      }
+      utf8::append(out, static_cast<uint32_t>(c));
+    }
+    return out;
+  }
+
+  // The raw text of a string value: none of `stops`, and the string
+  // keywords of `schema` (pattern, minLength, maxLength, enum, const,
+  // format), checked on the raw text. Other keywords are refused.
+  Result<Expr> qwen_string(const Json& schema, const std::string& at,
+                           const std::vector<std::u32string>& stops) {
+    using internal::CharDfa;
+    const bool constrained = schema.is_object() &&
+                             std::any_of(schema.items().begin(), schema.items().end(), [](auto kv) {
+                               return kv.key() == "pattern" || kv.key() == "minLength" ||
+                                      kv.key() == "maxLength" || kv.key() == "enum" ||
+                                      kv.key() == "const" || kv.key() == "format";
+                             });
+    if (schema.is_object()) {
+      for (const auto& kv : schema.items()) {
+        const std::string& key = kv.key();
+        if (is_annotation(key) || key == "type" || key == "pattern" || key == "minLength" ||
+            key == "maxLength" || key == "enum" || key == "const" || key == "format") {
+          continue;
+        }
+        return fail_unsupported(at + "/" + pointer_token(key),
+                                "keyword \"" + key +
+                                    "\" is not supported on a raw string value "
+                                    "of style \"qwen_xml\"");
+      }
+    }
+    if (!constrained) return free_text(stops);
+    std::string alternatives;
+    for (const std::u32string& stop : stops) {
+      if (!alternatives.empty()) alternatives += '|';
+      alternatives += regex_literal(stop);
+    }
+    Result<internal::RegexNode> stop_regex = internal::parse_ecma_regex(alternatives);
+    if (!stop_regex.ok()) return Status(stop_regex.status().code(), stop_regex.status().message());
+    Result<CharDfa> contains_stop = internal::dfa_from_regex(*stop_regex);
+    if (!contains_stop.ok())
+      return error(contains_stop.status().code(), at, contains_stop.status().message());
+    CharDfa dfa = internal::dfa_minimize(internal::dfa_complement(*contains_stop),
+                                         [](uint32_t label) { return label != 0; });
+    // A length bound multiplies the states by the bound, as for the JSON
+    // Schema converter's string automata.
+    constexpr size_t kLengthStates = size_t{1} << 15;
+    auto narrow = [&](const std::string& keyword, Result<CharDfa> other,
+                      size_t budget = internal::kDefaultDfaStates) -> Status {
+      if (!other.ok()) {
+        return error(other.status().code(), at + "/" + keyword, other.status().message());
+      }
+      Result<CharDfa> both = internal::dfa_intersection(dfa, *other, budget);
+      if (!both.ok()) {
+        return error(both.status().code(), at + "/" + keyword,
+                     both.status().message() +
+                         " (the raw text with the parameter delimiters "
+                         "excluded)");
+      }
+      dfa = std::move(both).value();
+      return Status();
+    };
+    auto pattern_dfa = [&](const std::string& text, bool whole) -> Result<CharDfa> {
+      Result<internal::RegexNode> parsed = internal::parse_ecma_regex(text);
+      if (!parsed.ok()) return parsed.status();
+      if (whole) return internal::dfa_from_whole_regex(*parsed, internal::kDefaultDfaStates);
+      return internal::dfa_from_regex(*parsed);
+    };
+    auto pattern = schema.find("pattern");
+    if (pattern != schema.end()) {
+      if (!pattern->is_string())
+        return fail_invalid(at + "/pattern", "\"pattern\" must be a string");
+      if (Status s = narrow("pattern", pattern_dfa(pattern->get<std::string>(), false)); !s.ok())
+        return s;
+    }
+    auto format_it = schema.find("format");
+    if (format_it != schema.end() && options_.json_schema.assert_formats) {
+      if (!format_it->is_string())
+        return fail_invalid(at + "/format", "\"format\" must be a string");
+      const std::string name = format_it->get<std::string>();
+      internal::FormatLookup lookup = internal::format_pattern(name);
+      if (!lookup.known || !lookup.supported) {
+        return fail_unsupported(at + "/format",
+                                "format \"" + name + "\" cannot be enforced exactly");
+      }
+      if (!lookup.narrowed.empty() && warnings_ != nullptr) {
+        warnings_->push_back("structural tag at " + at + "/format: format \"" + name +
+                             "\" accepts only " + lookup.narrowed);
+      }
+      if (Status s = narrow("format", pattern_dfa(lookup.pattern, true)); !s.ok()) return s;
+    }
+    for (const char* keyword : {"enum", "const"}) {
+      auto found = schema.find(keyword);
+      if (found == schema.end()) continue;
+      std::vector<std::string> words;
+      const bool list = keyword[0] == 'e';
+      if (list && !found->is_array())
+        return fail_invalid(at + "/enum", "\"enum\" must be an array");
+      for (const Json& value : list ? *found : Json::array({*found})) {
+        if (!value.is_string()) {
+          return fail_unsupported(at + "/" + keyword, std::string("the values of \"") + keyword +
+                                                          "\" on a raw string must be strings");
+        }
+        words.push_back(value.get<std::string>());
+      }
+      if (Status s = narrow(keyword, internal::dfa_words(words)); !s.ok()) return s;
+    }
+    uint64_t min_length = 0;
+    std::optional<uint64_t> max_length;
+    for (const char* keyword : {"minLength", "maxLength"}) {
+      auto found = schema.find(keyword);
+      if (found == schema.end()) continue;
+      if (!found->is_number_integer() || found->get<int64_t>() < 0) {
+        return fail_invalid(at + "/" + keyword,
+                            std::string("\"") + keyword + "\" must be a non-negative integer");
+      }
+      (keyword[1] == 'i' ? min_length : max_length.emplace()) = found->get<uint64_t>();
+    }
+    if (max_length &&
+        static_cast<double>(dfa.states.size()) * static_cast<double>(*max_length + 1) >
+            static_cast<double>(kLengthStates)) {
+      return fail_unsupported(at + "/maxLength",
+                              "the raw text's " + std::to_string(dfa.states.size()) +
+                                  " automaton states times the length bound are more than " +
+                                  std::to_string(kLengthStates));
+    }
+    if (min_length > 0 || max_length) {
+      if (Status s =
+              narrow(max_length ? "maxLength" : "minLength",
+                     internal::dfa_length(min_length, max_length, kLengthStates), kLengthStates);
+          !s.ok())
+        return s;
+    }
+    // About how many byte-automaton states lowering makes of the automaton
+    // (each code-point range becomes UTF-8 byte sequences); past the JSON
+    // Schema converter's bound for its string automata, refused.
+    constexpr size_t kMaxLoweredCost = 300000;
+    size_t cost = 0;
+    for (const CharDfa::State& state : dfa.states) {
+      cost += 1;
+      for (const CharDfa::Edge& edge : state.edges) {
+        for (const CodePointRange& range : edge.chars) {
+          cost += 1;
+          if (range.last >= 0x80) cost += 2;
+          if (range.last >= 0x800) cost += 3;
+          if (range.last >= 0x10000) cost += 4;
+        }
+      }
+    }
+    if (cost > kMaxLoweredCost) {
+      const char* keyword = schema.contains("maxLength") ? "maxLength" : "pattern";
+      return fail_unsupported(at + "/" + keyword,
+                              "the raw text's automaton (" + std::to_string(dfa.states.size()) +
+                                  " states) would lower past " + std::to_string(kMaxLoweredCost) +
+                                  " byte states");
+    }
+    if (dfa.states.empty() || (dfa.states[0].label == 0 && dfa.states[0].edges.empty())) {
+      return fail_invalid(at,
+                          "no raw text satisfies the string keywords (values may not contain "
+                          "the parameter delimiters)");
+    }
+    // One rule per state: all raw-text automata together stay within the
+    // converter's bound on rules.
+    raw_text_states_ += dfa.states.size();
+    if (raw_text_states_ > options_.json_schema.max_rules) {
+      return error(ErrorCode::kLimitExceeded, at,
+                   "the raw-text automata of style \"qwen_xml\" need more than "
+                   "JsonSchemaOptions::max_rules (" +
+                       std::to_string(options_.json_schema.max_rules) + ") rules");
+    }
+    return dfa_expr(dfa, "xml" + std::to_string(next_name_++) + "-str");
+  }
+
+  // One parameter's value: raw text for a string schema (or one that
+  // accepts anything), JSON text where no value can be a string.
+  Result<Expr> qwen_value(const Json& schema, const Json& root, const std::string& at,
+                          const std::vector<std::u32string>& stops, int depth = 0) {
+    // A schema that only refers to a definition (pydantic's enums and
+    // models): the definition's.
+    if (schema.is_object() && schema.contains("$ref") && schema["$ref"].is_string() &&
+        std::all_of(schema.items().begin(), schema.items().end(),
+                    [](auto kv) { return kv.key() == "$ref" || is_annotation(kv.key()); })) {
+      const std::string& target = schema["$ref"].get_ref<const std::string&>();
+      if (depth < 32 &&
+          (target.rfind("#/$defs/", 0) == 0 || target.rfind("#/definitions/", 0) == 0)) {
+        const Json* found = nullptr;
+        try {
+          const Json::json_pointer pointer(target.substr(1));
+          if (root.contains(pointer)) found = &root.at(pointer);
+        } catch (const std::exception&) {
+          found = nullptr;
+        }
+        if (found != nullptr) return qwen_value(*found, root, at, stops, depth + 1);
+      }
+    }
+    if (schema.is_boolean()) {
+      if (schema.get<bool>()) return free_text(stops);
+      return fail_unsupported(at, "a parameter whose schema is false cannot be written");
+    }
+    if (!schema.is_object()) return fail_invalid(at, "a schema must be an object or a boolean");
+    const bool annotations_only = std::all_of(schema.items().begin(), schema.items().end(),
+                                              [](auto kv) { return is_annotation(kv.key()); });
+    if (annotations_only) return free_text(stops);
+    auto type = schema.find("type");
+    const bool string_type = type != schema.end() && is_string_equal(*type, "string");
+    auto values = schema.find("enum");
+    auto constant = schema.find("const");
+    const bool string_values = type == schema.end() &&
+                               ((values != schema.end() && values->is_array() && !values->empty() &&
+                                 std::all_of(values->begin(), values->end(),
+                                             [](const Json& v) { return v.is_string(); })) ||
+                                (constant != schema.end() && constant->is_string()));
+    if (string_type || string_values) return qwen_string(schema, at, stops);
+    int budget = 10000;
+    if (may_be_string(schema, root, 0, budget)) {
+      return fail_unsupported(at,
+                              "a value that may be a string or another type is ambiguous in "
+                              "style \"qwen_xml\" (a string is raw text, other values JSON "
+                              "text)");
+    }
+    // Converted on its own with the root's definitions: references then
+    // mean what they mean in the tool's schema only where they lead into
+    // those definitions.
+    for (const char* key : {"$defs", "definitions", "$id"}) {
+      if (schema.contains(key)) {
+        return fail_unsupported(at + "/" + key,
+                                std::string("\"") + key +
+                                    "\" on a parameter's schema is not supported with style "
+                                    "\"qwen_xml\"");
+      }
+    }
+    Json document = schema;
+    for (const char* key : {"$defs", "definitions", "$schema"}) {
+      if (root.contains(key)) document[key] = root[key];
+    }
+    if (!references_stay_in_definitions(document)) {
+      return fail_unsupported(at,
+                              "a reference other than \"#/$defs/...\" or "
+                              "\"#/definitions/...\" is not supported in a parameter's "
+                              "schema with style \"qwen_xml\"");
+    }
+    JsonSchemaOptions schema_options = options_.json_schema;
+    schema_options.property_order = JsonSchemaOptions::PropertyOrder::kSchema;
+    return convert_schema(document, at, schema_options);
+  }
+
+  Result<Expr> qwen_xml(const Json& format, const std::string& path, const Json& schema,
+                        const Ends& ends) {
+    const std::string at = path + "/json_schema";
+    bool any_order = false;
+    if (Status s = bool_field(format, path, "any_order", false, &any_order); !s.ok()) return s;
+    if (any_order) {
+      return fail_unsupported(path + "/any_order",
+                              "any_order is not supported with style \"qwen_xml\" (parameters "
+                              "follow the schema's order)");
+    }
+    if (!schema.is_object()) {
+      return fail_unsupported(at, "style \"qwen_xml\" needs an object schema with \"properties\"");
+    }
+    const Json* properties = nullptr;
+    const Json* required = nullptr;
+    bool additional = options_.json_schema.additional_properties_default;
+    bool nonempty = false;  // minProperties 1
+    for (const auto& kv : schema.items()) {
+      const std::string& key = kv.key();
+      const std::string key_at = at + "/" + pointer_token(key);
+      if (key == "type") {
+        if (!is_string_equal(kv.value(), "object"))
+          return fail_unsupported(key_at, "style \"qwen_xml\" needs \"type\": \"object\"");
+      } else if (key == "properties") {
+        if (!kv.value().is_object())
+          return fail_invalid(key_at, "\"properties\" must be an object");
+        properties = &kv.value();
+      } else if (key == "required") {
+        if (!kv.value().is_array())
+          return fail_invalid(key_at, "\"required\" must be an array of strings");
+        required = &kv.value();
+      } else if (key == "additionalProperties") {
+        const Json& value = kv.value();
+        const bool anything =
+            value.is_object() && std::all_of(value.items().begin(), value.items().end(),
+                                             [](auto item) { return is_annotation(item.key()); });
+        if (value.is_boolean()) {
+          additional = value.get<bool>();
+        } else if (anything) {
+          additional = true;
+        } else {
+          return fail_unsupported(key_at,
+                                  "an additionalProperties schema is not supported with "
+                                  "style \"qwen_xml\" (only true or false)");
+        }
+      } else if (key == "minProperties") {
+        // 0 or 1: "at least one parameter" is the choice of the first one.
+        const Json& value = kv.value();
+        if (!value.is_number_integer() || value.get<int64_t>() < 0)
+          return fail_invalid(key_at, "\"minProperties\" must be a non-negative integer");
+        if (value.get<int64_t>() > 1) {
+          return fail_unsupported(key_at,
+                                  "minProperties above 1 is not supported with style "
+                                  "\"qwen_xml\"");
+        }
+        nonempty = value.get<int64_t>() == 1;
+      } else if (!is_annotation(key) && key != "$defs" && key != "definitions") {
+        return fail_unsupported(key_at,
+                                "keyword \"" + key + "\" is not supported with style \"qwen_xml\"");
+      }
+    }
+    std::vector<std::string> names;
+    std::vector<bool> needed;
+    if (properties != nullptr) {
+      for (const auto& kv : properties->items()) {
+        if (kv.key().empty() || kv.key().find('>') != std::string::npos) {
+          return fail_unsupported(at + "/properties/" + pointer_token(kv.key()),
+                                  "a parameter name must be non-empty and without '>'");
+        }
+        names.push_back(kv.key());
+        needed.push_back(false);
+      }
+    }
+    if (required != nullptr) {
+      for (size_t i = 0; i < required->size(); ++i) {
+        const Json& name = (*required)[i];
+        const std::string item_at = at + "/required/" + std::to_string(i);
+        if (!name.is_string()) return fail_invalid(item_at, "expected a string");
+        auto found = std::find(names.begin(), names.end(), name.get<std::string>());
+        if (found == names.end()) {
+          return fail_unsupported(item_at, "required parameter \"" + name.get<std::string>() +
+                                               "\" is not in \"properties\"");
+        }
+        needed[static_cast<size_t>(found - names.begin())] = true;
+      }
+    }
+    if (nonempty && names.empty() && !additional)
+      return fail_invalid(at + "/minProperties", "no parameter can be written");
+    const std::vector<std::u32string> stops = qwen_value_stops(ends);
+    auto parameter = [](Expr name, Expr value) {
+      return Expr::sequence({Expr::literal_text(U"<parameter="), std::move(name),
+                             Expr::literal_text(U">\n"), std::move(value),
+                             Expr::literal_text(U"\n</parameter>")});
+    };
+    std::vector<Expr> items;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string value_at = at + "/properties/" + pointer_token(names[i]);
+      Result<Expr> value = qwen_value((*properties)[names[i]], schema, value_at, stops);
+      if (!value.ok()) return value;
+      std::u32string name;
+      utf8::decode_all(names[i], &name);
+      items.push_back(parameter(Expr::literal_text(std::move(name)), std::move(value).value()));
+    }
+    const std::string prefix = "xml" + std::to_string(next_name_++) + "-";
+    std::optional<Expr> extra;
+    if (additional) {
+      // An undeclared name: an identifier (as XGrammar writes them) that is
+      // not a declared name; its value any raw text.
+      Result<internal::RegexNode> identifier = internal::parse_ecma_regex("[A-Za-z_][A-Za-z0-9_]*");
+      if (!identifier.ok()) return identifier.status();
+      Result<internal::CharDfa> identifiers =
+          internal::dfa_from_whole_regex(*identifier, internal::kDefaultDfaStates);
+      if (!identifiers.ok()) return identifiers.status();
+      Result<internal::CharDfa> undeclared = internal::dfa_intersection(
+          *identifiers, internal::dfa_complement(internal::dfa_words(names)));
+      if (!undeclared.ok())
+        return error(undeclared.status().code(), at, undeclared.status().message());
+      extra = parameter(dfa_expr(*undeclared, prefix + "name"), free_text(stops));
+    }
+    // rest_i: what may follow once something is written, from item i on;
+    // first_i: the first item written being declared item i or later.
+    const size_t n = items.size();
+    const auto rest = static_cast<uint32_t>(grammar_.rules().size());
+    for (size_t i = 0; i <= n; ++i)
+      grammar_.add_rule(prefix + "rest-" + std::to_string(i), Expr::sequence({}));
+    const auto first = static_cast<uint32_t>(grammar_.rules().size());
+    for (size_t i = 0; i <= n; ++i)
+      grammar_.add_rule(prefix + "first-" + std::to_string(i), Expr::sequence({}));
+    auto extras = [&]() {
+      return extra
+                 ? Expr::repeat(Expr::sequence({Expr::literal_text(U"\n"), *extra}), 0, kUnbounded)
+                 : Expr::sequence({});
+    };
+    for (size_t i = 0; i < n; ++i) {
+      Expr next = Expr::sequence({Expr::literal_text(U"\n"), items[i]});
+      if (!needed[i]) next = Expr::repeat(std::move(next), 0, 1);
+      const auto index = static_cast<uint32_t>(i);
+      grammar_.mutable_rules()[rest + i].body =
+          Expr::sequence({extras(), std::move(next), Expr::rule_ref(rest + index + 1)});
+      std::vector<Expr> options = {Expr::sequence({items[i], Expr::rule_ref(rest + index + 1)})};
+      if (!needed[i] && (i + 1 < n || !nonempty))
+        options.push_back(Expr::rule_ref(first + index + 1));
+      grammar_.mutable_rules()[first + i].body = one_of(std::move(options));
+    }
+    grammar_.mutable_rules()[rest + n].body = extras();
+    if (!extra) return Expr::rule_ref(first);
+    Expr extra_first = Expr::sequence({*extra, Expr::rule_ref(rest)});
+    if (n == 0 && nonempty) return extra_first;
+    return Expr::alternation({std::move(extra_first), Expr::rule_ref(first)});
   }
 
   Result<Expr> gbnf_grammar(const Json& format, const std::string& path) {
@@ -791,6 +1342,7 @@ class TagConverter {
   std::unordered_map<std::string, uint32_t> imported_;  // rule body (GBNF) -> rule
   std::unordered_map<std::string_view, std::vector<uint32_t>> ids_by_text_;  // token names
   uint32_t next_name_ = 1;
+  size_t raw_text_states_ = 0;  // rules made for qwen_xml string automata
 };
 
 }  // namespace

@@ -169,6 +169,43 @@ Json hermes(const Request& r) {
   return with_reasoning(r, think_block(false), std::move(body));
 }
 
+// Qwen3-Coder: <tool_call>\n<function=NAME>\n, then per argument
+// <parameter=KEY>\nVALUE\n</parameter>\n, then </function>\n</tool_call>
+// (its chat template; XGrammar's qwen_coder built-in tag). The arguments
+// are the "qwen_xml" style, whose parameters are joined by "\n": the last
+// one's newline is written here, only when there is one.
+const Json* member(const Json& value, const char* key);
+
+Json qwen_arguments(const Json& parameters) {
+  Json arguments{{"type", "json_schema"}, {"json_schema", parameters}, {"style", "qwen_xml"}};
+  const Json* required = member(parameters, "required");
+  const Json* min = member(parameters, "minProperties");
+  const bool nonempty = (required != nullptr && required->is_array() && !required->empty()) ||
+                        (min != nullptr && min->is_number_integer() && min->get<int64_t>() > 0);
+  if (nonempty) return sequence(Json::array({std::move(arguments), const_string("\n")}));
+  const Json* properties = member(parameters, "properties");
+  const Json* additional = member(parameters, "additionalProperties");
+  const bool declared = properties != nullptr && properties->is_object() && !properties->empty();
+  if (!declared && additional != nullptr && additional->is_boolean() && !additional->get<bool>())
+    return const_string("");  // no argument can be written
+  // None or at least one: the latter is the schema with minProperties 1.
+  arguments["json_schema"]["minProperties"] = 1;
+  return one_of(Json::array(
+      {const_string(""), sequence(Json::array({std::move(arguments), const_string("\n")}))}));
+}
+
+Json qwen3_coder(const Request& r) {
+  Json tags = Json::array();
+  for (const Tool& tool : r.tools) {
+    tags.push_back(tag("<tool_call>\n<function=" + tool.name + ">\n",
+                       qwen_arguments(*tool.parameters), "</function>\n</tool_call>"));
+  }
+  Json body = r.choice == Choice::kNone || tags.empty()
+                  ? free_text(r)
+                  : text_triggered_calls(r, "<tool_call>", std::move(tags), "\n");
+  return with_reasoning(r, think_block(false), std::move(body));
+}
+
 // Mistral Nemo / Mistral v3 tokenizers: the [TOOL_CALLS] control token, then
 // a JSON array of calls (llama.cpp common_chat_params_init_mistral_nemo).
 Json mistral(const Request& r) {
@@ -262,6 +299,8 @@ const std::vector<Format>& formats() {
       {{"llama3-python-tag", "Llama 3.1, 3.2, 3.3 (<|python_tag|> then a JSON call)"},
        llama3_python_tag},
       {{"hermes", "Qwen 2.5, Qwen 3, Hermes 2 Pro and 3 (<tool_call> JSON </tool_call>)"}, hermes},
+      {{"qwen3_coder", "Qwen3-Coder (<tool_call> <function=NAME> <parameter=KEY> ...)"},
+       qwen3_coder},
       {{"mistral", "Mistral Nemo, Mistral 7B v0.3, Mistral Small ([TOOL_CALLS] JSON array)"},
        mistral},
       {{"deepseek", "DeepSeek V3, DeepSeek R1 (<｜tool▁calls▁begin｜> ...)"}, deepseek},
