@@ -192,6 +192,32 @@ TEST(JsonSchemaTest, LenientModeDropsWithWarnings) {
   EXPECT_FALSE(checker.accepts("[\"a\"]"));
 }
 
+TEST(JsonSchemaTest, LenientModeOnlyWidens) {
+  JsonSchemaOptions options = compact();
+  options.lenient = true;
+  // A draft-04 `not: {type: integer}` with a range is refused exactly;
+  // lenient mode drops the `not` (integers allowed again) instead of
+  // retrying the same refusal for ever.
+  Checker number(R"({"$schema": "http://json-schema.org/draft-04/schema#",
+                     "type": "number", "minimum": 0, "not": {"type": "integer"}})",
+                 options);
+  ASSERT_FALSE(number.warnings.empty());
+  EXPECT_TRUE(number.accepts("1.5"));
+  EXPECT_TRUE(number.accepts("2"));
+  EXPECT_FALSE(number.accepts("-1.5"));
+  // Dropping patternProperties keeps the keys they matched allowed, even
+  // where additionalProperties is false (the grammar must not become
+  // stricter than the schema).
+  Checker patterned(R"json({"type": "object", "properties": {"a": {"type": "integer"}},
+                        "patternProperties": {"^x-(?=[a-z])": {"type": "string"}},
+                        "additionalProperties": false})json",
+                    options);
+  ASSERT_FALSE(patterned.warnings.empty());
+  EXPECT_TRUE(patterned.accepts(R"({"a":1,"x-b":"s"})"));
+  EXPECT_TRUE(patterned.accepts(R"({"a":1})"));
+  EXPECT_FALSE(patterned.accepts(R"({"a":"s"})"));
+}
+
 TEST(JsonSchemaTest, Scalars) {
   expect_language(R"({"type": "null"})", {"null"}, {"nul", "0", "\"null\""});
   expect_language(R"({"type": "boolean"})", {"true", "false"}, {"1", "null"});

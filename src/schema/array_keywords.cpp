@@ -24,15 +24,18 @@ void ArrayKeywords::add_key(std::string& key) const {
 }
 
 bool ArrayKeywords::drop(const std::string& keyword) {
-  if (keyword == "uniqueItems")
+  bool dropped = false;
+  if (keyword == "uniqueItems") {
+    dropped = unique;
     unique = false;
-  else if (keyword == "contains")
+  } else if (keyword == "contains") {
+    dropped = !contains.empty();
     contains.clear();
-  else if (keyword == "minItems" || keyword == "maxItems")
+  } else if (keyword == "minItems" || keyword == "maxItems") {
+    dropped = min_items != 0 || max_items.has_value();
     min_items = 0, max_items.reset();
-  else
-    return false;
-  return true;
+  }
+  return dropped;
 }
 
 void Converter::apply_items(Disj& local, const Json* node, const NodeInfo& where) {

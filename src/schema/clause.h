@@ -66,8 +66,10 @@ struct Contains {
 //   unconstrained()  true when the family asserts nothing;
 //   add_key(key)     appends what the family constrains (not where it was
 //                    written) to a clause_key;
-//   drop(keyword)    lenient mode: forgets what `keyword` asserted; false
-//                    when the family has no such keyword.
+//   drop(keyword)    lenient mode: forgets what `keyword` asserted, so that
+//                    the clause accepts more; false when that changes
+//                    nothing (the family has no such keyword, or it asserts
+//                    nothing here), so a retry always makes progress.
 
 // enum/const, and values that `not` of a constant excludes (every type).
 struct ValueKeywords {
@@ -170,7 +172,7 @@ struct Clause : ValueKeywords, NumberKeywords, StringKeywords, ArrayKeywords, Ob
            ObjectKeywords::unconstrained();
   }
   // Lenient mode: forgets what `keyword` asserted in every family; false
-  // when no family has such a keyword.
+  // when that changes nothing.
   bool drop(const std::string& keyword) {
     bool dropped = ValueKeywords::drop(keyword);
     dropped = NumberKeywords::drop(keyword) || dropped;

@@ -20,9 +20,16 @@ void NumberKeywords::add_key(std::string& key) const {
 }
 
 bool NumberKeywords::drop(const std::string& keyword) {
-  if (keyword != "multipleOf") return false;
-  multiple_of.clear();
-  return true;
+  if (keyword == "multipleOf" && !multiple_of.empty()) {
+    multiple_of.clear();
+    return true;
+  }
+  // What `not: {type: integer}` asserted: integers are allowed again.
+  if (keyword == "not" && (non_integer || written_non_integer)) {
+    non_integer = written_non_integer = false;
+    return true;
+  }
+  return false;
 }
 
 void Converter::apply_minimum(Disj& d, const Keyword& k) {

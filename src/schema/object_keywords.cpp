@@ -28,15 +28,22 @@ void ObjectKeywords::add_key(std::string& key) const {
 }
 
 bool ObjectKeywords::drop(const std::string& keyword) {
-  if (keyword == "propertyNames")
+  bool dropped = false;
+  if (keyword == "propertyNames") {
+    dropped = !property_names.is_true();
     property_names = Sub();
-  else if (keyword == "patternProperties")
+  } else if (keyword == "patternProperties") {
+    // The keys the patterns matched must stay allowed, with any value:
+    // whatever additionalProperties said of the other keys no longer
+    // applies to them, so it goes too.
+    dropped = !pattern_properties.empty() || !additional.is_true();
     pattern_properties.clear();
-  else if (keyword == "minProperties" || keyword == "maxProperties")
+    additional = Sub();
+  } else if (keyword == "minProperties" || keyword == "maxProperties") {
+    dropped = min_properties != 0 || max_properties.has_value();
     min_properties = 0, max_properties.reset();
-  else
-    return false;
-  return true;
+  }
+  return dropped;
 }
 
 void Converter::apply_properties(Disj& local, const Json* node, const NodeInfo& where) {

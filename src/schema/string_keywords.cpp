@@ -23,17 +23,21 @@ void StringKeywords::add_key(std::string& key) const {
 }
 
 bool StringKeywords::drop(const std::string& keyword) {
-  if (keyword == "pattern")
+  bool dropped = false;
+  if (keyword == "pattern") {
+    dropped = !patterns.empty();
     patterns.clear();
-  else if (keyword == "format")
+  } else if (keyword == "format") {
+    dropped = !formats.empty();
     formats.clear();
-  else if (keyword == "minLength" || keyword == "maxLength")
+  } else if (keyword == "minLength" || keyword == "maxLength") {
+    dropped = min_length != 0 || max_length.has_value();
     min_length = 0, max_length.reset();
-  else if (keyword == "not")
+  } else if (keyword == "not") {
+    dropped = !negated_patterns.empty();
     negated_patterns.clear();
-  else
-    return false;
-  return true;
+  }
+  return dropped;
 }
 
 void Converter::apply_length(Disj& d, const Keyword& k) {

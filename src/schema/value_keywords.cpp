@@ -18,7 +18,7 @@ void ValueKeywords::add_key(std::string& key) const {
 }
 
 bool ValueKeywords::drop(const std::string& keyword) {
-  if (keyword != "not") return false;
+  if (keyword != "not" || excluded.empty()) return false;
   excluded.clear();
   return true;
 }
