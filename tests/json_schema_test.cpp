@@ -216,6 +216,16 @@ TEST(JsonSchemaTest, LenientModeOnlyWidens) {
   EXPECT_TRUE(patterned.accepts(R"({"a":1,"x-b":"s"})"));
   EXPECT_TRUE(patterned.accepts(R"({"a":1})"));
   EXPECT_FALSE(patterned.accepts(R"({"a":"s"})"));
+  // A oneOf branch that cannot be negated: a grammar that accepts every
+  // valid value (and more), instead of a refusal.
+  const char* one_of = R"({"oneOf": [{"type": "array", "uniqueItems": true, "items": {"type":
+                          "integer"}}, {"type": "array", "maxItems": 1}]})";
+  EXPECT_EQ(refusal(one_of).code(), ErrorCode::kUnsupported);
+  Checker branches(one_of, options);
+  ASSERT_FALSE(branches.warnings.empty());
+  EXPECT_TRUE(branches.accepts("[1,2]"));
+  EXPECT_TRUE(branches.accepts("[\"a\"]"));
+  EXPECT_TRUE(branches.accepts("[]"));
 }
 
 TEST(JsonSchemaTest, Scalars) {

@@ -33,7 +33,13 @@ const Disj& Converter::normalize(const Sub& sub) {
     result = intersect(result, normalize_node(node), doc_.info(node).pointer);
   for (const Json* node : in_document_order(sub.negated)) {
     std::optional<Disj> negated = negate(normalize_node(node));
-    if (!negated) refuse("not", doc_.info(node).pointer, "cannot negate this schema exactly");
+    if (!negated) {
+      // (Lenient mode leaves this conjunct out: the result accepts more.)
+      with_lenience("not", [&] {
+        refuse("not", doc_.info(node).pointer, "cannot negate this schema exactly");
+      });
+      continue;
+    }
     result = intersect(result, *negated, doc_.info(node).pointer);
   }
   for (const auto& group : in_document_order(sub.any_of)) {
