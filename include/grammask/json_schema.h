@@ -99,7 +99,10 @@ struct JsonSchemaOptions {
   Draft default_draft = Draft::kDraft2020_12;
 
   // Drop keywords that cannot be enforced exactly (one warning each)
-  // instead of failing. The grammar then accepts more than the schema.
+  // instead of failing: a negation that cannot be computed is left out, a
+  // dropped patternProperties takes additionalProperties with it. The
+  // grammar then accepts every value the schema accepts, and more. Limits
+  // (kLimitExceeded) and a too large expansion of alternatives still fail.
   bool lenient = false;
 
   // Documents other than the schema, for references that leave it
