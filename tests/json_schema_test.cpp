@@ -226,6 +226,12 @@ TEST(JsonSchemaTest, LenientModeOnlyWidens) {
   EXPECT_TRUE(branches.accepts("[1,2]"));
   EXPECT_TRUE(branches.accepts("[\"a\"]"));
   EXPECT_TRUE(branches.accepts("[]"));
+  // Under a negation, dropping would narrow: the negation that holds a
+  // widened schema is dropped instead (here the schema accepted nothing).
+  Checker twice(R"({"allOf": [{"enum": [{"foo": 1}]}, {"not": {"not": {"uniqueItems": true}}}]})",
+                options);
+  EXPECT_TRUE(twice.accepts(R"({"foo":1})"));
+  EXPECT_FALSE(twice.accepts(R"({"foo":2})"));
 }
 
 TEST(JsonSchemaTest, Scalars) {

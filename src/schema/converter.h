@@ -106,8 +106,15 @@ class Converter {
   void apply_unevaluated(Disj& d, const Json* node, const NodeInfo& where);
   // The clauses of `d` less those that a required property makes empty.
   Disj satisfiable(Disj d);
-  // Runs `action`; in lenient mode a kUnsupported refusal becomes a warning.
+  // Runs `action`; in lenient mode a kUnsupported refusal becomes a warning
+  // (and counts as a widening).
   void with_lenience(const std::string& keyword, const std::function<void()>& action);
+  // normalize_node for a schema about to be negated (or used both ways, as
+  // an `if`): refuses, naming `keyword`, one that lenient mode widened,
+  // whose negation would be narrower than the schema's. The refusal then
+  // drops the enclosing keyword instead, which widens.
+  const Disj& normalize_exactly(const Json* node, const std::string& keyword,
+                                const std::string& pointer);
   void warn(const std::string& message) {
     if (warnings_) warnings_->push_back(message);
   }
@@ -375,6 +382,10 @@ class Converter {
   std::vector<std::string>* warnings_;
 
   std::unordered_map<const Json*, Disj> node_memo_;
+  // Lenient mode: keywords dropped so far, and the nodes whose normal form
+  // lost one (on the way, or in a node they refer to).
+  size_t widenings_ = 0;
+  std::unordered_set<const Json*> widened_nodes_;
   std::unordered_set<const Json*> in_progress_;
   std::unordered_map<std::string, Disj> sub_memo_;
 

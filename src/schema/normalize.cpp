@@ -17,8 +17,17 @@ void Converter::with_lenience(const std::string& keyword, const std::function<vo
   } catch (Refusal& refusal) {
     if (!options_.lenient || refusal.status.code() != ErrorCode::kUnsupported) throw;
     warn("dropped: " + refusal.status.message());
+    ++widenings_;
     (void)keyword;
   }
+}
+
+const Disj& Converter::normalize_exactly(const Json* node, const std::string& keyword,
+                                         const std::string& pointer) {
+  const Disj& result = normalize_node(node);
+  if (options_.lenient && widened_nodes_.count(node) != 0)
+    refuse(keyword, pointer, "cannot negate a schema that lenient mode widened");
+  return result;
 }
 
 const Disj& Converter::normalize(const Sub& sub) {
@@ -32,14 +41,13 @@ const Disj& Converter::normalize(const Sub& sub) {
   for (const Json* node : in_document_order(sub.nodes))
     result = intersect(result, normalize_node(node), doc_.info(node).pointer);
   for (const Json* node : in_document_order(sub.negated)) {
-    std::optional<Disj> negated = negate(normalize_node(node));
-    if (!negated) {
-      // (Lenient mode leaves this conjunct out: the result accepts more.)
-      with_lenience("not", [&] {
-        refuse("not", doc_.info(node).pointer, "cannot negate this schema exactly");
-      });
-      continue;
-    }
+    const std::string& pointer = doc_.info(node).pointer;
+    std::optional<Disj> negated;
+    with_lenience("not", [&] {
+      negated = negate(normalize_exactly(node, "not", pointer));
+      if (!negated) refuse("not", pointer, "cannot negate this schema exactly");
+    });
+    if (!negated) continue;  // (lenient mode: the conjunct is left out, which widens)
     result = intersect(result, *negated, doc_.info(node).pointer);
   }
   for (const auto& group : in_document_order(sub.any_of)) {
@@ -55,7 +63,11 @@ const Disj& Converter::normalize(const Sub& sub) {
 
 const Disj& Converter::normalize_node(const Json* node) {
   auto it = node_memo_.find(node);
-  if (it != node_memo_.end()) return it->second;
+  if (it != node_memo_.end()) {
+    if (widened_nodes_.count(node) != 0) ++widenings_;  // (the enclosing node is widened too)
+    return it->second;
+  }
+  const size_t widenings_before = widenings_;
   if (in_progress_.count(node)) refuse("$ref", doc_.info(node).pointer, kSelfReference);
   Nesting nesting(*this, doc_.info(node).pointer);
   in_progress_.insert(node);
@@ -73,6 +85,7 @@ const Disj& Converter::normalize_node(const Json* node) {
     fail(ErrorCode::kSyntax, "schema at " + display_pointer(doc_.info(node).pointer) +
                                  " must be an object or a boolean");
   }
+  if (widenings_ != widenings_before) widened_nodes_.insert(node);
   return node_memo_.emplace(node, std::move(result)).first->second;
 }
 
@@ -154,7 +167,7 @@ void Converter::apply_applicator(Disj& d, const Disj& local, const Json* node,
   if (key == "allOf" || key == "anyOf" || key == "oneOf") {
     apply_all_any_one_of(d, local, key, value, where, pointer);
   } else if (key == "not") {
-    std::optional<Disj> negated = negate(normalize_node(&value));
+    std::optional<Disj> negated = negate(normalize_exactly(&value, "not", where.pointer));
     if (!negated) refuse("not", where.pointer, "cannot negate this schema exactly");
     d = intersect(d, *negated, pointer);
   } else if (key == "if") {
@@ -201,7 +214,7 @@ bool Converter::apply_overlapping_one_of(Disj& d, const Disj& local,
     Disj only = branches[i];
     for (size_t j = 0; j < branches.size() && !only.empty(); ++j) {
       if (j == i) continue;
-      std::optional<Disj> others = negate(normalize_node(&value[j]));
+      std::optional<Disj> others = negate(normalize_exactly(&value[j], "oneOf", where.pointer));
       if (!others)
         refuse(
             "oneOf", where.pointer,
@@ -222,7 +235,7 @@ bool Converter::apply_any_of_cells(Disj& d, const Json& value, const std::string
   try {
     std::vector<Disj> negated;
     for (const Json& branch : value) {
-      std::optional<Disj> n = negate(normalize_node(&branch));
+      std::optional<Disj> n = negate(normalize_exactly(&branch, "anyOf", pointer));
       if (!n) break;
       negated.push_back(std::move(*n));
     }
@@ -258,7 +271,7 @@ void Converter::apply_conditional(Disj& d, const Json* node, const Json& value,
     // exactly (else leaving it out is stricter, never looser).
     if (!doc_.has_unevaluated()) return;
     try {
-      const Disj& condition = normalize_node(&value);
+      const Disj& condition = normalize_exactly(&value, "if", where.pointer);
       std::optional<Disj> otherwise = negate(condition);
       if (!otherwise) return;
       Disj both = condition;
@@ -269,7 +282,7 @@ void Converter::apply_conditional(Disj& d, const Json* node, const Json& value,
     }
     return;
   }
-  const Disj& condition = normalize_node(&value);
+  const Disj& condition = normalize_exactly(&value, "if", where.pointer);
   Disj then_part =
       then_it == node->end() ? condition : intersect(condition, normalize_node(&*then_it), pointer);
   std::optional<Disj> otherwise = negate(condition);
