@@ -13,26 +13,14 @@
 #include "grammask/gbnf.h"
 #include "grammask/matcher.h"
 #include "grammask/recognizer.h"
+#include "structural_tag_checks.h"
 #include "token_oracle.h"
 
 namespace grammask {
 namespace {
 
-// Whether the text `text` is a whole sentence of the tag's grammar.
-bool accepts(const std::string& tag, const std::string& text) {
-  auto grammar = structural_tag_to_grammar(tag);
-  EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
-  if (!grammar.ok()) return false;
-  auto recognizer = Recognizer::create(*grammar);
-  EXPECT_TRUE(recognizer.ok()) << recognizer.status().to_string();
-  if (!recognizer.ok()) return false;
-  return recognizer->push_bytes(text) == text.size() && recognizer->is_accepting();
-}
-
-Status error_of(const std::string& tag, const StructuralTagOptions& options = {}) {
-  auto grammar = structural_tag_to_grammar(tag, options);
-  return grammar.ok() ? Status() : grammar.status();
-}
+using testing::accepts;
+using testing::error_of;
 
 const char* const kCity =
     R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"],)"

@@ -12,25 +12,14 @@
 #include "grammask/matcher.h"
 #include "grammask/recognizer.h"
 #include "grammask/structural_tag.h"
+#include "structural_tag_checks.h"
 #include "token_oracle.h"
 
 namespace grammask {
 namespace {
 
-bool accepts(const std::string& tag, const std::string& text) {
-  auto grammar = structural_tag_to_grammar(tag);
-  EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
-  if (!grammar.ok()) return false;
-  auto recognizer = Recognizer::create(*grammar);
-  EXPECT_TRUE(recognizer.ok()) << recognizer.status().to_string();
-  if (!recognizer.ok()) return false;
-  return recognizer->push_bytes(text) == text.size() && recognizer->is_accepting();
-}
-
-Status error_of(const std::string& tag) {
-  auto grammar = structural_tag_to_grammar(tag);
-  return grammar.ok() ? Status() : grammar.status();
-}
+using testing::accepts;
+using testing::error_of;
 
 std::string xml(const std::string& schema) {
   return R"({"type":"json_schema","style":"qwen_xml","json_schema":)" + schema + "}";

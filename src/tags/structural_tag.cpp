@@ -22,6 +22,7 @@
 #include "regex/ecma_regex.h"
 #include "schema/formats.h"
 #include "schema/json_text.h"
+#include "schema/refusal.h"
 
 namespace grammask {
 
@@ -435,19 +436,6 @@ class TagConverter {
     return kept;
   }
 
-  static std::string pointer_token(const std::string& key) {
-    std::string out;
-    for (char c : key) {
-      if (c == '~')
-        out += "~0";
-      else if (c == '/')
-        out += "~1";
-      else
-        out += c;
-    }
-    return out;
-  }
-
   static bool is_annotation(const std::string& key) {
     static const char* const kAnnotations[] = {"title",    "description", "default",  "examples",
                                                "$comment", "deprecated",  "readOnly", "writeOnly",
@@ -578,7 +566,7 @@ class TagConverter {
             key == "maxLength" || key == "enum" || key == "const" || key == "format") {
           continue;
         }
-        return fail_unsupported(at + "/" + pointer_token(key),
+        return fail_unsupported(at + "/" + internal::schema::escape_pointer_token(key),
                                 "keyword \"" + key +
                                     "\" is not supported on a raw string value "
                                     "of style \"qwen_xml\"");
@@ -818,7 +806,7 @@ class TagConverter {
     bool nonempty = false;  // minProperties 1
     for (const auto& kv : schema.items()) {
       const std::string& key = kv.key();
-      const std::string key_at = at + "/" + pointer_token(key);
+      const std::string key_at = at + "/" + internal::schema::escape_pointer_token(key);
       if (key == "type") {
         if (!is_string_equal(kv.value(), "object"))
           return fail_unsupported(key_at, "style \"qwen_xml\" needs \"type\": \"object\"");
@@ -865,8 +853,9 @@ class TagConverter {
     if (properties != nullptr) {
       for (const auto& kv : properties->items()) {
         if (kv.key().empty() || kv.key().find('>') != std::string::npos) {
-          return fail_unsupported(at + "/properties/" + pointer_token(kv.key()),
-                                  "a parameter name must be non-empty and without '>'");
+          return fail_unsupported(
+              at + "/properties/" + internal::schema::escape_pointer_token(kv.key()),
+              "a parameter name must be non-empty and without '>'");
         }
         names.push_back(kv.key());
         needed.push_back(false);
@@ -895,7 +884,8 @@ class TagConverter {
     };
     std::vector<Expr> items;
     for (size_t i = 0; i < names.size(); ++i) {
-      const std::string value_at = at + "/properties/" + pointer_token(names[i]);
+      const std::string value_at =
+          at + "/properties/" + internal::schema::escape_pointer_token(names[i]);
       Result<Expr> value = qwen_value((*properties)[names[i]], schema, value_at, stops);
       if (!value.ok()) return value;
       std::u32string name;

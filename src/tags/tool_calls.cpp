@@ -95,9 +95,11 @@ Json think_block(bool opened_by_prompt) {
 }
 
 // Calls written as tags (`begin` JSON `end`) among free text: auto lets text
-// and calls mix, required and named allow only calls.
+// and calls mix, required and named allow only calls; none, or no tool,
+// free text alone.
 Json text_triggered_calls(const Request& r, const std::string& trigger, Json tags,
                           const std::string& separator) {
+  if (tags.empty()) return free_text(r);
   switch (r.choice) {
     case Choice::kAuto:
       return triggered_tags(r, trigger, std::move(tags), false, !r.parallel);
@@ -132,9 +134,7 @@ Json llama3(const Request& r) {
   }
   Request single = r;
   single.parallel = false;
-  Json body = r.choice == Choice::kNone || tags.empty()
-                  ? free_text(r)
-                  : text_triggered_calls(single, "{\"name\": ", std::move(tags), "");
+  Json body = text_triggered_calls(single, "{\"name\": ", std::move(tags), "");
   return with_reasoning(r, think_block(false), std::move(body));
 }
 
@@ -163,9 +163,7 @@ Json hermes(const Request& r) {
     tags.push_back(tag("<tool_call>\n{\"name\": \"" + tool.name + "\", \"arguments\": ",
                        schema(*tool.parameters), "}\n</tool_call>"));
   }
-  Json body = r.choice == Choice::kNone || tags.empty()
-                  ? free_text(r)
-                  : text_triggered_calls(r, "<tool_call>", std::move(tags), "\n");
+  Json body = text_triggered_calls(r, "<tool_call>", std::move(tags), "\n");
   return with_reasoning(r, think_block(false), std::move(body));
 }
 
@@ -200,9 +198,7 @@ Json qwen3_coder(const Request& r) {
     tags.push_back(tag("<tool_call>\n<function=" + tool.name + ">\n",
                        qwen_arguments(*tool.parameters), "</function>\n</tool_call>"));
   }
-  Json body = r.choice == Choice::kNone || tags.empty()
-                  ? free_text(r)
-                  : text_triggered_calls(r, "<tool_call>", std::move(tags), "\n");
+  Json body = text_triggered_calls(r, "<tool_call>", std::move(tags), "\n");
   return with_reasoning(r, think_block(false), std::move(body));
 }
 
