@@ -580,6 +580,11 @@ std::optional<ByteSet> TextClosure::avoided_ascii(uint32_t state,
   // must stay in it, or be an ASCII byte (with its byte class) put in X.
   constexpr size_t kMaxCore = 32;
   constexpr size_t kMaxBackSearch = 32;
+  // Steps of all the searches together. An exclusion's core takes a few
+  // thousand; the automata of large patterns can take hundreds of
+  // thousands to fail, which would cost a mask more than the walk it saves.
+  constexpr size_t kMaxWork = size_t{1} << 15;
+  size_t work = 0;
   // Calls on_char(first byte, target or kNoState) for every plain character
   // from `at` (one per byte class and phase), through pure states.
   auto chars_from = [&](uint32_t at, auto on_char) {
@@ -592,6 +597,7 @@ std::optional<ByteSet> TextClosure::avoided_ascii(uint32_t state,
     while (!stack.empty()) {
       const Node node = stack.back();
       stack.pop_back();
+      work += steps_[node.phase].size();
       for (const Step& step : steps_[node.phase]) {
         const uint8_t first = node.phase == kBoundary ? step.byte : node.first;
         const uint32_t t = grammar_.next(node.at, step.byte);
@@ -616,9 +622,9 @@ std::optional<ByteSet> TextClosure::avoided_ascii(uint32_t state,
   };
   // Whether `from` leads back to `state` by plain characters, through such
   // states.
-  auto leads_back = [&](uint32_t from) {
+  auto search_back = [&](uint32_t from) {
     std::vector<uint32_t> seen{from};
-    for (size_t i = 0; i < seen.size() && seen.size() <= kMaxBackSearch; ++i) {
+    for (size_t i = 0; i < seen.size() && seen.size() <= kMaxBackSearch && work <= kMaxWork; ++i) {
       bool found = false;
       chars_from(seen[i], [&](uint8_t, uint32_t t) {
         if (t == state) found = true;
@@ -629,6 +635,17 @@ std::optional<ByteSet> TextClosure::avoided_ascii(uint32_t state,
       if (found) return true;
     }
     return false;
+  };
+  // The answers are kept: many characters lead to one target, and searching
+  // again for each made this a millisecond per state on large pattern
+  // automata.
+  std::vector<std::pair<uint32_t, bool>> answers;
+  auto leads_back = [&](uint32_t from) {
+    for (const auto& [target, answer] : answers)
+      if (target == from) return answer;
+    const bool answer = search_back(from);
+    answers.emplace_back(from, answer);
+    return answer;
   };
   if (!pure[state] || !reads_most_ascii(state)) return std::nullopt;
   std::vector<uint32_t> core{state};
@@ -659,7 +676,7 @@ std::optional<ByteSet> TextClosure::avoided_ascii(uint32_t state,
       }
       failed = avoided > kMaxAvoidedBytes;  // (no use searching on)
     });
-    if (failed || avoided > kMaxAvoidedBytes) return std::nullopt;
+    if (failed || avoided > kMaxAvoidedBytes || work > kMaxWork) return std::nullopt;
   }
   return avoid;
 }
