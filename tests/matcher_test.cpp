@@ -212,6 +212,14 @@ o2 ::= "" | "c" o2
 p ::= "a" | "1" p
 q ::= "b" | "0" q
 w ::= [ ]{0,3} | [ ]{0,3} v w)gm",
+      // A pattern's automaton written one rule per state, as the JSON
+      // Schema converter writes intersections and oneOfs of patterns
+      // (strings of a-c containing "ab"): a cycle of rules named last,
+      // lowered as a loop; after "[" s0 is named where " " follows.
+      R"gm(root ::= "\"" s0 | "[\"" s0 " " s0
+s0 ::= "a" s1 | [bc] s0
+s1 ::= "a" s1 | "b" s2 | "c" s0
+s2 ::= [a-c] s2 | "\"")gm",
       // A grammar of thousands of pure states whose large rules (the
       // bounded strings) are classed on first use, each on its own, while
       // the small ones are classed at compile time.
@@ -276,6 +284,33 @@ TEST(TextClosure, ExclusionStatesAvoidOnlyTheBytesThatLeave) {
   for (const char c : std::string("k>")) s = g.next(s, static_cast<uint8_t>(c));
   ASSERT_NE(s, internal::kNoState);
   EXPECT_FALSE(closure.avoided_ascii(s, pure).has_value());
+}
+
+// Rules that name one another only last, in a cycle (a pattern's
+// automaton written one rule per state), lower to one automaton: no rule
+// edge is left into the cycle, so masks inside it are walks of pure
+// states. A cycle through a reference that is not last (t names itself
+// before "!") keeps its rule edges.
+TEST(Lowering, CyclesOfRulesNamedLastBecomeLoops) {
+  auto rule_edges = [](const std::string& text) {
+    auto grammar = parse_gbnf(text);
+    EXPECT_TRUE(grammar.ok());
+    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+    EXPECT_TRUE(lowered.ok());
+    size_t edges = 0;
+    for (const auto& state : (*lowered)->states())
+      edges += state.rule_edges_end - state.rule_edges_begin;
+    return edges;
+  };
+  EXPECT_EQ(rule_edges(R"(root ::= "\"" s0
+s0 ::= "a" s1 | [bc] s0
+s1 ::= "a" s1 | "b" s2 | "c" s0
+s2 ::= [a-c] s2 | "\"")"),
+            0u);
+  EXPECT_GT(rule_edges(R"(root ::= "\"" t
+t ::= "a" t "!" | "b" u
+u ::= "c" t | "\"")"),
+            0u);
 }
 
 TEST(Matcher, TextTerminalMasksMatchOracle) {

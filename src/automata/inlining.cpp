@@ -245,4 +245,60 @@ bool Lowering::should_inline(uint32_t rule) {
   return !recursive_[rule] && within_limit(rule, inline_size(rule, 0));
 }
 
+bool Lowering::inlined_in_tail(uint32_t rule) {
+  if (recursive_[rule] && !right_linear_cycle(rule)) return false;
+  return within_limit(rule, inline_size(rule, 0));
+}
+
+bool Lowering::cycle_refs_in_tail(const Expr& e, bool tail, int depth,
+                                  std::vector<uint32_t>& tail_refs) {
+  if (depth > 200) return false;  // (as the size estimates: too deep to tell)
+  switch (e.kind) {
+    case Expr::Kind::kRuleRef:
+      if (!on_cycle_[e.rule]) return true;
+      if (tail) tail_refs.push_back(e.rule);
+      return tail;
+    case Expr::Kind::kSequence:
+      for (size_t i = 0; i < e.children.size(); ++i)
+        if (!cycle_refs_in_tail(e.children[i], tail && i + 1 == e.children.size(), depth + 1,
+                                tail_refs))
+          return false;
+      return true;
+    case Expr::Kind::kAlternation:
+      for (const Expr& c : e.children)
+        if (!cycle_refs_in_tail(c, tail, depth + 1, tail_refs)) return false;
+      return true;
+    case Expr::Kind::kRepeat:
+      // (as build_tail: only an optional part stays in tail position)
+      for (const Expr& c : e.children)
+        if (!cycle_refs_in_tail(c, tail && e.max <= 1, depth + 1, tail_refs)) return false;
+      return true;
+    default:
+      for (const Expr& c : e.children)
+        if (!cycle_refs_in_tail(c, false, depth + 1, tail_refs)) return false;
+      return true;
+  }
+}
+
+bool Lowering::right_linear_cycle(uint32_t rule) {
+  if (right_linear_cycle_[rule] < 0) {
+    // Every rule reached is checked, so each of them has the answer too
+    // when it is yes (what it reaches, the search reached).
+    std::vector<uint32_t> seen{rule}, refs;
+    bool linear = true;
+    for (size_t i = 0; i < seen.size() && linear; ++i) {
+      refs.clear();
+      linear = cycle_refs_in_tail(grammar_.rules()[seen[i]].body, true, 0, refs);
+      for (const uint32_t r : refs)
+        if (std::find(seen.begin(), seen.end(), r) == seen.end()) seen.push_back(r);
+    }
+    if (linear) {
+      for (const uint32_t r : seen) right_linear_cycle_[r] = 1;
+    } else {
+      right_linear_cycle_[rule] = 0;
+    }
+  }
+  return right_linear_cycle_[rule] == 1;
+}
+
 }  // namespace grammask::internal

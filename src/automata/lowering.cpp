@@ -30,6 +30,8 @@ Result<std::shared_ptr<const ByteGrammar>> Lowering::run(std::string_view root) 
   if (Status s = grammar_.validate(); !s.ok()) return s;
   ReferenceCycles cycles = find_reference_cycles(grammar_, static_cast<uint32_t>(root_index));
   recursive_ = std::move(cycles.recursive);
+  copying_recursive_.assign(recursive_.size(), false);
+  right_linear_cycle_.assign(recursive_.size(), -1);
   on_cycle_ = std::move(cycles.on_cycle);
   places_ = std::move(cycles.places);
   inline_size_.assign(grammar_.rules().size(), -1);

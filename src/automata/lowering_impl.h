@@ -171,6 +171,16 @@ class Lowering {
   const TailSummary& tail_summary(uint32_t rule, int depth);
   size_t inline_size(uint32_t rule, int depth);
   bool should_inline(uint32_t rule);
+  // Whether a reference in tail position copies `rule`: as should_inline,
+  // recursive rules included (build_tail links the copy's own references
+  // in tail position back to it).
+  bool inlined_in_tail(uint32_t rule);
+  // Whether the rules on cycles that `rule` leads to by references in tail
+  // position name rules on cycles only in tail position (a pattern's
+  // automaton written one rule per state): then a copy of `rule` holds the
+  // whole cycle as a loop, with no rule edge left into it.
+  bool right_linear_cycle(uint32_t rule);
+  bool cycle_refs_in_tail(const Expr& e, bool tail, int depth, std::vector<uint32_t>& tail_refs);
 
   // Byte classes, byte_classes.cpp.
   void compute_byte_classes();
@@ -195,6 +205,10 @@ class Lowering {
   std::vector<bool> recursive_;   // (see find_reference_cycles())
   std::vector<bool> on_cycle_;    // (likewise)
   std::vector<uint32_t> places_;  // (see ReferenceCycles::places)
+  // The recursive rules whose copies are being built (build_tail): a
+  // context nested inside one does not copy the rule again.
+  std::vector<bool> copying_recursive_;
+  std::vector<int8_t> right_linear_cycle_;  // per rule: -1 unknown, else the answer
   std::vector<long long> inline_size_;
   std::vector<TailSummary> tail_summaries_;
   std::vector<uint32_t> lowered_of_source_;

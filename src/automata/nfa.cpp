@@ -319,23 +319,32 @@ void Lowering::build_tail(const Expr& e, uint32_t from, Nfa& nfa, int depth, Tai
   }
   switch (e.kind) {
     case Expr::Kind::kRuleRef: {
-      if (!should_inline(e.rule)) {
-        nfa.add_rule(from, lowered_rule_for_source(e.rule), tail.end);
-        return;
-      }
       auto known = tail.rule_starts.find(e.rule);
       if (known != tail.rule_starts.end()) {
         nfa.add_epsilon(from, known->second);
         return;
       }
+      // A recursive rule is copied too when named in tail position: its
+      // references in tail position in this context (itself, a cycle of
+      // rules naming one another last, as a pattern's automaton written one
+      // rule per state is) lead back to the copy, so the cycle becomes a
+      // loop of the NFA. Its other references, and those from contexts
+      // nested in the copy, stay rule edges.
+      const bool recursive = recursive_[e.rule];
+      if ((recursive && copying_recursive_[e.rule]) || !inlined_in_tail(e.rule)) {
+        nfa.add_rule(from, lowered_rule_for_source(e.rule), tail.end);
+        return;
+      }
       // A fresh start, since other references will enter it too; recorded
-      // before the body is built (a non-recursive body cannot name the
-      // rule again, but nothing here relies on it).
+      // before the body is built, so that the body's references in tail
+      // position to the rule itself lead back to it.
       const uint32_t start = nfa.add();
       charge(1);
       tail.rule_starts.emplace(e.rule, start);
       nfa.add_epsilon(from, start);
+      if (recursive) copying_recursive_[e.rule] = true;
       build_tail(grammar_.rules()[e.rule].body, start, nfa, depth + 1, tail);
+      if (recursive) copying_recursive_[e.rule] = false;
       return;
     }
     case Expr::Kind::kSequence: {
