@@ -307,6 +307,12 @@ s0 ::= "a" s1 | [bc] s0
 s1 ::= "a" s1 | "b" s2 | "c" s0
 s2 ::= [a-c] s2 | "\"")"),
             0u);
+  // Named where something follows (a key before its colon), too.
+  EXPECT_EQ(rule_edges(R"(root ::= "{\"" s0 ":1}"
+s0 ::= "a" s1 | [bc] s0
+s1 ::= "a" s1 | "b" s2 | "c" s0
+s2 ::= [a-c] s2 | "\"")"),
+            0u);
   EXPECT_GT(rule_edges(R"(root ::= "\"" t
 t ::= "a" t "!" | "b" u
 u ::= "c" t | "\"")"),

@@ -256,7 +256,11 @@ uint32_t Lowering::build(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
       return end;
     }
     case Expr::Kind::kRuleRef: {
-      if (should_inline(e.rule)) return build_in_new_context(e, from, nfa, depth);
+      // (A cycle of rules named last is copied as a loop here too; see
+      // build_tail.)
+      if (should_inline(e.rule) ||
+          (recursive_[e.rule] && !copying_recursive_[e.rule] && inlined_in_tail(e.rule)))
+        return build_in_new_context(e, from, nfa, depth);
       uint32_t target = nfa.add();
       nfa.add_rule(from, lowered_rule_for_source(e.rule), target);
       charge(1);
