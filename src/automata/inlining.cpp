@@ -133,7 +133,8 @@ size_t Lowering::estimated_size(const Expr& e, int depth) {
 }
 
 // Whether a reference to `rule` is inlined (else it is a rule edge, one
-// state). should_inline() with the estimate's depth guard.
+// state), as the estimates see it: copied_here() for the rules that are not
+// recursive, with the estimate's depth guard.
 bool Lowering::inlined_here(uint32_t rule, int depth) {
   return !recursive_[rule] && within_limit(rule, inline_size(rule, depth + 1));
 }
@@ -241,12 +242,8 @@ size_t Lowering::inline_size(uint32_t rule, int depth) {
   return static_cast<size_t>(inline_size_[rule]);
 }
 
-bool Lowering::should_inline(uint32_t rule) {
-  return !recursive_[rule] && within_limit(rule, inline_size(rule, 0));
-}
-
-bool Lowering::inlined_in_tail(uint32_t rule) {
-  if (recursive_[rule] && !right_linear_cycle(rule)) return false;
+bool Lowering::copied_here(uint32_t rule) {
+  if (recursive_[rule] && (copying_recursive_[rule] || !right_linear_cycle(rule))) return false;
   return within_limit(rule, inline_size(rule, 0));
 }
 
@@ -285,12 +282,13 @@ bool Lowering::right_linear_cycle(uint32_t rule) {
     // Every rule reached is checked, so each of them has the answer too
     // when it is yes (what it reaches, the search reached).
     std::vector<uint32_t> seen{rule}, refs;
+    std::unordered_set<uint32_t> known{rule};
     bool linear = true;
     for (size_t i = 0; i < seen.size() && linear; ++i) {
       refs.clear();
       linear = cycle_refs_in_tail(grammar_.rules()[seen[i]].body, true, 0, refs);
       for (const uint32_t r : refs)
-        if (std::find(seen.begin(), seen.end(), r) == seen.end()) seen.push_back(r);
+        if (known.insert(r).second) seen.push_back(r);
     }
     if (linear) {
       for (const uint32_t r : seen) right_linear_cycle_[r] = 1;

@@ -170,11 +170,12 @@ class Lowering {
   size_t with_shared_rules(size_t local, const std::vector<uint32_t>& tail_refs, int depth);
   const TailSummary& tail_summary(uint32_t rule, int depth);
   size_t inline_size(uint32_t rule, int depth);
-  bool should_inline(uint32_t rule);
-  // Whether a reference in tail position copies `rule`: as should_inline,
-  // recursive rules included (build_tail links the copy's own references
-  // in tail position back to it).
-  bool inlined_in_tail(uint32_t rule);
+  // Whether a reference to `rule` copies its body here (else it is a rule
+  // edge): the rule is within the inline limits and either not recursive,
+  // or on a right-linear cycle whose copy is not already being built
+  // around this place (build_tail links the copy's references in tail
+  // position back to it).
+  bool copied_here(uint32_t rule);
   // Whether the rules on cycles that `rule` leads to by references in tail
   // position name rules on cycles only in tail position (a pattern's
   // automaton written one rule per state): then a copy of `rule` holds the

@@ -256,11 +256,7 @@ uint32_t Lowering::build(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
       return end;
     }
     case Expr::Kind::kRuleRef: {
-      // (A cycle of rules named last is copied as a loop here too; see
-      // build_tail.)
-      if (should_inline(e.rule) ||
-          (recursive_[e.rule] && !copying_recursive_[e.rule] && inlined_in_tail(e.rule)))
-        return build_in_new_context(e, from, nfa, depth);
+      if (copied_here(e.rule)) return build_in_new_context(e, from, nfa, depth);
       uint32_t target = nfa.add();
       nfa.add_rule(from, lowered_rule_for_source(e.rule), target);
       charge(1);
@@ -328,14 +324,13 @@ void Lowering::build_tail(const Expr& e, uint32_t from, Nfa& nfa, int depth, Tai
         nfa.add_epsilon(from, known->second);
         return;
       }
-      // A recursive rule is copied too when named in tail position: its
-      // references in tail position in this context (itself, a cycle of
-      // rules naming one another last, as a pattern's automaton written one
-      // rule per state is) lead back to the copy, so the cycle becomes a
-      // loop of the NFA. Its other references, and those from contexts
-      // nested in the copy, stay rule edges.
-      const bool recursive = recursive_[e.rule];
-      if ((recursive && copying_recursive_[e.rule]) || !inlined_in_tail(e.rule)) {
+      // A recursive rule on a right-linear cycle is copied too
+      // (copied_here): its references in tail position in this context
+      // (itself, a cycle of rules naming one another last, as a pattern's
+      // automaton written one rule per state is) lead back to the copy, so
+      // the cycle becomes a loop of the NFA. Its other references, and
+      // those from contexts nested in the copy, stay rule edges.
+      if (!copied_here(e.rule)) {
         nfa.add_rule(from, lowered_rule_for_source(e.rule), tail.end);
         return;
       }
@@ -346,6 +341,7 @@ void Lowering::build_tail(const Expr& e, uint32_t from, Nfa& nfa, int depth, Tai
       charge(1);
       tail.rule_starts.emplace(e.rule, start);
       nfa.add_epsilon(from, start);
+      const bool recursive = recursive_[e.rule];
       if (recursive) copying_recursive_[e.rule] = true;
       build_tail(grammar_.rules()[e.rule].body, start, nfa, depth + 1, tail);
       if (recursive) copying_recursive_[e.rule] = false;
