@@ -143,7 +143,7 @@ TEST(StructuralTag, ErrorsNameThePath) {
                       R"({"type":"const_string","value":"a"},{"type":"nonsense"}]}})");
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(s.message().find("/format/elements/1/type"), std::string::npos) << s.message();
-  s = error_of(R"({"type":"json_schema","json_schema":{"type":"object"},"style":"minimax_xml"})");
+  s = error_of(R"({"type":"json_schema","json_schema":{"type":"object"},"style":"kimi_k3_xml"})");
   EXPECT_EQ(s.code(), ErrorCode::kUnsupported);
   EXPECT_NE(s.message().find("/style"), std::string::npos) << s.message();
   s = error_of(R"({"type":"or","elements":[{"type":"json_schema","json_schema":)"

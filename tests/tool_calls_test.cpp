@@ -175,7 +175,8 @@ TEST(ToolCalls, ListsTheFormats) {
     EXPECT_FALSE(info.models.empty()) << info.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"llama3", "llama3-python-tag", "hermes", "qwen3_coder",
-                                             "mistral", "deepseek", "harmony"}));
+                                             "mistral", "deepseek", "harmony", "minimax_m2",
+                                             "deepseek_v3_2", "glm_4_7"}));
 }
 
 TEST(ToolCalls, ErrorsNameTheProblem) {
@@ -441,6 +442,131 @@ TEST(ToolCalls, DeepSeek) {
   EXPECT_TRUE(r1.accepts("The user asks the time.\n</think>\n\n" + begin + time + end));
   EXPECT_FALSE(r1.accepts(begin + time + end));
   EXPECT_FALSE(r1.accepts("Hmm.\n</think>\n\n" + begin + weather + end));
+}
+
+// MiniMax-M2's template: parameters each followed by "\n", a string value
+// raw, other values JSON; the calls of a reply in one block.
+TEST(ToolCalls, MiniMaxM2) {
+  auto param = [](const std::string& name, const std::string& value) {
+    return "<parameter name=\"" + name + "\">" + value + "</parameter>\n";
+  };
+  auto invoke = [](const std::string& name, const std::string& args) {
+    return "<invoke name=\"" + name + "\">\n" + args + "</invoke>\n";
+  };
+  auto block = [](const std::string& calls) {
+    return "<minimax:tool_call>\n" + calls + "</minimax:tool_call>";
+  };
+  const std::string weather =
+      invoke("get_weather", param("city", "Paris") + param("unit", "celsius"));
+  const std::string time = invoke("get_time", param("tz", "Europe/Paris"));
+  FormatChecker auto_("minimax_m2", choice("auto"));
+  EXPECT_TRUE(auto_.accepts(block(weather)));
+  EXPECT_TRUE(auto_.accepts("Let me look.\n" + block(weather + time)));
+  EXPECT_TRUE(auto_.accepts("It is sunny."));
+  EXPECT_TRUE(auto_.accepts(block(invoke("get_weather", param("city", "New York\nNY")))));
+  EXPECT_FALSE(auto_.accepts(block(invoke("get_wether", param("city", "Paris")))));
+  EXPECT_FALSE(auto_.accepts(block(invoke("get_weather", param("unit", "celsius")))));
+  EXPECT_FALSE(auto_.accepts(
+      block(invoke("get_weather", param("city", "Paris") + param("unit", "kelvin")))));
+  EXPECT_FALSE(auto_.accepts(block(invoke("get_weather", param("city", "a</parameter>b")))));
+  EXPECT_FALSE(auto_.accepts(block(invoke("get_weather", param("city", "a</invoke>")))));
+  // The template's newlines are exact.
+  EXPECT_FALSE(
+      auto_.accepts(block("<invoke name=\"get_time\"><parameter name=\"tz\">UTC"
+                          "</parameter>\n</invoke>\n")));
+  EXPECT_FALSE(auto_.accepts(
+      block("<invoke name=\"get_time\">\n<parameter name=\"tz\">UTC</parameter></invoke>\n")));
+  EXPECT_FALSE(auto_.accepts(block(weather) + block(time)));  // one block per reply
+  EXPECT_FALSE(auto_.accepts(block(weather) + " Done."));
+
+  FormatChecker required("minimax_m2", choice("required", /*reasoning=*/true));
+  EXPECT_TRUE(required.accepts("The user wants the time.\n</think>\n\n\n" + block(time)));
+  EXPECT_FALSE(required.accepts("The user wants the time.\n</think>\n\n" + block(time)));
+  EXPECT_FALSE(required.accepts("\n" + block(time)));
+
+  FormatChecker single("minimax_m2", choice("auto", false, /*parallel=*/false));
+  EXPECT_TRUE(single.accepts(block(time)));
+  EXPECT_FALSE(single.accepts(block(time + weather)));
+}
+
+// DeepSeek-V3.2's template: DSML parameters with a string attribute, raw
+// strings (string="true") and JSON others (string="false").
+TEST(ToolCalls, DeepSeekV32) {
+  const std::string dsml = "｜DSML｜";
+  auto param = [&](const std::string& name, bool string, const std::string& value) {
+    return "<" + dsml + "parameter name=\"" + name + "\" string=\"" + (string ? "true" : "false") +
+           "\">" + value + "</" + dsml + "parameter>";
+  };
+  auto invoke = [&](const std::string& name, const std::string& args) {
+    return "\n<" + dsml + "invoke name=\"" + name + "\">\n" + args + "\n</" + dsml + "invoke>";
+  };
+  auto block = [&](const std::string& calls) {
+    return "<" + dsml + "function_calls>" + calls + "\n</" + dsml + "function_calls>";
+  };
+  const std::string tools = R"([
+    {"type": "function", "function": {"name": "search", "parameters": {"type": "object",
+     "properties": {"query": {"type": "string"}, "limit": {"type": "integer"},
+                    "filters": {"type": "array", "items": {"type": "string"}}},
+     "required": ["query"], "additionalProperties": false}}},
+    {"type": "function", "function": {"name": "ping",
+     "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}}])";
+  const std::string search = invoke("search", param("query", true, "grammask \"exact\"") + "\n" +
+                                                  param("limit", false, "5") + "\n" +
+                                                  param("filters", false, R"(["c++", "docs"])"));
+  const std::string ping = invoke("ping", "");
+  FormatChecker auto_("deepseek_v3_2", choice("auto"), test_vocabulary(), tools);
+  EXPECT_TRUE(auto_.accepts("Searching.\n\n" + block(search)));
+  EXPECT_TRUE(auto_.accepts(block(search + ping)));
+  EXPECT_TRUE(auto_.accepts("No tool needed."));
+  EXPECT_TRUE(auto_.accepts(block(invoke("search", param("query", true, "x")))));
+  // The string attribute follows the value's type.
+  EXPECT_FALSE(auto_.accepts(block(invoke("search", param("query", false, "x")))));
+  EXPECT_FALSE(auto_.accepts(block(invoke("search", param("query", false, "\"x\"")))));
+  EXPECT_FALSE(auto_.accepts(
+      block(invoke("search", param("query", true, "x") + "\n" + param("limit", true, "5")))));
+  EXPECT_FALSE(auto_.accepts(
+      block(invoke("search", param("query", true, "x") + "\n" + param("limit", false, "5.5")))));
+  EXPECT_FALSE(auto_.accepts(block(invoke("search", param("limit", false, "5")))));
+  EXPECT_FALSE(
+      auto_.accepts(block(invoke("search", param("query", true, "a</" + dsml + "invoke>")))));
+  // No arguments: the template's blank line, and nothing else.
+  EXPECT_FALSE(auto_.accepts(block("\n<" + dsml + "invoke name=\"ping\">\n</" + dsml + "invoke>")));
+  EXPECT_FALSE(auto_.accepts(block(search) + "Done."));
+
+  FormatChecker thinking("deepseek_v3_2", choice("required", /*reasoning=*/true), test_vocabulary(),
+                         tools);
+  EXPECT_TRUE(thinking.accepts("Need a search.</think>\n\n" + block(ping)));
+  EXPECT_FALSE(thinking.accepts("\n\n" + block(ping)));
+  EXPECT_FALSE(thinking.accepts("Need a search.</think>" + block(ping)));
+}
+
+// GLM-4.7's template: `<tool_call>NAME` then key and value tags with
+// nothing between, calls back to back.
+TEST(ToolCalls, Glm47) {
+  auto arg = [](const std::string& key, const std::string& value) {
+    return "<arg_key>" + key + "</arg_key><arg_value>" + value + "</arg_value>";
+  };
+  auto call = [](const std::string& name, const std::string& args) {
+    return "<tool_call>" + name + args + "</tool_call>";
+  };
+  const std::string weather = call("get_weather", arg("city", "Paris") + arg("unit", "celsius"));
+  const std::string time = call("get_time", arg("tz", "Asia/Shanghai"));
+  FormatChecker auto_("glm_4_7", choice("auto"));
+  EXPECT_TRUE(auto_.accepts(weather));
+  EXPECT_TRUE(auto_.accepts("Checking both." + weather + time));
+  EXPECT_TRUE(auto_.accepts("Nothing to call."));
+  EXPECT_FALSE(auto_.accepts(call("get_weather", arg("unit", "celsius"))));
+  EXPECT_FALSE(auto_.accepts(call("get_weather", arg("city", "a</arg_value>"))));
+  EXPECT_FALSE(auto_.accepts(call("get_weather", arg("city", "Paris") + arg("city", "Rome"))));
+  EXPECT_FALSE(auto_.accepts(call("get_wether", arg("city", "Paris"))));
+  EXPECT_FALSE(auto_.accepts(
+      "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+      "</tool_call>"));  // GLM-4.5's newlines
+
+  FormatChecker thinking("glm_4_7", choice("get_time", /*reasoning=*/true));
+  EXPECT_TRUE(thinking.accepts("Time zone lookup.</think>" + time));
+  EXPECT_FALSE(thinking.accepts("Time zone lookup.</think>" + weather));
+  EXPECT_FALSE(thinking.accepts(time));
 }
 
 TEST(ToolCalls, Harmony) {

@@ -1,9 +1,10 @@
-// The `qwen_xml` style of the structural tag's `json_schema` format:
-// Qwen3-Coder's `<parameter=NAME>\nVALUE\n</parameter>` arguments, raw
-// string values, JSON other values, its refusals, and masks against the
-// token oracle.
+// The XML styles of the structural tag's `json_schema` format: Qwen3-Coder's
+// `<parameter=NAME>\nVALUE\n</parameter>` arguments (raw string values,
+// JSON other values, refusals, masks against the token oracle), and the
+// MiniMax-M2, DeepSeek-V3.2 and GLM-4.7 spellings of the same arguments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -248,8 +249,17 @@ TEST(QwenXmlStyle, RefusalsNameThePath) {
       {R"({"type":"json_schema","style":"qwen_xml","any_order":true,"json_schema":)" +
            std::string(kWrite) + "}",
        ErrorCode::kUnsupported, "/any_order"},
-      {R"({"type":"json_schema","style":"glm_xml","json_schema":)" + std::string(kWrite) + "}",
+      {R"({"type":"json_schema","style":"cohere_xml","json_schema":)" + std::string(kWrite) + "}",
        ErrorCode::kUnsupported, "/style"},
+      {R"({"type":"json_schema","style":"minimax_xml","json_schema":)"
+       R"({"type":"object","properties":{"a\"b":{"type":"string"}}}})",
+       ErrorCode::kUnsupported, "/json_schema/properties/a\"b"},
+      {R"({"type":"json_schema","style":"glm_xml","json_schema":)"
+       R"({"type":"object","properties":{"a<b":{"type":"string"}}}})",
+       ErrorCode::kUnsupported, "/json_schema/properties/a<b"},
+      {R"({"type":"json_schema","style":"deepseek_xml","json_schema":)"
+       R"({"type":"object","properties":{"v":{"type":["string","null"]}}}})",
+       ErrorCode::kUnsupported, "/json_schema/properties/v:"},
   };
   for (const Case& test : cases) {
     Status s = error_of(R"({"type":"structural_tag","format":)" + test.tag + "}");
@@ -329,6 +339,148 @@ TEST(QwenXmlStyle, MasksMatchTheOracle) {
       ASSERT_TRUE(m.accept_token(pick).ok());
       walk.accept(pick);
     }
+  }
+}
+
+std::string styled(const std::string& style, const std::string& schema) {
+  return R"({"type":"json_schema","style":")" + style + R"(","json_schema":)" + schema + "}";
+}
+
+const char* const kSearch =
+    R"({"type":"object","properties":{"q":{"type":"string","maxLength":8},"n":{"type":"integer"},)"
+    R"("tags":{"type":"array","items":{"type":"string"}}},"required":["q"],)"
+    R"("additionalProperties":false})";
+
+TEST(MiniMaxXmlStyle, EveryParameterEndsItsLine) {
+  auto p = [](const std::string& name, const std::string& value) {
+    return "<parameter name=\"" + name + "\">" + value + "</parameter>\n";
+  };
+  const std::string tag = styled("minimax_xml", kSearch);
+  EXPECT_TRUE(accepts(tag, p("q", "a b\nc")));
+  EXPECT_TRUE(accepts(tag, p("q", "x") + p("n", "-3") + p("tags", R"(["a", "b"])")));
+  EXPECT_FALSE(accepts(tag, "<parameter name=\"q\">x</parameter>"));  // no newline after it
+  EXPECT_FALSE(accepts(tag, p("n", "3") + p("q", "x")));              // schema order
+  EXPECT_FALSE(accepts(tag, p("q", "123456789")));                    // maxLength on the raw text
+  EXPECT_FALSE(accepts(tag, p("q", "\"x\"") + p("n", "\"3\"")));
+  EXPECT_FALSE(accepts(tag, p("q", "x<parameter name=")));
+  EXPECT_FALSE(accepts(tag, ""));
+  // Undeclared parameters where the schema allows them.
+  const std::string open = styled("minimax_xml", R"({"type":"object"})");
+  EXPECT_TRUE(accepts(open, ""));
+  EXPECT_TRUE(accepts(open, p("k", "v") + p("k2", "{}")));
+  EXPECT_FALSE(accepts(open, p("k", "v") + "\n"));
+}
+
+TEST(DeepSeekXmlStyle, StringAttributeFollowsTheValue) {
+  const std::string dsml = "｜DSML｜";
+  auto p = [&](const std::string& name, bool string, const std::string& value) {
+    return "<" + dsml + "parameter name=\"" + name + "\" string=\"" + (string ? "true" : "false") +
+           "\">" + value + "</" + dsml + "parameter>\n";
+  };
+  const std::string tag = styled("deepseek_xml", kSearch);
+  EXPECT_TRUE(accepts(tag, p("q", true, "x")));
+  EXPECT_TRUE(accepts(tag, p("q", true, "") + p("n", false, "7") + p("tags", false, "[]")));
+  EXPECT_FALSE(accepts(tag, p("q", false, "x")));
+  EXPECT_FALSE(accepts(tag, p("q", true, "x") + p("n", true, "7")));
+  EXPECT_FALSE(accepts(tag, p("q", true, "x") + p("tags", false, "[1]")));
+  // With no parameter the style writes the template's blank line.
+  const std::string optional =
+      styled("deepseek_xml", R"({"type":"object","properties":{"n":{"type":"integer"}},)"
+                             R"("additionalProperties":false})");
+  EXPECT_TRUE(accepts(optional, "\n"));
+  EXPECT_FALSE(accepts(optional, ""));
+  EXPECT_TRUE(accepts(optional, p("n", false, "1")));
+  EXPECT_FALSE(accepts(optional, p("n", false, "1") + "\n"));
+  EXPECT_TRUE(
+      accepts(styled("deepseek_xml", R"({"type":"object","additionalProperties":false})"), "\n"));
+  const std::string open = styled("deepseek_xml", R"({"type":"object"})");
+  EXPECT_TRUE(accepts(open, "\n"));
+  EXPECT_TRUE(accepts(open, p("extra", true, "text")));
+  EXPECT_FALSE(accepts(open, p("extra", true, "text") + "\n"));
+}
+
+TEST(GlmXmlStyle, KeysAndValuesBackToBack) {
+  auto p = [](const std::string& name, const std::string& value) {
+    return "<arg_key>" + name + "</arg_key><arg_value>" + value + "</arg_value>";
+  };
+  const std::string tag = styled("glm_xml", kSearch);
+  EXPECT_TRUE(accepts(tag, p("q", "x")));
+  EXPECT_TRUE(accepts(tag, p("q", "<b>") + p("n", "0") + p("tags", R"(["x"])")));
+  EXPECT_FALSE(accepts(tag, p("q", "x") + "\n" + p("n", "0")));
+  EXPECT_FALSE(accepts(tag, p("q", "x<arg_key>")));
+  EXPECT_FALSE(accepts(tag, p("q", "x") + p("n", "zero")));
+  EXPECT_FALSE(accepts(tag, p("q", "x") + p("q", "y")));
+}
+
+// Masks of the three styles against the brute-force token oracle.
+TEST(XmlStyles, MasksMatchTheOracle) {
+  std::vector<std::string> tokens = {"</s>",
+                                     "<parameter name=\"",
+                                     "\">",
+                                     "</parameter>",
+                                     "<｜DSML｜parameter name=\"",
+                                     "\" string=\"",
+                                     "true",
+                                     "false",
+                                     "</｜DSML｜parameter>",
+                                     "｜",
+                                     "<arg_key>",
+                                     "</arg_key>",
+                                     "<arg_value>",
+                                     "</arg_value>",
+                                     "q",
+                                     "n",
+                                     "\n",
+                                     "<",
+                                     "/",
+                                     "1",
+                                     "-",
+                                     "[",
+                                     "]",
+                                     "\"",
+                                     "x",
+                                     "xx",
+                                     ">",
+                                     "tags"};
+  // And every printable ASCII byte, so that every delimiter can also be
+  // spelled in pieces.
+  for (char c = ' '; c <= '~'; ++c) {
+    if (std::find(tokens.begin(), tokens.end(), std::string(1, c)) == tokens.end())
+      tokens.emplace_back(1, c);
+  }
+  const Vocabulary vocab = *Vocabulary::from_token_bytes(tokens, /*stop_ids=*/{0});
+  for (const char* style : {"minimax_xml", "deepseek_xml", "glm_xml"}) {
+    SCOPED_TRACE(style);
+    auto grammar = structural_tag_to_grammar(styled(style, kSearch));
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto compiled = CompiledGrammar::compile(*grammar, vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    testing::TokenOracle oracle(*grammar, vocab);
+    ASSERT_TRUE(oracle.ok()) << oracle.status().to_string();
+    ASSERT_TRUE(oracle.supported());
+    size_t accepted_steps = 0;
+    for (uint32_t seed = 0; seed < 25; ++seed) {
+      Matcher m(*compiled);
+      testing::TokenOracle walk = oracle;
+      std::mt19937 rng(seed);
+      std::vector<uint32_t> words(compiled->mask_words());
+      for (int step = 0; step < 25 && !m.is_terminated(); ++step) {
+        ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+        ASSERT_EQ(words, walk.mask(words.size())) << "seed " << seed << " step " << step;
+        // The stop token (id 0) only where nothing else is allowed, so walks
+        // go deep into the arguments.
+        std::vector<uint32_t> allowed;
+        for (uint32_t id = 1; id < vocab.size(); ++id)
+          if (test_bit(words.data(), id)) allowed.push_back(id);
+        if (allowed.empty() && test_bit(words.data(), 0)) allowed.push_back(0);
+        if (allowed.empty()) break;
+        const uint32_t pick = allowed[rng() % allowed.size()];
+        ASSERT_TRUE(m.accept_token(pick).ok());
+        walk.accept(pick);
+        ++accepted_steps;
+      }
+    }
+    EXPECT_GT(accepted_steps, 200u);
   }
 }
 

@@ -11,8 +11,8 @@
 // Every format object of XGrammar's reference is read (docs/tool-calling.md
 // lists them with the grammar each becomes). What grammask cannot enforce
 // exactly is refused, never loosened: the XML argument styles of
-// `json_schema` other than `qwen_xml` (Qwen3-Coder's `<parameter=NAME>`
-// arguments: exact as docs/tool-calling.md describes, or refused),
+// `json_schema` other than `qwen_xml`, `minimax_xml`, `deepseek_xml` and
+// `glm_xml` (exact as docs/tool-calling.md describes, or refused),
 // `max_tokens` of `any_text`, `max_chars` together with excluded strings.
 // Errors name the JSON pointer of the offending format object, e.g.
 // `/format/elements/1/json_schema: unsupported keyword ...`:

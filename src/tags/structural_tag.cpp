@@ -381,11 +381,15 @@ class TagConverter {
     auto style = format.find("style");
     if (style != format.end()) {
       if (!style->is_string()) return fail_invalid(path + "/style", "\"style\" must be a string");
-      if (is_string_equal(*style, "qwen_xml")) return qwen_xml(format, path, *schema, ends);
+      for (const XmlStyle& xml_style : xml_styles()) {
+        if (is_string_equal(*style, xml_style.name))
+          return xml_arguments(xml_style, format, path, *schema, ends);
+      }
       if (!is_string_equal(*style, "json")) {
         return fail_unsupported(path + "/style",
                                 "style \"" + style->get<std::string>() +
-                                    "\" is not supported (only \"json\" and \"qwen_xml\")");
+                                    "\" is not supported (only \"json\", \"qwen_xml\", "
+                                    "\"minimax_xml\", \"deepseek_xml\" and \"glm_xml\")");
       }
     }
     JsonSchemaOptions schema_options = options_.json_schema;
@@ -411,17 +415,87 @@ class TagConverter {
     return import(*sub, "schema", "root");
   }
 
-  // --- style "qwen_xml" -----------------------------------------------------
+  // --- XML argument styles ---------------------------------------------------
   //
-  // Qwen3-Coder's arguments: per parameter `<parameter=NAME>\nVALUE\n</parameter>`,
-  // parameters joined by "\n" (its chat template writes each one followed by
-  // "\n"; XGrammar's tags end with "\n</function>", which supplies the last).
-  // A string value is raw text, any other value JSON text.
+  // How a model's chat template writes a tool's arguments, one parameter
+  // after another: `before_name` NAME `raw_open` VALUE `close` where VALUE
+  // is raw text (a string), `json_open` instead where it is JSON text (the
+  // two differ only in DeepSeek's string attribute). docs/tool-calling.md
+  // cites each template.
+  struct XmlStyle {
+    const char* name;
+    std::u32string before_name;
+    std::u32string raw_open;
+    std::u32string json_open;
+    std::u32string close;
+    std::u32string separator;   // between two parameters
+    std::u32string terminator;  // after every parameter
+    std::u32string when_empty;  // the whole text when no parameter is written
+    char name_excludes;         // a character no parameter name may hold
+    // Where the model's parser ends a raw value; the enclosing tag's ends
+    // are added.
+    std::vector<std::u32string> value_stops;
+  };
 
-  // Where Qwen3-Coder's parser (qwen3coder_tool_parser.py) ends a value:
-  // at `</parameter>`, or before `<parameter=` or `</function>`.
-  static std::vector<std::u32string> qwen_value_stops(const Ends& ends) {
-    std::vector<std::u32string> stops = {U"</parameter>", U"<parameter=", U"</function>"};
+  static const std::vector<XmlStyle>& xml_styles() {
+    static const std::vector<XmlStyle> kStyles = {
+        // Qwen3-Coder: parameters joined by "\n" (its template writes each one
+        // followed by "\n"; XGrammar's tags end with "\n</function>", which
+        // supplies the last); qwen3coder_tool_parser.py ends a value at
+        // `</parameter>`, or before `<parameter=` or `</function>`.
+        {"qwen_xml",
+         U"<parameter=",
+         U">\n",
+         U">\n",
+         U"\n</parameter>",
+         U"\n",
+         U"",
+         U"",
+         '>',
+         {U"</parameter>", U"<parameter=", U"</function>"}},
+        // MiniMax-M2: every parameter followed by "\n".
+        {"minimax_xml",
+         U"<parameter name=\"",
+         U"\">",
+         U"\">",
+         U"</parameter>",
+         U"",
+         U"\n",
+         U"",
+         '"',
+         {U"</parameter>", U"<parameter name=", U"</invoke>"}},
+        // DeepSeek-V3.2: parameters joined by "\n" between the invoke's
+        // "\n"s, which makes every one followed by "\n" after the tag's
+        // begin; no parameter leaves the blank line.
+        {"deepseek_xml",
+         U"<\uFF5CDSML\uFF5Cparameter name=\"",
+         U"\" string=\"true\">",
+         U"\" string=\"false\">",
+         U"</\uFF5CDSML\uFF5Cparameter>",
+         U"",
+         U"\n",
+         U"\n",
+         '"',
+         {U"</\uFF5CDSML\uFF5Cparameter>", U"<\uFF5CDSML\uFF5Cparameter",
+          U"</\uFF5CDSML\uFF5Cinvoke>"}},
+        // GLM-4.7 and GLM-5: key and value tags with nothing between.
+        {"glm_xml",
+         U"<arg_key>",
+         U"</arg_key><arg_value>",
+         U"</arg_key><arg_value>",
+         U"</arg_value>",
+         U"",
+         U"",
+         U"",
+         '<',
+         {U"</arg_value>", U"<arg_key>", U"</tool_call>"}},
+    };
+    return kStyles;
+  }
+
+  // The style's value stops and the enclosing tag's ends.
+  static std::vector<std::u32string> xml_value_stops(const XmlStyle& style, const Ends& ends) {
+    std::vector<std::u32string> stops = style.value_stops;
     append(stops, ends.strings);
     std::sort(stops.begin(), stops.end());
     stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
@@ -550,8 +624,8 @@ class TagConverter {
   // The raw text of a string value: none of `stops`, and the string
   // keywords of `schema` (pattern, minLength, maxLength, enum, const,
   // format), checked on the raw text. Other keywords are refused.
-  Result<Expr> qwen_string(const Json& schema, const std::string& at,
-                           const std::vector<std::u32string>& stops) {
+  Result<Expr> raw_string(const XmlStyle& style, const Json& schema, const std::string& at,
+                          const std::vector<std::u32string>& stops) {
     using internal::CharDfa;
     const bool constrained = schema.is_object() &&
                              std::any_of(schema.items().begin(), schema.items().end(), [](auto kv) {
@@ -569,7 +643,8 @@ class TagConverter {
         return fail_unsupported(at + "/" + internal::schema::escape_pointer_token(key),
                                 "keyword \"" + key +
                                     "\" is not supported on a raw string value "
-                                    "of style \"qwen_xml\"");
+                                    "of style \"" +
+                                    style.name + "\"");
       }
     }
     if (!constrained) return free_text(stops);
@@ -707,17 +782,21 @@ class TagConverter {
     raw_text_states_ += dfa.states.size();
     if (raw_text_states_ > options_.json_schema.max_rules) {
       return error(ErrorCode::kLimitExceeded, at,
-                   "the raw-text automata of style \"qwen_xml\" need more than "
-                   "JsonSchemaOptions::max_rules (" +
+                   std::string("the raw-text automata of style \"") + style.name +
+                       "\" need more than "
+                       "JsonSchemaOptions::max_rules (" +
                        std::to_string(options_.json_schema.max_rules) + ") rules");
     }
     return dfa_expr(dfa, "xml" + std::to_string(next_name_++) + "-str");
   }
 
   // One parameter's value: raw text for a string schema (or one that
-  // accepts anything), JSON text where no value can be a string.
-  Result<Expr> qwen_value(const Json& schema, const Json& root, const std::string& at,
-                          const std::vector<std::u32string>& stops, int depth = 0) {
+  // accepts anything), JSON text where no value can be a string. `raw`
+  // says which.
+  Result<Expr> xml_value(const XmlStyle& style, const Json& schema, const Json& root,
+                         const std::string& at, const std::vector<std::u32string>& stops, bool* raw,
+                         int depth = 0) {
+    *raw = true;
     // A schema that only refers to a definition (pydantic's enums and
     // models): the definition's.
     if (schema.is_object() && schema.contains("$ref") && schema["$ref"].is_string() &&
@@ -733,7 +812,7 @@ class TagConverter {
         } catch (const std::exception&) {
           found = nullptr;
         }
-        if (found != nullptr) return qwen_value(*found, root, at, stops, depth + 1);
+        if (found != nullptr) return xml_value(style, *found, root, at, stops, raw, depth + 1);
       }
     }
     if (schema.is_boolean()) {
@@ -753,13 +832,13 @@ class TagConverter {
                                  std::all_of(values->begin(), values->end(),
                                              [](const Json& v) { return v.is_string(); })) ||
                                 (constant != schema.end() && constant->is_string()));
-    if (string_type || string_values) return qwen_string(schema, at, stops);
+    if (string_type || string_values) return raw_string(style, schema, at, stops);
     int budget = 10000;
     if (may_be_string(schema, root, 0, budget)) {
-      return fail_unsupported(at,
-                              "a value that may be a string or another type is ambiguous in "
-                              "style \"qwen_xml\" (a string is raw text, other values JSON "
-                              "text)");
+      return fail_unsupported(at, std::string("a value that may be a string or another type is "
+                                              "ambiguous in style \"") +
+                                      style.name +
+                                      "\" (a string is raw text, other values JSON text)");
     }
     // Converted on its own with the root's definitions: references then
     // mean what they mean in the tool's schema only where they lead into
@@ -768,8 +847,8 @@ class TagConverter {
       if (schema.contains(key)) {
         return fail_unsupported(at + "/" + key,
                                 std::string("\"") + key +
-                                    "\" on a parameter's schema is not supported with style "
-                                    "\"qwen_xml\"");
+                                    "\" on a parameter's schema is not supported with style \"" +
+                                    style.name + "\"");
       }
     }
     Json document = schema;
@@ -780,25 +859,32 @@ class TagConverter {
       return fail_unsupported(at,
                               "a reference other than \"#/$defs/...\" or "
                               "\"#/definitions/...\" is not supported in a parameter's "
-                              "schema with style \"qwen_xml\"");
+                              "schema with style \"" +
+                                  std::string(style.name) + "\"");
     }
     JsonSchemaOptions schema_options = options_.json_schema;
     schema_options.property_order = JsonSchemaOptions::PropertyOrder::kSchema;
+    *raw = false;
     return convert_schema(document, at, schema_options);
   }
 
-  Result<Expr> qwen_xml(const Json& format, const std::string& path, const Json& schema,
-                        const Ends& ends) {
+  // The arguments of `schema` as `style` writes them: declared properties
+  // in schema order, each at most once, required ones present, undeclared
+  // ones (where allowed) anywhere among them.
+  Result<Expr> xml_arguments(const XmlStyle& style, const Json& format, const std::string& path,
+                             const Json& schema, const Ends& ends) {
     const std::string at = path + "/json_schema";
+    const std::string quoted = std::string("\"") + style.name + "\"";
     bool any_order = false;
     if (Status s = bool_field(format, path, "any_order", false, &any_order); !s.ok()) return s;
     if (any_order) {
-      return fail_unsupported(path + "/any_order",
-                              "any_order is not supported with style \"qwen_xml\" (parameters "
-                              "follow the schema's order)");
+      return fail_unsupported(path + "/any_order", "any_order is not supported with style " +
+                                                       quoted +
+                                                       " (parameters follow the schema's order)");
     }
     if (!schema.is_object()) {
-      return fail_unsupported(at, "style \"qwen_xml\" needs an object schema with \"properties\"");
+      return fail_unsupported(at,
+                              "style " + quoted + " needs an object schema with \"properties\"");
     }
     const Json* properties = nullptr;
     const Json* required = nullptr;
@@ -809,7 +895,7 @@ class TagConverter {
       const std::string key_at = at + "/" + internal::schema::escape_pointer_token(key);
       if (key == "type") {
         if (!is_string_equal(kv.value(), "object"))
-          return fail_unsupported(key_at, "style \"qwen_xml\" needs \"type\": \"object\"");
+          return fail_unsupported(key_at, "style " + quoted + " needs \"type\": \"object\"");
       } else if (key == "properties") {
         if (!kv.value().is_object())
           return fail_invalid(key_at, "\"properties\" must be an object");
@@ -830,7 +916,8 @@ class TagConverter {
         } else {
           return fail_unsupported(key_at,
                                   "an additionalProperties schema is not supported with "
-                                  "style \"qwen_xml\" (only true or false)");
+                                  "style " +
+                                      quoted + " (only true or false)");
         }
       } else if (key == "minProperties") {
         // 0 or 1: "at least one parameter" is the choice of the first one.
@@ -839,23 +926,23 @@ class TagConverter {
           return fail_invalid(key_at, "\"minProperties\" must be a non-negative integer");
         if (value.get<int64_t>() > 1) {
           return fail_unsupported(key_at,
-                                  "minProperties above 1 is not supported with style "
-                                  "\"qwen_xml\"");
+                                  "minProperties above 1 is not supported with style " + quoted);
         }
         nonempty = value.get<int64_t>() == 1;
       } else if (!is_annotation(key) && key != "$defs" && key != "definitions") {
         return fail_unsupported(key_at,
-                                "keyword \"" + key + "\" is not supported with style \"qwen_xml\"");
+                                "keyword \"" + key + "\" is not supported with style " + quoted);
       }
     }
     std::vector<std::string> names;
     std::vector<bool> needed;
     if (properties != nullptr) {
       for (const auto& kv : properties->items()) {
-        if (kv.key().empty() || kv.key().find('>') != std::string::npos) {
+        if (kv.key().empty() || kv.key().find(style.name_excludes) != std::string::npos) {
           return fail_unsupported(
               at + "/properties/" + internal::schema::escape_pointer_token(kv.key()),
-              "a parameter name must be non-empty and without '>'");
+              std::string("a parameter name must be non-empty and without '") +
+                  style.name_excludes + "' in style " + quoted);
         }
         names.push_back(kv.key());
         needed.push_back(false);
@@ -874,23 +961,35 @@ class TagConverter {
         needed[static_cast<size_t>(found - names.begin())] = true;
       }
     }
-    if (nonempty && names.empty() && !additional)
+    const bool can_write = !names.empty() || additional;
+    if (nonempty && !can_write)
       return fail_invalid(at + "/minProperties", "no parameter can be written");
-    const std::vector<std::u32string> stops = qwen_value_stops(ends);
-    auto parameter = [](Expr name, Expr value) {
-      return Expr::sequence({Expr::literal_text(U"<parameter="), std::move(name),
-                             Expr::literal_text(U">\n"), std::move(value),
-                             Expr::literal_text(U"\n</parameter>")});
+    const bool may_be_empty =
+        !nonempty && std::none_of(needed.begin(), needed.end(), [](bool b) { return b; });
+    if (!can_write) return text(style.when_empty);
+    // A style that writes something for no parameters: build the nonempty
+    // arguments, and add that text as the other choice.
+    const bool empty_text = may_be_empty && !style.when_empty.empty();
+    if (empty_text) nonempty = true;
+    const std::vector<std::u32string> stops = xml_value_stops(style, ends);
+    auto parameter = [&style](Expr name, Expr value, bool raw) {
+      std::vector<Expr> parts = {Expr::literal_text(style.before_name), std::move(name),
+                                 Expr::literal_text(raw ? style.raw_open : style.json_open),
+                                 std::move(value), Expr::literal_text(style.close)};
+      if (!style.terminator.empty()) parts.push_back(Expr::literal_text(style.terminator));
+      return Expr::sequence(std::move(parts));
     };
     std::vector<Expr> items;
     for (size_t i = 0; i < names.size(); ++i) {
       const std::string value_at =
           at + "/properties/" + internal::schema::escape_pointer_token(names[i]);
-      Result<Expr> value = qwen_value((*properties)[names[i]], schema, value_at, stops);
+      bool raw = true;
+      Result<Expr> value = xml_value(style, (*properties)[names[i]], schema, value_at, stops, &raw);
       if (!value.ok()) return value;
       std::u32string name;
       utf8::decode_all(names[i], &name);
-      items.push_back(parameter(Expr::literal_text(std::move(name)), std::move(value).value()));
+      items.push_back(
+          parameter(Expr::literal_text(std::move(name)), std::move(value).value(), raw));
     }
     const std::string prefix = "xml" + std::to_string(next_name_++) + "-";
     std::optional<Expr> extra;
@@ -906,7 +1005,7 @@ class TagConverter {
           *identifiers, internal::dfa_complement(internal::dfa_words(names)));
       if (!undeclared.ok())
         return error(undeclared.status().code(), at, undeclared.status().message());
-      extra = parameter(dfa_expr(*undeclared, prefix + "name"), free_text(stops));
+      extra = parameter(dfa_expr(*undeclared, prefix + "name"), free_text(stops), true);
     }
     // rest_i: what may follow once something is written, from item i on;
     // first_i: the first item written being declared item i or later.
@@ -917,13 +1016,15 @@ class TagConverter {
     const auto first = static_cast<uint32_t>(grammar_.rules().size());
     for (size_t i = 0; i <= n; ++i)
       grammar_.add_rule(prefix + "first-" + std::to_string(i), Expr::sequence({}));
+    auto separated = [&](const Expr& item) {
+      if (style.separator.empty()) return item;
+      return Expr::sequence({Expr::literal_text(style.separator), item});
+    };
     auto extras = [&]() {
-      return extra
-                 ? Expr::repeat(Expr::sequence({Expr::literal_text(U"\n"), *extra}), 0, kUnbounded)
-                 : Expr::sequence({});
+      return extra ? Expr::repeat(separated(*extra), 0, kUnbounded) : Expr::sequence({});
     };
     for (size_t i = 0; i < n; ++i) {
-      Expr next = Expr::sequence({Expr::literal_text(U"\n"), items[i]});
+      Expr next = separated(items[i]);
       if (!needed[i]) next = Expr::repeat(std::move(next), 0, 1);
       const auto index = static_cast<uint32_t>(i);
       grammar_.mutable_rules()[rest + i].body =
@@ -934,10 +1035,15 @@ class TagConverter {
       grammar_.mutable_rules()[first + i].body = one_of(std::move(options));
     }
     grammar_.mutable_rules()[rest + n].body = extras();
-    if (!extra) return Expr::rule_ref(first);
-    Expr extra_first = Expr::sequence({*extra, Expr::rule_ref(rest)});
-    if (n == 0 && nonempty) return extra_first;
-    return Expr::alternation({std::move(extra_first), Expr::rule_ref(first)});
+    Expr arguments = Expr::rule_ref(first);
+    if (extra) {
+      Expr extra_first = Expr::sequence({*extra, Expr::rule_ref(rest)});
+      arguments = n == 0 && nonempty
+                      ? std::move(extra_first)
+                      : Expr::alternation({std::move(extra_first), Expr::rule_ref(first)});
+    }
+    if (!empty_text) return arguments;
+    return Expr::alternation({std::move(arguments), text(style.when_empty)});
   }
 
   Result<Expr> gbnf_grammar(const Json& format, const std::string& path) {
@@ -1332,7 +1438,7 @@ class TagConverter {
   std::unordered_map<std::string, uint32_t> imported_;  // rule body (GBNF) -> rule
   std::unordered_map<std::string_view, std::vector<uint32_t>> ids_by_text_;  // token names
   uint32_t next_name_ = 1;
-  size_t raw_text_states_ = 0;  // rules made for qwen_xml string automata
+  size_t raw_text_states_ = 0;  // rules made for the XML styles' string automata
 };
 
 }  // namespace

@@ -86,12 +86,14 @@ Json tags_with_separator(Json tags, const std::string& separator, bool stop_afte
               {"stop_after_first", stop_after_first}};
 }
 
-// `<think>` free text `</think>`, then the blank line Qwen 3's and
-// DeepSeek-R1's templates write after it. `opened_by_prompt`: the template's
-// generation prompt already holds `<think>\n` (DeepSeek-R1).
-Json think_block(bool opened_by_prompt) {
-  return sequence(Json::array(
-      {tag(opened_by_prompt ? "" : "<think>", any_text(), "</think>"), const_string("\n\n")}));
+// `<think>` free text `</think>`, then `after`: the blank line Qwen 3's,
+// DeepSeek-R1's and MiniMax-M2's templates write after it. `opened_by_prompt`:
+// the template's generation prompt already holds `<think>` (DeepSeek-R1,
+// DeepSeek-V3.2, MiniMax-M2, GLM-4.7).
+Json think_block(bool opened_by_prompt, const std::string& after = "\n\n") {
+  Json block = tag(opened_by_prompt ? "" : "<think>", any_text(), "</think>");
+  if (after.empty()) return block;
+  return sequence(Json::array({std::move(block), const_string(after)}));
 }
 
 // Calls written as tags (`begin` JSON `end`) among free text: auto lets text
@@ -202,6 +204,72 @@ Json qwen3_coder(const Request& r) {
   return with_reasoning(r, think_block(false), std::move(body));
 }
 
+// A tool's arguments in one of the XML styles of the json_schema format.
+Json xml_arguments(const Json& parameters, const char* style) {
+  return Json{{"type", "json_schema"}, {"json_schema", parameters}, {"style", style}};
+}
+
+// All of a reply's calls inside one block, `open` calls `close`: for auto
+// after free text, the block opened by `trigger`; for required and named the
+// block alone, after `lead`.
+Json call_block(const Request& r, const std::string& trigger, const std::string& open, Json calls,
+                const std::string& close, const std::string& lead) {
+  if (calls.empty() || r.choice == Choice::kNone) return free_text(r);
+  const bool single = !r.parallel || r.choice == Choice::kNamed;
+  Json block = tag(open, tags_with_separator(std::move(calls), "", single), close);
+  if (r.choice == Choice::kAuto)
+    return triggered_tags(r, trigger, Json::array({std::move(block)}), false, true);
+  return sequence(Json::array({const_string(lead), std::move(block)}));
+}
+
+// MiniMax-M2 (its chat template, as in llama.cpp's models/templates): after
+// the text, "\n<minimax:tool_call>\n", each call `<invoke name="NAME">\n`
+// arguments `</invoke>\n`, then `</minimax:tool_call>`; the generation
+// prompt opens `<think>\n`, and the reasoning ends "\n</think>\n\n".
+Json minimax_m2(const Request& r) {
+  Json calls = Json::array();
+  for (const Tool& tool : r.tools) {
+    calls.push_back(tag("<invoke name=\"" + tool.name + "\">\n",
+                        xml_arguments(*tool.parameters, "minimax_xml"), "</invoke>\n"));
+  }
+  Json body = call_block(r, "<minimax:tool_call>", "<minimax:tool_call>\n", std::move(calls),
+                         "</minimax:tool_call>", "\n");
+  return with_reasoning(r, think_block(true), std::move(body));
+}
+
+// DeepSeek-V3.2 (its chat template, as in llama.cpp's models/templates):
+// after the text, "\n\n<｜DSML｜function_calls>", each call
+// "\n<｜DSML｜invoke name=\"NAME\">\n" arguments "\n</｜DSML｜invoke>", then
+// "\n</｜DSML｜function_calls>"; the generation prompt opens `<think>`, and
+// the text follows `</think>` directly.
+Json deepseek_v3_2(const Request& r) {
+  const std::string dsml = "｜DSML｜";
+  Json calls = Json::array();
+  for (const Tool& tool : r.tools) {
+    // The "deepseek_xml" style writes a "\n" after every parameter, so its
+    // last one is the "\n" before </｜DSML｜invoke>.
+    calls.push_back(tag("\n<" + dsml + "invoke name=\"" + tool.name + "\">\n",
+                        xml_arguments(*tool.parameters, "deepseek_xml"), "</" + dsml + "invoke>"));
+  }
+  Json body = call_block(r, "<" + dsml + "function_calls>", "<" + dsml + "function_calls>",
+                         std::move(calls), "\n</" + dsml + "function_calls>", "\n\n");
+  return with_reasoning(r, think_block(true, ""), std::move(body));
+}
+
+// GLM-4.7 and GLM-5 (their chat templates): `<tool_call>NAME`, then
+// `<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>` per argument, then
+// `</tool_call>`, with nothing between calls; the generation prompt opens
+// `<think>`, and the text follows `</think>` directly.
+Json glm_4_7(const Request& r) {
+  Json tags = Json::array();
+  for (const Tool& tool : r.tools) {
+    tags.push_back(
+        tag("<tool_call>" + tool.name, xml_arguments(*tool.parameters, "glm_xml"), "</tool_call>"));
+  }
+  Json body = text_triggered_calls(r, "<tool_call>", std::move(tags), "");
+  return with_reasoning(r, think_block(true, ""), std::move(body));
+}
+
 // Mistral Nemo / Mistral v3 tokenizers: the [TOOL_CALLS] control token, then
 // a JSON array of calls (llama.cpp common_chat_params_init_mistral_nemo).
 Json mistral(const Request& r) {
@@ -301,6 +369,13 @@ const std::vector<Format>& formats() {
        mistral},
       {{"deepseek", "DeepSeek V3, DeepSeek R1 (<｜tool▁calls▁begin｜> ...)"}, deepseek},
       {{"harmony", "gpt-oss (harmony channels)"}, harmony},
+      {{"minimax_m2",
+        "MiniMax-M2, M2.5 (<minimax:tool_call> <invoke name=...> <parameter name=...>)"},
+       minimax_m2},
+      {{"deepseek_v3_2", "DeepSeek-V3.2 (<｜DSML｜function_calls> <｜DSML｜invoke name=...>)"},
+       deepseek_v3_2},
+      {{"glm_4_7", "GLM-4.7, GLM-5 (<tool_call>NAME<arg_key>KEY</arg_key><arg_value>...)"},
+       glm_4_7},
   };
   return kFormats;
 }
