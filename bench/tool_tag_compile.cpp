@@ -1,11 +1,13 @@
 // Compile time of a tool-calling structural tag as the number of tools
 // grows: the first N function schemas of MaskBench's BFCL split (each file's
 // schema is {"properties": {NAME: PARAMETERS}}), wrapped in the Hermes/Qwen
-// <tool_call> format as triggered tags, converted and compiled against a
-// vocabulary. Prints one JSON line per N: the first compile in the process
-// and the median of the next runs, in milliseconds.
+// <tool_call> format as triggered tags (or, with --format, the tag that
+// tool_calls_structural_tag writes for that model format, tool_choice auto),
+// converted and compiled against a vocabulary. Prints one JSON line per N:
+// the first compile in the process and the median of the next runs, in
+// milliseconds.
 //
-//   tool_tag_compile VOCAB (tokenizer.json | .gguf) [BFCL_DIR] [N...]
+//   tool_tag_compile VOCAB (tokenizer.json | .gguf) [BFCL_DIR] [N...] [--format NAME]
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "grammask/structural_tag.h"
+#include "grammask/tool_calls.h"
 #include "grammask/vocabulary.h"
 
 namespace {
@@ -34,11 +37,20 @@ double now_ms() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << "usage: tool_tag_compile VOCAB [BFCL_DIR] [N...]\n";
+  std::vector<std::string> args;
+  std::string format;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--format" && i + 1 < argc) {
+      format = argv[++i];
+    } else {
+      args.emplace_back(argv[i]);
+    }
+  }
+  if (args.empty()) {
+    std::cerr << "usage: tool_tag_compile VOCAB [BFCL_DIR] [N...] [--format NAME]\n";
     return 2;
   }
-  const std::string vocab_path = argv[1];
+  const std::string vocab_path = args[0];
   const bool gguf = vocab_path.size() > 5 && vocab_path.substr(vocab_path.size() - 5) == ".gguf";
   auto vocab = gguf ? grammask::Vocabulary::from_gguf_file(vocab_path)
                     : grammask::Vocabulary::from_tokenizer_json_file(vocab_path);
@@ -46,13 +58,13 @@ int main(int argc, char** argv) {
     std::cerr << vocab_path << ": " << vocab.status().to_string() << "\n";
     return 2;
   }
-  std::string dir = argc > 2 ? argv[2] : "";
+  std::string dir = args.size() > 1 ? args[1] : "";
   if (dir.empty()) {
     const char* shared = std::getenv("GRAMMASK_SHARED_DIR");
     dir = std::string(shared ? shared : "../shared") + "/jsonschemabench/maskbench/data";
   }
   std::vector<size_t> counts;
-  for (int i = 3; i < argc; ++i) counts.push_back(std::stoul(argv[i]));
+  for (size_t i = 2; i < args.size(); ++i) counts.push_back(std::stoul(args[i]));
   if (counts.empty()) counts = {1, 10, 100};
 
   // Tools: (name, parameters) from the BFCL files, in file-name order.
@@ -79,10 +91,26 @@ int main(int argc, char** argv) {
            {"content", {{"type", "json_schema"}, {"json_schema", tools[i].second}}},
            {"end", "}\n</tool_call>"}});
     }
-    const Json tag = {
-        {"type", "structural_tag"},
-        {"format", {{"type", "triggered_tags"}, {"triggers", {"<tool_call>"}}, {"tags", tags}}}};
-    const std::string text = tag.dump();
+    std::string text;
+    if (format.empty()) {
+      const Json tag = {
+          {"type", "structural_tag"},
+          {"format", {{"type", "triggered_tags"}, {"triggers", {"<tool_call>"}}, {"tags", tags}}}};
+      text = tag.dump();
+    } else {
+      Json functions = Json::array();
+      for (size_t i = 0; i < n; ++i) {
+        functions.push_back(
+            {{"type", "function"},
+             {"function", {{"name", tools[i].first}, {"parameters", tools[i].second}}}});
+      }
+      auto tag = grammask::tool_calls_structural_tag(format, functions.dump(), {});
+      if (!tag.ok()) {
+        std::cerr << format << ": " << tag.status().to_string() << "\n";
+        return 1;
+      }
+      text = *tag;
+    }
     std::vector<double> times, converts;
     size_t refused = 0;
     std::string error;

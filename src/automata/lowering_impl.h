@@ -225,6 +225,10 @@ class Lowering {
   std::unordered_multimap<size_t, std::pair<const Expr*, std::vector<Utf8Sequence>>>
       class_sequences_;
   std::unordered_map<const Expr*, std::shared_ptr<const TextTerminal>> text_terminals_;
+  // The terminals built without error, by what they spell (kind and
+  // literals): equal terminals written in many places (the excluded strings
+  // of every raw value of a tool-call tag) share one automaton.
+  std::unordered_map<std::u32string, std::shared_ptr<const TextTerminal>> text_terminals_by_text_;
   std::vector<size_t> nfa_charge_;  // states each rule's NFA charged
   std::vector<bool> built_split_;   // whether each rule's NFA was built split
   std::vector<size_t> dfa_begin_;   // first DFA state of each determinized rule

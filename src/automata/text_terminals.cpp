@@ -62,11 +62,28 @@ Result<CharDfa> make_dfa(const Expr& e, size_t max_states) {
   }
 }
 
+// What a terminal spells: its kind, laziness and literals, each literal
+// after its length.
+std::u32string terminal_text(const Expr& e) {
+  std::u32string text = {static_cast<char32_t>(e.kind), e.lazy ? U'1' : U'0'};
+  auto add = [&text](const std::u32string& literal) {
+    text += static_cast<char32_t>(literal.size());
+    text += literal;
+  };
+  add(e.literal);
+  for (const Expr& c : e.children) add(c.literal);
+  return text;
+}
+
 }  // namespace
 
 const Lowering::TextTerminal& Lowering::text_terminal(const Expr& e) {
   auto known = text_terminals_.find(&e);
   if (known != text_terminals_.end()) return *known->second;
+  std::u32string text = terminal_text(e);
+  auto same = text_terminals_by_text_.find(text);
+  if (same != text_terminals_by_text_.end())
+    return *text_terminals_.emplace(&e, same->second).first->second;
   auto made = std::make_shared<TextTerminal>();
   // Every code-point state becomes at least one NFA state and, once
   // determinized, at least one DFA state: half of what max_states leaves.
@@ -104,6 +121,9 @@ const Lowering::TextTerminal& Lowering::text_terminal(const Expr& e) {
       made->dfa = std::move(d);
     }
   }
+  // Only a terminal that was built is shared: an error reports where it is
+  // named.
+  if (made->status.ok()) text_terminals_by_text_.emplace(std::move(text), made);
   return *text_terminals_.emplace(&e, std::move(made)).first->second;
 }
 

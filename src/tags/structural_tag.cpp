@@ -1314,7 +1314,11 @@ class TagConverter {
     if (Status s = bool_field(format, path, "stop_after_first", false, &stop_after_first); !s.ok())
       return s;
     Expr list = *tags;
-    if (!stop_after_first) {
+    if (!stop_after_first && separator.empty()) {
+      // TAG+: one copy of the tags' alternation, where TAG (TAG)* would
+      // write two (and lower them twice).
+      list = Expr::repeat(*tags, 1, kUnbounded);
+    } else if (!stop_after_first) {
       list = Expr::sequence(
           {*tags, Expr::repeat(Expr::sequence({text(separator), *tags}), 0, kUnbounded)});
     }
