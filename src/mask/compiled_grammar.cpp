@@ -147,7 +147,12 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
        s = nearest_first.next()) {
     const uint32_t cls = data->walk_classes->known(s);
     if (cls == internal::kImpureClass || cls == internal::WalkClasses::kNotYet) continue;
-    const internal::TextCover cover = data->text_closure->cover(s);
+    // (A state whose cover needs a proof search is walked on first use: the
+    // searches of a large grammar's string states took seconds.)
+    const std::optional<internal::TextCover> known_cover =
+        data->text_closure->cover_without_proof(s);
+    if (!known_cover) continue;
+    const internal::TextCover cover = *known_cover;
     if (data->class_walks->find(cls, cover)) continue;
     auto walk = std::make_unique<internal::PureWalk>();
     uint64_t visited = 0;

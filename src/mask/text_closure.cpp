@@ -685,6 +685,21 @@ TextCover TextClosure::cover(uint32_t state) const {
   return best_cover(&state, 1);
 }
 
+std::optional<TextCover> TextClosure::cover_without_proof(uint32_t state) const {
+  const uint8_t answer = known_at(state).load(std::memory_order_relaxed);
+  if (answer != kUnknown) return static_cast<TextCover>(answer - 1);
+  std::optional<TextCover> decided;
+  if (!scans_all_ascii_text(first_bytes(state))) {
+    decided = kNoText;
+  } else if (loops_on_all_text(state) || chain_reads_all_text(state)) {
+    decided = kAllText;
+  } else {
+    decided = cover_by_dead_end(state);
+  }
+  if (decided) known_at(state).store(known(*decided), std::memory_order_relaxed);
+  return decided;
+}
+
 TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
   // Known answers and the cheap loop search first: one string body among
   // the items spares deep searches from the others. A set of many new

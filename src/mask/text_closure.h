@@ -48,6 +48,11 @@ class TextClosure {
   TextCover cover(uint32_t state) const;
   // The best cover among states[0, count): the items of one Earley set.
   TextCover best_cover(const uint32_t* states, size_t count) const;
+  // cover(state) when it is known or decided without a depth-first proof
+  // (the bounded loop, chain and dead-end checks); else none. Compile-time
+  // precomputation asks this, leaving the states that need a proof to their
+  // first use. Thread-safe.
+  std::optional<TextCover> cover_without_proof(uint32_t state) const;
   // N in [1, TextSlice::kMaxTierChars] if an Earley item in `state` reads
   // every plain-text string of up to N characters and none of N + 1, by
   // byte transitions through states that `pure` holds (a rule neither ends
