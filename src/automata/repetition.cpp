@@ -96,14 +96,18 @@ template <typename OneCopy>
 uint32_t Lowering::build_copies(const Expr& e, uint32_t from, Nfa& nfa, OneCopy one) {
   CopyTemplate copy;
   uint32_t cur = from;
-  for (uint32_t i = 0; i < e.min && status_.ok(); ++i) cur = next_copy(cur, nfa, one, copy);
   if (e.max == kUnbounded) {
+    // x{n,}: n - 1 copies, then one that loops (x+ is one copy of x, not
+    // x x*); x*: one loop that may also be left before reading x.
+    const uint32_t before = e.min > 0 ? e.min - 1 : 0;
+    for (uint32_t i = 0; i < before && status_.ok(); ++i) cur = next_copy(cur, nfa, one, copy);
     uint32_t loop = nfa.add();
     nfa.add_epsilon(cur, loop);
     uint32_t end = next_copy(loop, nfa, one, copy);
     nfa.add_epsilon(end, loop);
-    return loop;
+    return e.min > 0 ? end : loop;
   }
+  for (uint32_t i = 0; i < e.min && status_.ok(); ++i) cur = next_copy(cur, nfa, one, copy);
   // Nested optional copies: after each copy either stop or read one more,
   // which keeps the subset construction linear in the bound.
   uint32_t end = nfa.add();
