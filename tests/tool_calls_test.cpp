@@ -569,6 +569,35 @@ TEST(ToolCalls, Glm47) {
   EXPECT_FALSE(thinking.accepts(time));
 }
 
+// any_order: every json_schema of the tag reads its arguments in any order,
+// each at most once, the required ones present.
+TEST(ToolCalls, AnyOrderArguments) {
+  ToolCallOptions options = choice("required");
+  options.any_order = true;
+  FormatChecker hermes("hermes", options);
+  auto call = [](const std::string& args) {
+    return "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + args + "}\n</tool_call>";
+  };
+  EXPECT_TRUE(hermes.accepts(call(R"({"unit": "celsius", "city": "Paris"})")));
+  EXPECT_TRUE(hermes.accepts(call(R"({"city": "Paris", "unit": "celsius"})")));
+  EXPECT_FALSE(hermes.accepts(call(R"({"unit": "celsius"})")));
+  EXPECT_FALSE(hermes.accepts(call(R"({"city": "Paris", "city": "Rome"})")));
+  FormatChecker schema_order("hermes", choice("required"));
+  EXPECT_FALSE(schema_order.accepts(call(R"({"unit": "celsius", "city": "Paris"})")));
+
+  FormatChecker glm("glm_4_7", options);
+  auto arg = [](const std::string& key, const std::string& value) {
+    return "<arg_key>" + key + "</arg_key><arg_value>" + value + "</arg_value>";
+  };
+  EXPECT_TRUE(glm.accepts("<tool_call>get_weather" + arg("unit", "celsius") + arg("city", "Paris") +
+                          "</tool_call>"));
+  EXPECT_FALSE(glm.accepts("<tool_call>get_weather" + arg("unit", "celsius") +
+                           arg("unit", "celsius") + arg("city", "Paris") + "</tool_call>"));
+  Result<std::string> tag = tool_calls_structural_tag("qwen3_coder", kTools, options);
+  ASSERT_TRUE(tag.ok());
+  EXPECT_NE(tag->find("\"any_order\":true"), std::string::npos);
+}
+
 TEST(ToolCalls, Harmony) {
   const std::string weather =
       std::string("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>") +

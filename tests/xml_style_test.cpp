@@ -246,9 +246,6 @@ TEST(QwenXmlStyle, RefusalsNameThePath) {
       {xml(R"({"type":"object","additionalProperties":false,"minProperties":1})"),
        ErrorCode::kInvalidArgument, "/json_schema/minProperties"},
       {xml("true"), ErrorCode::kUnsupported, "/json_schema:"},
-      {R"({"type":"json_schema","style":"qwen_xml","any_order":true,"json_schema":)" +
-           std::string(kWrite) + "}",
-       ErrorCode::kUnsupported, "/any_order"},
       {R"({"type":"json_schema","style":"cohere_xml","json_schema":)" + std::string(kWrite) + "}",
        ErrorCode::kUnsupported, "/style"},
       {R"({"type":"json_schema","style":"minimax_xml","json_schema":)"
@@ -482,6 +479,115 @@ TEST(XmlStyles, MasksMatchTheOracle) {
     }
     EXPECT_GT(accepted_steps, 200u);
   }
+}
+
+// any_order: each declared parameter at most once, in any order, the
+// required ones present; past the converter's bound, schema order and a
+// warning.
+TEST(XmlStyles, AnyOrderIsExact) {
+  auto any = [](const std::string& style, const std::string& schema) {
+    return R"({"type":"json_schema","style":")" + style + R"(","any_order":true,"json_schema":)" +
+           schema + "}";
+  };
+  const std::string tag = any("qwen_xml", kWrite);
+  EXPECT_TRUE(accepts(tag, param("path", "a") + "\n" + param("content", "x")));
+  EXPECT_TRUE(accepts(tag, param("content", "x") + "\n" + param("path", "a")));
+  EXPECT_TRUE(
+      accepts(tag, param("mode", "7") + "\n" + param("content", "x") + "\n" + param("path", "a")));
+  EXPECT_FALSE(accepts(tag, param("content", "x")));  // path is required
+  EXPECT_FALSE(accepts(tag, param("content", "x") + "\n" + param("path", "a") + "\n" +
+                                param("content", "y")));                   // twice
+  EXPECT_FALSE(accepts(tag, param("content", "x") + param("path", "a")));  // no separator
+  EXPECT_FALSE(accepts(tag, "\n" + param("content", "x") + "\n" + param("path", "a")));
+  // GLM: back to back; undeclared parameters anywhere, declared ones once.
+  auto glm = [](const std::string& k, const std::string& v) {
+    return "<arg_key>" + k + "</arg_key><arg_value>" + v + "</arg_value>";
+  };
+  const std::string open = any(
+      "glm_xml", R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},)"
+                 R"("required":["a"]})");
+  EXPECT_TRUE(accepts(open, glm("x", "1") + glm("b", "s") + glm("y", "2") + glm("a", "3")));
+  EXPECT_FALSE(accepts(open, glm("a", "1") + glm("a", "2")));
+  EXPECT_FALSE(accepts(open, glm("b", "s")));
+  EXPECT_FALSE(accepts(open, glm("b", "s") + glm("a", "x")));
+  // DeepSeek: the blank line when nothing is written, in any order too.
+  const std::string optional =
+      any("deepseek_xml", R"({"type":"object","properties":{"n":{"type":"integer"},)"
+                          R"("s":{"type":"string"}},"additionalProperties":false})");
+  auto ds = [](const std::string& k, bool string, const std::string& v) {
+    return "<｜DSML｜parameter name=\"" + k + "\" string=\"" + (string ? "true" : "false") + "\">" +
+           v + "</｜DSML｜parameter>\n";
+  };
+  EXPECT_TRUE(accepts(optional, "\n"));
+  EXPECT_TRUE(accepts(optional, ds("s", true, "x") + ds("n", false, "1")));
+  EXPECT_FALSE(accepts(optional, ds("s", true, "x") + ds("s", true, "y")));
+  EXPECT_FALSE(accepts(optional, ""));
+
+  // Ten parameters pass the default bound (5,120 alternatives): schema
+  // order, with a warning naming the object.
+  std::string properties;
+  for (int i = 0; i < 10; ++i)
+    properties += std::string(i ? "," : "") + "\"p" + std::to_string(i) + R"(":{"type":"integer"})";
+  const std::string wide = any("qwen_xml", R"({"type":"object","properties":{)" + properties +
+                                               R"(},"additionalProperties":false})");
+  std::vector<std::string> warnings;
+  auto grammar = structural_tag_to_grammar(wide, {}, &warnings);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("/json_schema: parameters in schema order"), std::string::npos)
+      << warnings[0];
+  EXPECT_TRUE(accepts(wide, param("p0", "1") + "\n" + param("p1", "2")));
+  EXPECT_FALSE(accepts(wide, param("p1", "2") + "\n" + param("p0", "1")));
+  StructuralTagOptions lifted;
+  lifted.json_schema.any_order_max_alternatives = 6000;
+  warnings.clear();
+  auto unordered = structural_tag_to_grammar(wide, lifted, &warnings);
+  ASSERT_TRUE(unordered.ok()) << unordered.status().to_string();
+  EXPECT_TRUE(warnings.empty());
+}
+
+// Masks of an any-order XML object against the brute-force token oracle.
+TEST(XmlStyles, AnyOrderMasksMatchTheOracle) {
+  std::vector<std::string> tokens = {"</s>", "<arg_key>", "</arg_key><arg_value>", "</arg_value>"};
+  for (char c = ' '; c <= '~'; ++c) tokens.emplace_back(1, c);
+  const Vocabulary vocab = *Vocabulary::from_token_bytes(tokens, /*stop_ids=*/{0});
+  const std::string tag =
+      R"({"type":"json_schema","style":"glm_xml","any_order":true,"json_schema":)"
+      R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string","maxLength":2},)"
+      R"("c":{"type":"boolean"}},"required":["a","c"]}})";
+  auto grammar = structural_tag_to_grammar(tag);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto compiled = CompiledGrammar::compile(*grammar, vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  testing::TokenOracle oracle(*grammar, vocab);
+  ASSERT_TRUE(oracle.ok()) << oracle.status().to_string();
+  ASSERT_TRUE(oracle.supported());
+  size_t accepted_steps = 0;
+  for (uint32_t seed = 0; seed < 25; ++seed) {
+    Matcher m(*compiled);
+    testing::TokenOracle walk = oracle;
+    std::mt19937 rng(seed);
+    std::vector<uint32_t> words(compiled->mask_words());
+    for (int step = 0; step < 40 && !m.is_terminated(); ++step) {
+      ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+      ASSERT_EQ(words, walk.mask(words.size())) << "seed " << seed << " step " << step;
+      // Delimiter tokens twice as likely as a byte: walks reach the later
+      // parameters.
+      std::vector<uint32_t> allowed;
+      for (uint32_t id = 1; id < vocab.size(); ++id) {
+        if (!test_bit(words.data(), id)) continue;
+        allowed.push_back(id);
+        if (id < 4) allowed.push_back(id);
+      }
+      if (allowed.empty() && test_bit(words.data(), 0)) allowed.push_back(0);
+      if (allowed.empty()) break;
+      const uint32_t pick = allowed[rng() % allowed.size()];
+      ASSERT_TRUE(m.accept_token(pick).ok());
+      walk.accept(pick);
+      ++accepted_steps;
+    }
+  }
+  EXPECT_GT(accepted_steps, 300u);
 }
 
 }  // namespace

@@ -38,6 +38,11 @@ struct ToolCallOptions {
   // The reply starts with the model's reasoning block (`<think>...</think>`
   // or the format's own, e.g. harmony's analysis channel).
   bool reasoning = false;
+  // Arguments in any order, exactly (each parameter at most once, the
+  // required ones present): `"any_order": true` on every json_schema of the
+  // tag. An object past JsonSchemaOptions::any_order_max_alternatives stays
+  // in schema order, with a conversion warning.
+  bool any_order = false;
 };
 
 // Builds {"type": "structural_tag", "format": {...}} (compact JSON) for the

@@ -10,6 +10,7 @@
 //   grammask bench (--suite DIR | --vocab FILE (--grammar G | --schema S) --trace T)
 //   grammask schema-stats DIR [--vocab FILE] [--lenient] [--verbose]
 //   grammask tools --format NAME TOOLS.json [--tool-choice C] [--reasoning] [--no-parallel]
+//                  [--any-order]
 //
 // Exit codes: 0 success / accepted, 1 rejected (or malformed grammar for
 // `check`), 2 usage, I/O or grammar errors.
@@ -139,7 +140,7 @@ const char* const kUsage =
     "                 --trace T.ids [--runs N] [--batch N [--threads T]]\n"
     "  grammask schema-stats DIR [--vocab FILE] [--lenient] [--verbose]\n"
     "  grammask tools --format NAME TOOLS.json [--tool-choice auto|required|none|NAME]\n"
-    "                 [--reasoning] [--no-parallel]\n"
+    "                 [--reasoning] [--no-parallel] [--any-order]\n"
     "  grammask tools --list\n"
     "\n"
     "check  exit 0 if the grammar is well-formed, else print FILE:LINE:COL: error: ... and exit 1\n"

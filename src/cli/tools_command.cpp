@@ -2,7 +2,7 @@
 // OpenAI-style tools file (grammask/tool_calls.h).
 //
 //   grammask tools --format NAME TOOLS.json [--tool-choice auto|required|none|NAME]
-//                  [--reasoning] [--no-parallel]
+//                  [--reasoning] [--no-parallel] [--any-order]
 //   grammask tools --list
 #include <cerrno>
 #include <cstring>
@@ -33,6 +33,8 @@ int run_tools(int argc, char** argv) {
       options.reasoning = true;
     } else if (arg == "--no-parallel") {
       options.parallel_tool_calls = false;
+    } else if (arg == "--any-order") {
+      options.any_order = true;
     } else if (arg == "--list") {
       list = true;
     } else if (arg.size() > 1 && arg[0] == '-') {

@@ -868,20 +868,62 @@ class TagConverter {
     return convert_schema(document, at, schema_options);
   }
 
+  // Parameters in any order, exactly: one rule per set of declared
+  // parameters written, each of them at most once, the needed ones before
+  // the end, undeclared ones (`extra`) anywhere. None when its alternatives
+  // (k * 2^(k-1) for k parameters, 2^k more with undeclared ones) pass
+  // JsonSchemaOptions::any_order_max_alternatives.
+  std::optional<Expr> xml_any_order(const std::vector<Expr>& items, const std::vector<bool>& needed,
+                                    const std::optional<Expr>& extra, const XmlStyle& style,
+                                    bool nonempty, const std::string& prefix) {
+    const size_t n = items.size();
+    if (n > 24) return std::nullopt;
+    const double alternatives = static_cast<double>(n) * std::ldexp(1.0, static_cast<int>(n) - 1) +
+                                (extra ? std::ldexp(1.0, static_cast<int>(n)) : 0.0);
+    if (alternatives > options_.json_schema.any_order_max_alternatives) return std::nullopt;
+    uint32_t needed_set = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (needed[i]) needed_set |= uint32_t{1} << i;
+    const auto base = static_cast<uint32_t>(grammar_.rules().size());
+    const uint32_t sets = uint32_t{1} << n;
+    for (uint32_t set = 0; set < sets; ++set)
+      grammar_.add_rule(prefix + "any-" + std::to_string(set), Expr::sequence({}));
+    const auto start = static_cast<uint32_t>(grammar_.rules().size());
+    grammar_.add_rule(prefix + "any-start", Expr::sequence({}));
+    // After `set` was written (`started`: something was, so a separator
+    // comes before the next parameter).
+    auto body = [&](uint32_t set, bool started) {
+      auto next = [&](const Expr& item) {
+        if (!started || style.separator.empty()) return item;
+        return Expr::sequence({Expr::literal_text(style.separator), item});
+      };
+      std::vector<Expr> options;
+      if ((set & needed_set) == needed_set && (started || !nonempty))
+        options.push_back(Expr::sequence({}));
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t bit = uint32_t{1} << i;
+        if ((set & bit) == 0)
+          options.push_back(Expr::sequence({next(items[i]), Expr::rule_ref(base + (set | bit))}));
+      }
+      if (extra) options.push_back(Expr::sequence({next(*extra), Expr::rule_ref(base + set)}));
+      return one_of(std::move(options));
+    };
+    for (uint32_t set = 0; set < sets; ++set)
+      grammar_.mutable_rules()[base + set].body = body(set, true);
+    grammar_.mutable_rules()[start].body = body(0, false);
+    return Expr::rule_ref(start);
+  }
+
   // The arguments of `schema` as `style` writes them: declared properties
-  // in schema order, each at most once, required ones present, undeclared
-  // ones (where allowed) anywhere among them.
+  // in schema order (any order with the format's `any_order`, up to the
+  // converter's bound), each at most once, required ones present,
+  // undeclared ones (where allowed) anywhere among them.
   Result<Expr> xml_arguments(const XmlStyle& style, const Json& format, const std::string& path,
                              const Json& schema, const Ends& ends) {
     const std::string at = path + "/json_schema";
     const std::string quoted = std::string("\"") + style.name + "\"";
     bool any_order = false;
     if (Status s = bool_field(format, path, "any_order", false, &any_order); !s.ok()) return s;
-    if (any_order) {
-      return fail_unsupported(path + "/any_order", "any_order is not supported with style " +
-                                                       quoted +
-                                                       " (parameters follow the schema's order)");
-    }
     if (!schema.is_object()) {
       return fail_unsupported(at,
                               "style " + quoted + " needs an object schema with \"properties\"");
@@ -1006,6 +1048,20 @@ class TagConverter {
       if (!undeclared.ok())
         return error(undeclared.status().code(), at, undeclared.status().message());
       extra = parameter(dfa_expr(*undeclared, prefix + "name"), free_text(stops), true);
+    }
+    if (any_order) {
+      std::optional<Expr> unordered = xml_any_order(items, needed, extra, style, nonempty, prefix);
+      if (unordered) {
+        if (!empty_text) return std::move(*unordered);
+        return Expr::alternation({std::move(*unordered), text(style.when_empty)});
+      }
+      if (warnings_ != nullptr) {
+        warnings_->push_back("structural tag at " + at +
+                             ": parameters in schema order, not in any order: that takes more "
+                             "than " +
+                             std::to_string(options_.json_schema.any_order_max_alternatives) +
+                             " alternatives (JsonSchemaOptions::any_order_max_alternatives)");
+      }
     }
     // rest_i: what may follow once something is written, from item i on;
     // first_i: the first item written being declared item i or later.

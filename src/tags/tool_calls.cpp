@@ -175,6 +175,7 @@ Json hermes(const Request& r) {
 // are the "qwen_xml" style, whose parameters are joined by "\n": the last
 // one's newline is written here, only when there is one.
 const Json* member(const Json& value, const char* key);
+const std::string* string_member(const Json& value, const char* key);
 
 Json qwen_arguments(const Json& parameters) {
   Json arguments{{"type", "json_schema"}, {"json_schema", parameters}, {"style", "qwen_xml"}};
@@ -380,6 +381,29 @@ const std::vector<Format>& formats() {
   return kFormats;
 }
 
+// Sets "any_order" on every json_schema format inside `format`. Walks the
+// containers directly, as member() does: the library never throws.
+void set_any_order(Json& format) {
+  if (auto* items = format.get_ptr<Json::array_t*>()) {
+    for (Json& item : *items) set_any_order(item);
+    return;
+  }
+  auto* members = format.get_ptr<Json::object_t*>();
+  if (members == nullptr) return;
+  const std::string* type = string_member(format, "type");
+  if (type != nullptr && *type == "json_schema") {
+    for (auto& [name, value] : *members) {
+      if (name == "any_order") {
+        value = true;
+        return;
+      }
+    }
+    members->emplace("any_order", true);
+    return;  // (the schema itself is not a format)
+  }
+  for (auto& [name, value] : *members) set_any_order(value);
+}
+
 Status invalid(std::string message) {
   return Status(ErrorCode::kInvalidArgument, std::move(message));
 }
@@ -531,6 +555,7 @@ Result<std::string> tool_calls_structural_tag(std::string_view format, std::stri
   status = read_choice(options.tool_choice, request);
   if (!status.ok()) return status;
   Json tag{{"type", "structural_tag"}, {"format", chosen->build(request)}};
+  if (options.any_order) set_any_order(tag["format"]);
   return tag.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
