@@ -255,7 +255,8 @@ TEST(QwenXmlStyle, RefusalsNameThePath) {
        R"({"type":"object","properties":{"a<b":{"type":"string"}}}})",
        ErrorCode::kUnsupported, "/json_schema/properties/a<b"},
       {R"({"type":"json_schema","style":"deepseek_xml","json_schema":)"
-       R"({"type":"object","properties":{"v":{"type":["string","null"]}}}})",
+       R"({"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"string",)"
+       R"("maxLength":2}]}}}})",
        ErrorCode::kUnsupported, "/json_schema/properties/v:"},
   };
   for (const Case& test : cases) {
@@ -394,6 +395,45 @@ TEST(DeepSeekXmlStyle, StringAttributeFollowsTheValue) {
   EXPECT_TRUE(accepts(open, "\n"));
   EXPECT_TRUE(accepts(open, p("extra", true, "text")));
   EXPECT_FALSE(accepts(open, p("extra", true, "text") + "\n"));
+}
+
+// DeepSeek's string attribute tells a raw string from JSON text, so a value
+// that may be a string or another type (pydantic's Optional[str]) is read
+// either way: string="true" with the schema's string part as raw text,
+// string="false" with any valid JSON value.
+TEST(DeepSeekXmlStyle, MixedTypesByTheStringAttribute) {
+  const std::string tag = styled(
+      "deepseek_xml",
+      R"({"type":"object","$defs":{"Unit":{"type":"string","enum":["c","f"]}},"properties":{)"
+      R"("name":{"anyOf":[{"type":"string","maxLength":5},{"type":"null"}],"default":null},)"
+      R"("unit":{"anyOf":[{"$ref":"#/$defs/Unit"},{"type":"null"}]},)"
+      R"("n":{"type":["string","integer"],"pattern":"^[a-z]+$","minimum":0}},)"
+      R"("additionalProperties":false})");
+  auto p = [](const std::string& name, bool string, const std::string& value) {
+    return "<｜DSML｜parameter name=\"" + name + "\" string=\"" + (string ? "true" : "false") +
+           "\">" + value + "</｜DSML｜parameter>\n";
+  };
+  EXPECT_TRUE(accepts(tag, p("name", true, "abc")));
+  EXPECT_TRUE(accepts(tag, p("name", false, "null")));
+  EXPECT_TRUE(accepts(tag, p("name", false, "\"abc\"")));  // a JSON string is valid too
+  EXPECT_FALSE(accepts(tag, p("name", true, "abcdef")));   // maxLength
+  EXPECT_FALSE(accepts(tag, p("name", false, "5")));
+  EXPECT_FALSE(accepts(tag, p("name", false, "abc")));  // not JSON
+  EXPECT_TRUE(accepts(tag, p("unit", true, "c")));
+  EXPECT_FALSE(accepts(tag, p("unit", true, "x")));
+  EXPECT_TRUE(accepts(tag, p("unit", false, "null")));
+  EXPECT_TRUE(accepts(tag, p("n", true, "abc")));
+  EXPECT_TRUE(accepts(tag, p("n", true, "null")));  // a string the pattern allows
+  EXPECT_FALSE(accepts(tag, p("n", true, "ABC")));
+  EXPECT_TRUE(accepts(tag, p("n", false, "7")));
+  EXPECT_FALSE(accepts(tag, p("n", false, "-1")));
+  // The other styles cannot tell "null" the string from null: refused.
+  EXPECT_EQ(error_of(R"({"type":"structural_tag","format":)" +
+                     styled("minimax_xml", R"({"type":"object","properties":{"v":)"
+                                           R"({"anyOf":[{"type":"string"},{"type":"null"}]}}})") +
+                     "}")
+                .code(),
+            ErrorCode::kUnsupported);
 }
 
 TEST(GlmXmlStyle, KeysAndValuesBackToBack) {

@@ -795,7 +795,7 @@ class TagConverter {
   // says which.
   Result<Expr> xml_value(const XmlStyle& style, const Json& schema, const Json& root,
                          const std::string& at, const std::vector<std::u32string>& stops, bool* raw,
-                         int depth = 0) {
+                         std::optional<Expr>* json_too, int depth = 0) {
     *raw = true;
     // A schema that only refers to a definition (pydantic's enums and
     // models): the definition's.
@@ -812,7 +812,8 @@ class TagConverter {
         } catch (const std::exception&) {
           found = nullptr;
         }
-        if (found != nullptr) return xml_value(style, *found, root, at, stops, raw, depth + 1);
+        if (found != nullptr)
+          return xml_value(style, *found, root, at, stops, raw, json_too, depth + 1);
       }
     }
     if (schema.is_boolean()) {
@@ -834,11 +835,18 @@ class TagConverter {
                                 (constant != schema.end() && constant->is_string()));
     if (string_type || string_values) return raw_string(style, schema, at, stops);
     int budget = 10000;
+    std::vector<Json> string_parts;
     if (may_be_string(schema, root, 0, budget)) {
-      return fail_unsupported(at, std::string("a value that may be a string or another type is "
-                                              "ambiguous in style \"") +
-                                      style.name +
-                                      "\" (a string is raw text, other values JSON text)");
+      // A style that marks raw strings (DeepSeek's string="true") reads
+      // such a value either way: a string raw where its schema's string
+      // part can be told apart, any valid value as JSON text.
+      const bool marked = style.raw_open != style.json_open;
+      if (!marked || json_too == nullptr || !string_part(schema, root, string_parts)) {
+        return fail_unsupported(at, std::string("a value that may be a string or another type is "
+                                                "ambiguous in style \"") +
+                                        style.name +
+                                        "\" (a string is raw text, other values JSON text)");
+      }
     }
     // Converted on its own with the root's definitions: references then
     // mean what they mean in the tool's schema only where they lead into
@@ -864,8 +872,113 @@ class TagConverter {
     }
     JsonSchemaOptions schema_options = options_.json_schema;
     schema_options.property_order = JsonSchemaOptions::PropertyOrder::kSchema;
-    *raw = false;
-    return convert_schema(document, at, schema_options);
+    Result<Expr> json = convert_schema(document, at, schema_options);
+    if (!json.ok() || string_parts.empty()) {
+      *raw = false;
+      return json;
+    }
+    std::vector<Expr> raw_texts;
+    for (const Json& part : string_parts) {
+      Result<Expr> text = raw_string(style, part, at, stops);
+      if (!text.ok()) return text;
+      raw_texts.push_back(std::move(text).value());
+    }
+    *json_too = std::move(json).value();
+    return one_of(std::move(raw_texts));
+  }
+
+  // The string-only schemas whose union is what `schema` accepts of
+  // strings, for a schema that may be a string or another type: a `type`
+  // list with "string" (its string keywords kept), or an anyOf (a oneOf:
+  // one such branch) whose branches that may be strings are string
+  // schemas. False where that cannot be told.
+  static bool string_part(const Json& schema, const Json& root, std::vector<Json>& parts) {
+    static const char* const kStringKeys[] = {"pattern", "minLength", "maxLength", "format"};
+    static const char* const kOtherTypeKeys[] = {"minimum",
+                                                 "maximum",
+                                                 "exclusiveMinimum",
+                                                 "exclusiveMaximum",
+                                                 "multipleOf",
+                                                 "items",
+                                                 "minItems",
+                                                 "maxItems",
+                                                 "properties",
+                                                 "required",
+                                                 "additionalProperties",
+                                                 "minProperties",
+                                                 "maxProperties",
+                                                 "prefixItems"};
+    auto listed = [](const auto& list, const std::string& key) {
+      return std::any_of(std::begin(list), std::end(list), [&](const char* k) { return key == k; });
+    };
+    auto string_only = [](const Json& branch) {
+      if (!branch.is_object()) return false;
+      auto type = branch.find("type");
+      if (type != branch.end()) return is_string_equal(*type, "string");
+      auto values = branch.find("enum");
+      auto constant = branch.find("const");
+      return (values != branch.end() && values->is_array() && !values->empty() &&
+              std::all_of(values->begin(), values->end(),
+                          [](const Json& v) { return v.is_string(); })) ||
+             (constant != branch.end() && constant->is_string());
+    };
+    auto resolve = [&root](const Json* node) {
+      for (int depth = 0; depth < 32 && node->is_object() && node->contains("$ref"); ++depth) {
+        const Json& ref = (*node)["$ref"];
+        if (!ref.is_string() ||
+            !std::all_of(node->items().begin(), node->items().end(),
+                         [](auto kv) { return kv.key() == "$ref" || is_annotation(kv.key()); }))
+          return node;
+        const std::string& target = ref.get_ref<const std::string&>();
+        if (target.rfind("#/$defs/", 0) != 0 && target.rfind("#/definitions/", 0) != 0) return node;
+        try {
+          const Json::json_pointer pointer(target.substr(1));
+          if (!root.contains(pointer)) return node;
+          node = &root.at(pointer);
+        } catch (const std::exception&) {
+          return node;
+        }
+      }
+      return node;
+    };
+    if (!schema.is_object()) return false;
+    auto type = schema.find("type");
+    const char* combinator = schema.contains("anyOf") ? "anyOf" : "oneOf";
+    if (type != schema.end() && type->is_array() && !schema.contains("anyOf") &&
+        !schema.contains("oneOf")) {
+      Json part = Json::object();
+      part["type"] = "string";
+      for (const auto& kv : schema.items()) {
+        const std::string& key = kv.key();
+        if (key == "type" || is_annotation(key) || listed(kOtherTypeKeys, key)) continue;
+        if (listed(kStringKeys, key)) {
+          part[key] = kv.value();
+        } else if (key == "enum" && kv.value().is_array()) {
+          Json strings = Json::array();
+          for (const Json& v : kv.value())
+            if (v.is_string()) strings.push_back(v);
+          part["enum"] = strings;
+        } else if (key == "const" && kv.value().is_string()) {
+          part["const"] = kv.value();
+        } else {
+          return false;
+        }
+      }
+      parts.push_back(std::move(part));
+      return true;
+    }
+    auto branches = schema.find(combinator);
+    if (branches == schema.end() || !branches->is_array() || type != schema.end()) return false;
+    for (const auto& kv : schema.items())
+      if (kv.key() != combinator && !is_annotation(kv.key())) return false;
+    for (const Json& branch : *branches) {
+      const Json& resolved = *resolve(&branch);
+      int budget = 10000;
+      if (!may_be_string(resolved, root, 0, budget)) continue;
+      if (!string_only(resolved)) return false;
+      parts.push_back(resolved);
+    }
+    return !parts.empty() && (combinator[0] == 'a' || parts.size() == 1);
   }
 
   // Parameters in any order, exactly: one rule per set of declared
@@ -1026,12 +1139,18 @@ class TagConverter {
       const std::string value_at =
           at + "/properties/" + internal::schema::escape_pointer_token(names[i]);
       bool raw = true;
-      Result<Expr> value = xml_value(style, (*properties)[names[i]], schema, value_at, stops, &raw);
+      std::optional<Expr> json_too;
+      Result<Expr> value =
+          xml_value(style, (*properties)[names[i]], schema, value_at, stops, &raw, &json_too);
       if (!value.ok()) return value;
       std::u32string name;
       utf8::decode_all(names[i], &name);
-      items.push_back(
-          parameter(Expr::literal_text(std::move(name)), std::move(value).value(), raw));
+      Expr item = parameter(Expr::literal_text(name), std::move(value).value(), raw);
+      if (json_too) {
+        item = Expr::alternation(
+            {std::move(item), parameter(Expr::literal_text(name), std::move(*json_too), false)});
+      }
+      items.push_back(std::move(item));
     }
     const std::string prefix = "xml" + std::to_string(next_name_++) + "-";
     std::optional<Expr> extra;
