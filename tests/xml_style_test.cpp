@@ -449,6 +449,55 @@ TEST(GlmXmlStyle, KeysAndValuesBackToBack) {
   EXPECT_FALSE(accepts(tag, p("q", "x") + p("q", "y")));
 }
 
+// Random walks of `steps` tokens from 25 seeds, each mask compared with the
+// brute-force token oracle's; returns the tokens accepted. The stop token
+// (id 0) is picked only where nothing else is allowed, and ids below
+// `favored` twice as often as the others, so walks go deep into the
+// arguments.
+size_t walk_against_oracle(const std::string& tag, const Vocabulary& vocab, int steps,
+                           uint32_t favored) {
+  auto grammar = structural_tag_to_grammar(tag);
+  EXPECT_TRUE(grammar.ok()) << grammar.status().to_string();
+  if (!grammar.ok()) return 0;
+  auto compiled = CompiledGrammar::compile(*grammar, vocab);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+  testing::TokenOracle oracle(*grammar, vocab);
+  EXPECT_TRUE(oracle.ok()) << oracle.status().to_string();
+  if (!compiled.ok() || !oracle.ok() || !oracle.supported()) {
+    ADD_FAILURE() << "no compiled grammar or oracle";
+    return 0;
+  }
+  size_t accepted_steps = 0;
+  for (uint32_t seed = 0; seed < 25; ++seed) {
+    Matcher m(*compiled);
+    testing::TokenOracle walk = oracle;
+    std::mt19937 rng(seed);
+    std::vector<uint32_t> words(compiled->mask_words());
+    for (int step = 0; step < steps && !m.is_terminated(); ++step) {
+      if (!m.fill_mask(words.data(), words.size()).ok() || words != walk.mask(words.size())) {
+        ADD_FAILURE() << "mask differs from the oracle's: seed " << seed << " step " << step;
+        return accepted_steps;
+      }
+      std::vector<uint32_t> allowed;
+      for (uint32_t id = 1; id < vocab.size(); ++id) {
+        if (!test_bit(words.data(), id)) continue;
+        allowed.push_back(id);
+        if (id < favored) allowed.push_back(id);
+      }
+      if (allowed.empty() && test_bit(words.data(), 0)) allowed.push_back(0);
+      if (allowed.empty()) break;
+      const uint32_t pick = allowed[rng() % allowed.size()];
+      if (!m.accept_token(pick).ok()) {
+        ADD_FAILURE() << "an allowed token was refused: seed " << seed << " step " << step;
+        return accepted_steps;
+      }
+      walk.accept(pick);
+      ++accepted_steps;
+    }
+  }
+  return accepted_steps;
+}
+
 // Masks of the three styles against the brute-force token oracle.
 TEST(XmlStyles, MasksMatchTheOracle) {
   std::vector<std::string> tokens = {"</s>",
@@ -488,36 +537,7 @@ TEST(XmlStyles, MasksMatchTheOracle) {
   const Vocabulary vocab = *Vocabulary::from_token_bytes(tokens, /*stop_ids=*/{0});
   for (const char* style : {"minimax_xml", "deepseek_xml", "glm_xml"}) {
     SCOPED_TRACE(style);
-    auto grammar = structural_tag_to_grammar(styled(style, kSearch));
-    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
-    auto compiled = CompiledGrammar::compile(*grammar, vocab);
-    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
-    testing::TokenOracle oracle(*grammar, vocab);
-    ASSERT_TRUE(oracle.ok()) << oracle.status().to_string();
-    ASSERT_TRUE(oracle.supported());
-    size_t accepted_steps = 0;
-    for (uint32_t seed = 0; seed < 25; ++seed) {
-      Matcher m(*compiled);
-      testing::TokenOracle walk = oracle;
-      std::mt19937 rng(seed);
-      std::vector<uint32_t> words(compiled->mask_words());
-      for (int step = 0; step < 25 && !m.is_terminated(); ++step) {
-        ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
-        ASSERT_EQ(words, walk.mask(words.size())) << "seed " << seed << " step " << step;
-        // The stop token (id 0) only where nothing else is allowed, so walks
-        // go deep into the arguments.
-        std::vector<uint32_t> allowed;
-        for (uint32_t id = 1; id < vocab.size(); ++id)
-          if (test_bit(words.data(), id)) allowed.push_back(id);
-        if (allowed.empty() && test_bit(words.data(), 0)) allowed.push_back(0);
-        if (allowed.empty()) break;
-        const uint32_t pick = allowed[rng() % allowed.size()];
-        ASSERT_TRUE(m.accept_token(pick).ok());
-        walk.accept(pick);
-        ++accepted_steps;
-      }
-    }
-    EXPECT_GT(accepted_steps, 200u);
+    EXPECT_GT(walk_against_oracle(styled(style, kSearch), vocab, 25, 1), 200u);
   }
 }
 
@@ -595,39 +615,8 @@ TEST(XmlStyles, AnyOrderMasksMatchTheOracle) {
       R"({"type":"json_schema","style":"glm_xml","any_order":true,"json_schema":)"
       R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string","maxLength":2},)"
       R"("c":{"type":"boolean"}},"required":["a","c"]}})";
-  auto grammar = structural_tag_to_grammar(tag);
-  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
-  auto compiled = CompiledGrammar::compile(*grammar, vocab);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
-  testing::TokenOracle oracle(*grammar, vocab);
-  ASSERT_TRUE(oracle.ok()) << oracle.status().to_string();
-  ASSERT_TRUE(oracle.supported());
-  size_t accepted_steps = 0;
-  for (uint32_t seed = 0; seed < 25; ++seed) {
-    Matcher m(*compiled);
-    testing::TokenOracle walk = oracle;
-    std::mt19937 rng(seed);
-    std::vector<uint32_t> words(compiled->mask_words());
-    for (int step = 0; step < 40 && !m.is_terminated(); ++step) {
-      ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
-      ASSERT_EQ(words, walk.mask(words.size())) << "seed " << seed << " step " << step;
-      // Delimiter tokens twice as likely as a byte: walks reach the later
-      // parameters.
-      std::vector<uint32_t> allowed;
-      for (uint32_t id = 1; id < vocab.size(); ++id) {
-        if (!test_bit(words.data(), id)) continue;
-        allowed.push_back(id);
-        if (id < 4) allowed.push_back(id);
-      }
-      if (allowed.empty() && test_bit(words.data(), 0)) allowed.push_back(0);
-      if (allowed.empty()) break;
-      const uint32_t pick = allowed[rng() % allowed.size()];
-      ASSERT_TRUE(m.accept_token(pick).ok());
-      walk.accept(pick);
-      ++accepted_steps;
-    }
-  }
-  EXPECT_GT(accepted_steps, 300u);
+  // The delimiters (ids 1 to 3) twice as likely as a byte.
+  EXPECT_GT(walk_against_oracle(tag, vocab, 40, 4), 300u);
 }
 
 }  // namespace
