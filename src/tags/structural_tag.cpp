@@ -510,6 +510,52 @@ class TagConverter {
     return kept;
   }
 
+  // `item` after the style's separator.
+  static Expr separated(const XmlStyle& style, const Expr& item) {
+    if (style.separator.empty()) return item;
+    return Expr::sequence({Expr::literal_text(style.separator), item});
+  }
+
+  // The definition that `schema` only refers to (pydantic's enums and
+  // models: `$ref` into the root's $defs or definitions, with annotations
+  // at most), followed up to `depth_left` times; else `schema` itself.
+  static const Json& referred_definition(const Json& schema, const Json& root,
+                                         int depth_left = 32) {
+    const Json* node = &schema;
+    for (; depth_left > 0; --depth_left) {
+      if (!node->is_object() || !node->contains("$ref")) break;
+      const Json& ref = (*node)["$ref"];
+      if (!ref.is_string() || !std::all_of(node->items().begin(), node->items().end(), [](auto kv) {
+            return kv.key() == "$ref" || is_annotation(kv.key());
+          }))
+        break;
+      const std::string& target = ref.get_ref<const std::string&>();
+      if (target.rfind("#/$defs/", 0) != 0 && target.rfind("#/definitions/", 0) != 0) break;
+      try {
+        const Json::json_pointer pointer(target.substr(1));
+        if (!root.contains(pointer)) break;
+        node = &root.at(pointer);
+      } catch (const std::exception&) {
+        break;
+      }
+    }
+    return *node;
+  }
+
+  // Whether `schema` admits strings only: `"type": "string"`, or no type
+  // and an enum or const of strings.
+  static bool is_string_schema(const Json& schema) {
+    if (!schema.is_object()) return false;
+    auto type = schema.find("type");
+    if (type != schema.end()) return is_string_equal(*type, "string");
+    auto values = schema.find("enum");
+    auto constant = schema.find("const");
+    return (values != schema.end() && values->is_array() && !values->empty() &&
+            std::all_of(values->begin(), values->end(),
+                        [](const Json& v) { return v.is_string(); })) ||
+           (constant != schema.end() && constant->is_string());
+  }
+
   static bool is_annotation(const std::string& key) {
     static const char* const kAnnotations[] = {"title",    "description", "default",  "examples",
                                                "$comment", "deprecated",  "readOnly", "writeOnly",
@@ -793,29 +839,11 @@ class TagConverter {
   // One parameter's value: raw text for a string schema (or one that
   // accepts anything), JSON text where no value can be a string. `raw`
   // says which.
-  Result<Expr> xml_value(const XmlStyle& style, const Json& schema, const Json& root,
+  Result<Expr> xml_value(const XmlStyle& style, const Json& written, const Json& root,
                          const std::string& at, const std::vector<std::u32string>& stops, bool* raw,
-                         std::optional<Expr>* json_too, int depth = 0) {
+                         std::optional<Expr>* json_too) {
     *raw = true;
-    // A schema that only refers to a definition (pydantic's enums and
-    // models): the definition's.
-    if (schema.is_object() && schema.contains("$ref") && schema["$ref"].is_string() &&
-        std::all_of(schema.items().begin(), schema.items().end(),
-                    [](auto kv) { return kv.key() == "$ref" || is_annotation(kv.key()); })) {
-      const std::string& target = schema["$ref"].get_ref<const std::string&>();
-      if (depth < 32 &&
-          (target.rfind("#/$defs/", 0) == 0 || target.rfind("#/definitions/", 0) == 0)) {
-        const Json* found = nullptr;
-        try {
-          const Json::json_pointer pointer(target.substr(1));
-          if (root.contains(pointer)) found = &root.at(pointer);
-        } catch (const std::exception&) {
-          found = nullptr;
-        }
-        if (found != nullptr)
-          return xml_value(style, *found, root, at, stops, raw, json_too, depth + 1);
-      }
-    }
+    const Json& schema = referred_definition(written, root);
     if (schema.is_boolean()) {
       if (schema.get<bool>()) return free_text(stops);
       return fail_unsupported(at, "a parameter whose schema is false cannot be written");
@@ -824,16 +852,7 @@ class TagConverter {
     const bool annotations_only = std::all_of(schema.items().begin(), schema.items().end(),
                                               [](auto kv) { return is_annotation(kv.key()); });
     if (annotations_only) return free_text(stops);
-    auto type = schema.find("type");
-    const bool string_type = type != schema.end() && is_string_equal(*type, "string");
-    auto values = schema.find("enum");
-    auto constant = schema.find("const");
-    const bool string_values = type == schema.end() &&
-                               ((values != schema.end() && values->is_array() && !values->empty() &&
-                                 std::all_of(values->begin(), values->end(),
-                                             [](const Json& v) { return v.is_string(); })) ||
-                                (constant != schema.end() && constant->is_string()));
-    if (string_type || string_values) return raw_string(style, schema, at, stops);
+    if (is_string_schema(schema)) return raw_string(style, schema, at, stops);
     int budget = 10000;
     std::vector<Json> string_parts;
     if (may_be_string(schema, root, 0, budget)) {
@@ -911,36 +930,6 @@ class TagConverter {
     auto listed = [](const auto& list, const std::string& key) {
       return std::any_of(std::begin(list), std::end(list), [&](const char* k) { return key == k; });
     };
-    auto string_only = [](const Json& branch) {
-      if (!branch.is_object()) return false;
-      auto type = branch.find("type");
-      if (type != branch.end()) return is_string_equal(*type, "string");
-      auto values = branch.find("enum");
-      auto constant = branch.find("const");
-      return (values != branch.end() && values->is_array() && !values->empty() &&
-              std::all_of(values->begin(), values->end(),
-                          [](const Json& v) { return v.is_string(); })) ||
-             (constant != branch.end() && constant->is_string());
-    };
-    auto resolve = [&root](const Json* node) {
-      for (int depth = 0; depth < 32 && node->is_object() && node->contains("$ref"); ++depth) {
-        const Json& ref = (*node)["$ref"];
-        if (!ref.is_string() ||
-            !std::all_of(node->items().begin(), node->items().end(),
-                         [](auto kv) { return kv.key() == "$ref" || is_annotation(kv.key()); }))
-          return node;
-        const std::string& target = ref.get_ref<const std::string&>();
-        if (target.rfind("#/$defs/", 0) != 0 && target.rfind("#/definitions/", 0) != 0) return node;
-        try {
-          const Json::json_pointer pointer(target.substr(1));
-          if (!root.contains(pointer)) return node;
-          node = &root.at(pointer);
-        } catch (const std::exception&) {
-          return node;
-        }
-      }
-      return node;
-    };
     if (!schema.is_object()) return false;
     auto type = schema.find("type");
     const char* combinator = schema.contains("anyOf") ? "anyOf" : "oneOf";
@@ -972,10 +961,10 @@ class TagConverter {
     for (const auto& kv : schema.items())
       if (kv.key() != combinator && !is_annotation(kv.key())) return false;
     for (const Json& branch : *branches) {
-      const Json& resolved = *resolve(&branch);
+      const Json& resolved = referred_definition(branch, root);
       int budget = 10000;
       if (!may_be_string(resolved, root, 0, budget)) continue;
-      if (!string_only(resolved)) return false;
+      if (!is_string_schema(resolved)) return false;
       parts.push_back(resolved);
     }
     return !parts.empty() && (combinator[0] == 'a' || parts.size() == 1);
@@ -1006,10 +995,7 @@ class TagConverter {
     // After `set` was written (`started`: something was, so a separator
     // comes before the next parameter).
     auto body = [&](uint32_t set, bool started) {
-      auto next = [&](const Expr& item) {
-        if (!started || style.separator.empty()) return item;
-        return Expr::sequence({Expr::literal_text(style.separator), item});
-      };
+      auto next = [&](const Expr& item) { return started ? separated(style, item) : item; };
       std::vector<Expr> options;
       if ((set & needed_set) == needed_set && (started || !nonempty))
         options.push_back(Expr::sequence({}));
@@ -1191,15 +1177,11 @@ class TagConverter {
     const auto first = static_cast<uint32_t>(grammar_.rules().size());
     for (size_t i = 0; i <= n; ++i)
       grammar_.add_rule(prefix + "first-" + std::to_string(i), Expr::sequence({}));
-    auto separated = [&](const Expr& item) {
-      if (style.separator.empty()) return item;
-      return Expr::sequence({Expr::literal_text(style.separator), item});
-    };
     auto extras = [&]() {
-      return extra ? Expr::repeat(separated(*extra), 0, kUnbounded) : Expr::sequence({});
+      return extra ? Expr::repeat(separated(style, *extra), 0, kUnbounded) : Expr::sequence({});
     };
     for (size_t i = 0; i < n; ++i) {
-      Expr next = separated(items[i]);
+      Expr next = separated(style, items[i]);
       if (!needed[i]) next = Expr::repeat(std::move(next), 0, 1);
       const auto index = static_cast<uint32_t>(i);
       grammar_.mutable_rules()[rest + i].body =

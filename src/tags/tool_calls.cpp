@@ -169,16 +169,21 @@ Json hermes(const Request& r) {
   return with_reasoning(r, think_block(false), std::move(body));
 }
 
+const Json* member(const Json& value, const char* key);
+const std::string* string_member(const Json& value, const char* key);
+
+// A tool's arguments in one of the XML styles of the json_schema format.
+Json xml_arguments(const Json& parameters, const char* style) {
+  return Json{{"type", "json_schema"}, {"json_schema", parameters}, {"style", style}};
+}
+
 // Qwen3-Coder: <tool_call>\n<function=NAME>\n, then per argument
 // <parameter=KEY>\nVALUE\n</parameter>\n, then </function>\n</tool_call>
 // (its chat template; XGrammar's qwen_coder built-in tag). The arguments
 // are the "qwen_xml" style, whose parameters are joined by "\n": the last
 // one's newline is written here, only when there is one.
-const Json* member(const Json& value, const char* key);
-const std::string* string_member(const Json& value, const char* key);
-
 Json qwen_arguments(const Json& parameters) {
-  Json arguments{{"type", "json_schema"}, {"json_schema", parameters}, {"style", "qwen_xml"}};
+  Json arguments = xml_arguments(parameters, "qwen_xml");
   const Json* required = member(parameters, "required");
   const Json* min = member(parameters, "minProperties");
   const bool nonempty = (required != nullptr && required->is_array() && !required->empty()) ||
@@ -203,11 +208,6 @@ Json qwen3_coder(const Request& r) {
   }
   Json body = text_triggered_calls(r, "<tool_call>", std::move(tags), "\n");
   return with_reasoning(r, think_block(false), std::move(body));
-}
-
-// A tool's arguments in one of the XML styles of the json_schema format.
-Json xml_arguments(const Json& parameters, const char* style) {
-  return Json{{"type", "json_schema"}, {"json_schema", parameters}, {"style", style}};
 }
 
 // All of a reply's calls inside one block, `open` calls `close`: for auto
