@@ -941,10 +941,83 @@ TEST(JsonSchemaTest, MultipleOf) {
                   {"0", "-3", "1.5"});
   expect_language(R"({"type": "integer", "maximum": -2, "multipleOf": 0.5})", {"-2", "-71"},
                   {"-1", "0", "3"});
-  // A divisor that does not divide 1, with a one-sided range, is still refused.
-  EXPECT_EQ(
-      json_schema_to_gbnf(R"({"type": "integer", "minimum": 1, "multipleOf": 3})").status().code(),
-      ErrorCode::kUnsupported);
+  // One-sided ranges, and ranges of too many multiples to list.
+  expect_language(R"({"type": "integer", "minimum": 1, "multipleOf": 3})",
+                  {"3", "9", "300000000000000000000", "6.0"}, {"0", "-3", "4", "1.5"});
+  expect_language(R"({"type": "number", "multipleOf": 1, "minimum": 1})", {"1", "2.0", "12"},
+                  {"0", "1.5", "-4"});
+  expect_language(R"({"type": "number", "multipleOf": 11, "minimum": 100})",
+                  {"110", "1001", "121.00"}, {"99", "100", "111", "-110"});
+  expect_language(R"({"type": "number", "multipleOf": 0.01, "minimum": 0,
+                      "maximum": 99999999999.99})",
+                  {"0", "12.5", "99999999999.99", "0.10", "7.770"},
+                  {"-0.01", "0.001", "100000000000", "99999999999.991"});
+  expect_language(R"({"type": "number", "multipleOf": 0.5, "exclusiveMaximum": -2})",
+                  {"-2.5", "-100", "-3.0"}, {"-2", "-2.25", "0", "1"});
+  // A divisor of more than 9 significant digits with a one-sided range is refused.
+  EXPECT_EQ(json_schema_to_gbnf(R"({"type": "number", "minimum": 1, "multipleOf": 1234567891})")
+                .status()
+                .code(),
+            ErrorCode::kUnsupported);
+}
+
+// multipleOf with every kind of range against exact decimal arithmetic, over
+// plain spellings (negative zeros aside: other number grammars refuse them).
+TEST(JsonSchemaTest, MultiplesInRangesMatchArithmetic) {
+  std::mt19937 random(23);
+  const std::vector<std::string> divisors = {"3", "0.25", "1.5", "11", "0.01", "7", "0.5", "4"};
+  const std::vector<std::string> bounds = {"0",  "1",      "100",  "-5",    "-0.5", "2.5",
+                                           "17", "-12.25", "0.01", "99.99", "-100", "3"};
+  auto pick = [&](const std::vector<std::string>& from) { return from[random() % from.size()]; };
+  int checked_schemas = 0;
+  for (int round = 0; round < 80; ++round) {
+    const std::string divisor = pick(divisors), lo = pick(bounds), hi = pick(bounds);
+    const bool has_lo = random() % 3 != 0, has_hi = random() % 3 != 0;
+    const bool lo_exclusive = random() % 2, hi_exclusive = random() % 2;
+    const bool integer = random() % 2;
+    std::string schema = std::string("{\"type\":\"") + (integer ? "integer" : "number") +
+                         "\",\"multipleOf\":" + divisor;
+    if (has_lo)
+      schema += std::string(",\"") + (lo_exclusive ? "exclusiveMinimum" : "minimum") + "\":" + lo;
+    if (has_hi)
+      schema += std::string(",\"") + (hi_exclusive ? "exclusiveMaximum" : "maximum") + "\":" + hi;
+    schema += "}";
+    Result<std::string> text = json_schema_to_gbnf(schema, compact());
+    if (!text.ok() && text.status().code() == ErrorCode::kInvalidArgument) continue;  // empty
+    ASSERT_TRUE(text.ok()) << schema << ": " << text.status().to_string();
+    Result<Grammar> grammar = parse_gbnf(*text);
+    ASSERT_TRUE(grammar.ok()) << *text;
+    auto recognizer = Recognizer::create(*grammar);
+    ASSERT_TRUE(recognizer.ok());
+    ++checked_schemas;
+    const auto divisor_value = *internal::parse_decimal(divisor);
+    for (int k = 0; k < 400; ++k) {
+      std::string candidate = random() % 3 == 0 ? "-" : "";
+      candidate += std::to_string(random() % 4 == 0 ? random() % 20 : random() % 500);
+      if (random() % 2) {
+        candidate += ".";
+        for (int digits = 1 + random() % 4; digits > 0; --digits)
+          candidate += static_cast<char>('0' + random() % 10);
+      }
+      if (candidate[0] == '-' && candidate.find_first_of("123456789") == std::string::npos)
+        continue;
+      const auto value = *internal::parse_decimal(candidate);
+      bool in = *internal::is_multiple_of(value, divisor_value) && (!integer || value.is_integer());
+      if (has_lo) {
+        const int c = internal::compare(value, *internal::parse_decimal(lo));
+        in = in && (lo_exclusive ? c > 0 : c >= 0);
+      }
+      if (has_hi) {
+        const int c = internal::compare(value, *internal::parse_decimal(hi));
+        in = in && (hi_exclusive ? c < 0 : c <= 0);
+      }
+      recognizer->reset();
+      const bool accepted =
+          recognizer->push_bytes(candidate) == candidate.size() && recognizer->is_accepting();
+      ASSERT_EQ(accepted, in) << schema << " value " << candidate << "\n" << *text;
+    }
+  }
+  EXPECT_GT(checked_schemas, 50);
 }
 
 TEST(JsonSchemaTest, Patterns) {

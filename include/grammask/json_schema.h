@@ -24,8 +24,8 @@
 // under a range bound other than 0, a number whose exponent is outside
 // [-4, 4] (other than 0 where a bound has over 40 digits written plainly,
 // as 1e-300 has) unless its mantissa has one non-zero digit before the
-// point, as in 1.5e-07; integers in exponent form; keys out of the chosen order, or
-// out of schema order where an object is too large for any order: see
+// point, as in 1.5e-07; integers and multipleOf numbers in exponent form; keys out of the chosen
+// order, or out of schema order where an object is too large for any order: see
 // any_order_max_alternatives); it never accepts a text whose value the
 // schema rejects.
 //

@@ -116,47 +116,65 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
     if (!clause.excluded.empty()) refuse("multipleOf", pointer, "combined with excluded values");
     bool lower_zero = clause.lo && clause.lo->is_zero() && !clause.lo_exclusive && !clause.hi;
     bool upper_zero = clause.hi && clause.hi->is_zero() && !clause.hi_exclusive && !clause.lo;
-    if (bounded && !lower_zero && !upper_zero) {
-      // A finite range: list the multiples when there are few.
-      if (!clause.lo || !clause.hi)
-        refuse("multipleOf", pointer, "combined with a one-sided range");
-      size_t range_scale =
-          std::max({scale, clause.lo->frac_digits.size(), clause.hi->frac_digits.size()});
-      auto d = scaled_integer(divisor, range_scale), lo = scaled_integer(*clause.lo, range_scale),
-           hi = scaled_integer(*clause.hi, range_scale);
-      if (!d || !lo || !hi)
-        refuse("multipleOf", pointer, "numbers too large to list the multiples");
-      int64_t first = -floor_div(-*lo, *d), last = floor_div(*hi, *d);
-      if (clause.lo_exclusive && first * *d == *lo) ++first;
-      if (clause.hi_exclusive && last * *d == *hi) --last;
-      if (last - first > 1000)
-        refuse("multipleOf", pointer, "more than 1000 multiples in the range");
-      std::vector<std::string> options;
-      for (int64_t k = first; k <= last; ++k) {
-        Decimal value = from_scaled(k * *d, range_scale);
-        if (clause.integer && !value.is_integer()) continue;
-        options.push_back(decimal_literal(value, !clause.strict_integer));
+    const bool integer_only = clause.integer && !divisor.is_integer();
+    // Registers generated rules (their names share a unique prefix).
+    auto define_generated = [&](const std::string& rules) {
+      size_t line_start = 0;
+      while (line_start < rules.size()) {
+        size_t end = rules.find('\n', line_start);
+        std::string line = rules.substr(line_start, end - line_start);
+        size_t sep = line.find(" ::= ");
+        names_.insert(line.substr(0, sep));
+        define_rule(line.substr(0, sep), line.substr(sep + 5));
+        line_start = end + 1;
       }
-      if (options.empty()) return "";
-      return add_rule(hint + "-num", alternatives(options));
+    };
+    if (bounded && !lower_zero && !upper_zero) {
+      // A finite range with few multiples: list them.
+      if (clause.lo && clause.hi) {
+        size_t range_scale =
+            std::max({scale, clause.lo->frac_digits.size(), clause.hi->frac_digits.size()});
+        auto d = scaled_integer(divisor, range_scale), lo = scaled_integer(*clause.lo, range_scale),
+             hi = scaled_integer(*clause.hi, range_scale);
+        if (d && lo && hi) {
+          int64_t first = -floor_div(-*lo, *d), last = floor_div(*hi, *d);
+          if (clause.lo_exclusive && first * *d == *lo) ++first;
+          if (clause.hi_exclusive && last * *d == *hi) --last;
+          if (last - first <= 1000) {
+            std::vector<std::string> options;
+            for (int64_t k = first; k <= last; ++k) {
+              Decimal value = from_scaled(k * *d, range_scale);
+              if (clause.integer && !value.is_integer()) continue;
+              options.push_back(decimal_literal(value, !clause.strict_integer));
+            }
+            if (options.empty()) return "";
+            return add_rule(hint + "-num", alternatives(options));
+          }
+        }
+      }
+      // Otherwise one automaton over the text decides both.
+      std::optional<Bound> lo, hi;
+      if (clause.lo) lo = Bound{*clause.lo, clause.lo_exclusive};
+      if (clause.hi) hi = Bound{*clause.hi, clause.hi_exclusive};
+      std::string rules;
+      bool too_large = false;
+      auto start =
+          internal::multiple_in_range_gbnf(divisor, lo, hi, integer_only, !clause.strict_integer,
+                                           unique_name(hint + "-mult"), 4096, &rules, &too_large);
+      if (too_large)
+        refuse("multipleOf", pointer,
+               "the multiples of " + divisor.to_string() + " in this range need too many states");
+      if (!start) return "";
+      define_generated(rules);
+      return add_rule(hint + "-num", *start);
     }
-    bool integer_only = clause.integer && !divisor.is_integer();
     std::string rules;
     std::string name = unique_name(hint + "-mult");
     auto start = internal::multiple_of_gbnf(divisor, integer_only, !clause.strict_integer, name,
                                             4096, &rules);
     if (!start)
       refuse("multipleOf", pointer, "divisor " + divisor.to_string() + " needs too many states");
-    // Register the generated rules (their names share the unique prefix).
-    size_t line_start = 0;
-    while (line_start < rules.size()) {
-      size_t end = rules.find('\n', line_start);
-      std::string line = rules.substr(line_start, end - line_start);
-      size_t sep = line.find(" ::= ");
-      names_.insert(line.substr(0, sep));
-      define_rule(line.substr(0, sep), line.substr(sep + 5));
-      line_start = end + 1;
-    }
+    define_generated(rules);
     std::string unsigned_part = *start;
     if (lower_zero)
       define_rule(name, unsigned_part);

@@ -3,8 +3,10 @@
 #include "schema/numbers.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 namespace grammask::internal {
@@ -703,6 +705,364 @@ std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer
     start.push_back(literal(std::string(1, static_cast<char>('0' + d))) + " " +
                     int_rule(static_cast<uint64_t>(d) % modulus));
   return "(" + join(start, " | ") + ")";
+}
+
+// --- Multiples within a range ------------------------------------------------
+//
+// A deterministic automaton over the text of a non-negative number,
+// `("0" | [1-9] [0-9]*) ("." [0-9]+)?`, symbols 0-9 and kPoint, that
+// accepts the multiples of M * 10^-s within the magnitude bounds. Its state
+// is what decides both: the digits read mod M (past s fraction digits every
+// digit must be 0), and how the text compares with each bound so far.
+
+namespace {
+
+constexpr int kPoint = 10;  // the symbol '.'
+constexpr int kSymbols = 11;
+
+enum class Rel : uint8_t { kLess, kEqual, kGreater };
+
+// A bound on the magnitude: the integer digits ("0" for zero) and the
+// fraction digits (no trailing zeros).
+struct MagnitudeBound {
+  std::string int_digits;
+  std::string frac_digits;
+  bool exclusive = false;
+};
+
+struct TextState {
+  bool fraction = false;    // past the point
+  bool int_closed = false;  // the integer part is "0": no digit may follow
+  uint8_t count = 0;        // integer digits read (capped), or fraction digits (capped)
+  Rel lo = Rel::kEqual;     // integer part: the prefix against the bound's; fraction: the value
+  Rel hi = Rel::kEqual;
+  uint32_t remainder = 0;
+  uint64_t key() const {
+    return (uint64_t{remainder} << 24) | (uint64_t{count} << 8) | (static_cast<uint64_t>(lo) << 4) |
+           (static_cast<uint64_t>(hi) << 2) | (uint64_t{fraction} << 1) | uint64_t{int_closed};
+  }
+};
+
+class MultipleTextAutomaton {
+ public:
+  MultipleTextAutomaton(uint64_t modulus, size_t scale, std::optional<MagnitudeBound> lo,
+                        std::optional<MagnitudeBound> hi, bool integer_only, bool allow_fraction)
+      : modulus_(modulus),
+        scale_(scale),
+        lo_(std::move(lo)),
+        hi_(std::move(hi)),
+        integer_only_(integer_only),
+        allow_fraction_(allow_fraction) {
+    size_t int_length = 1, frac_length = scale;
+    for (const auto* bound : {&lo_, &hi_})
+      if (*bound) {
+        int_length = std::max(int_length, (*bound)->int_digits.size());
+        frac_length = std::max(frac_length, (*bound)->frac_digits.size());
+      }
+    int_cap_ = int_length + 1;
+    frac_cap_ = std::max<size_t>(frac_length, 1);
+    power_.assign(scale_ + 1, 1 % modulus_);
+    for (size_t k = 1; k <= scale_; ++k) power_[k] = (power_[k - 1] * 10) % modulus_;
+  }
+
+  // Builds the reachable states; false past max_states.
+  bool build(size_t max_states) {
+    std::unordered_map<uint64_t, int32_t> index;
+    std::vector<TextState> pending;
+    auto state_of = [&](const TextState& s) -> int32_t {
+      auto [it, inserted] = index.emplace(s.key(), static_cast<int32_t>(states_.size()));
+      if (inserted) {
+        states_.push_back(s);
+        next_.push_back({});
+        next_.back().fill(-1);
+        accept_.push_back(accepts(s));
+      }
+      return it->second;
+    };
+    state_of(TextState{});
+    for (size_t done = 0; done < states_.size(); ++done) {
+      if (states_.size() > max_states) return false;
+      for (int symbol = 0; symbol < kSymbols; ++symbol) {
+        std::optional<TextState> target = step(states_[done], symbol, done == 0);
+        if (target) {
+          const int32_t t = state_of(*target);
+          next_[done][symbol] = t;
+        }
+      }
+    }
+    return states_.size() <= max_states;
+  }
+
+  // Drops the states that cannot reach acceptance and merges equivalent
+  // ones; false when nothing is accepted.
+  bool trim_and_minimize() {
+    const size_t n = states_.size();
+    std::vector<std::vector<int32_t>> back(n);
+    for (size_t s = 0; s < n; ++s)
+      for (int32_t t : next_[s])
+        if (t >= 0) back[t].push_back(static_cast<int32_t>(s));
+    std::vector<bool> live(n, false);
+    std::vector<int32_t> work;
+    for (size_t s = 0; s < n; ++s)
+      if (accept_[s]) live[s] = true, work.push_back(static_cast<int32_t>(s));
+    while (!work.empty()) {
+      const int32_t t = work.back();
+      work.pop_back();
+      for (int32_t s : back[t])
+        if (!live[s]) live[s] = true, work.push_back(s);
+    }
+    if (!live[0]) return false;
+    for (auto& row : next_)
+      for (int32_t& t : row)
+        if (t >= 0 && !live[t]) t = -1;
+    // Moore's refinement: blocks by acceptance, then by the blocks of the
+    // targets, until the number of blocks stops growing.
+    std::vector<int32_t> block(n, -1);
+    for (size_t s = 0; s < n; ++s)
+      if (live[s]) block[s] = accept_[s] ? 1 : 0;
+    size_t blocks = 0;
+    for (;;) {
+      std::map<std::vector<int32_t>, int32_t> signatures;
+      std::vector<int32_t> refined(n, -1);
+      for (size_t s = 0; s < n; ++s) {
+        if (!live[s]) continue;
+        std::vector<int32_t> signature{block[s]};
+        for (int32_t t : next_[s]) signature.push_back(t >= 0 ? block[t] : -1);
+        refined[s] = signatures.emplace(std::move(signature), signatures.size()).first->second;
+      }
+      block.swap(refined);
+      if (signatures.size() == blocks) break;
+      blocks = signatures.size();
+    }
+    // The minimal automaton, its start (the block of state 0) first.
+    std::vector<int32_t> renumber(blocks, -1);
+    std::vector<size_t> order{0};
+    renumber[block[0]] = 0;
+    std::vector<std::array<int32_t, kSymbols>> next;
+    std::vector<bool> accept;
+    for (size_t k = 0; k < order.size(); ++k) {
+      const size_t s = order[k];
+      std::array<int32_t, kSymbols> row;
+      row.fill(-1);
+      for (int symbol = 0; symbol < kSymbols; ++symbol) {
+        const int32_t t = next_[s][symbol];
+        if (t < 0) continue;
+        if (renumber[block[t]] < 0) {
+          renumber[block[t]] = static_cast<int32_t>(order.size());
+          order.push_back(static_cast<size_t>(t));
+        }
+        row[symbol] = renumber[block[t]];
+      }
+      next.push_back(row);
+      accept.push_back(accept_[s]);
+    }
+    next_ = std::move(next);
+    accept_ = std::move(accept);
+    return true;
+  }
+
+  // One rule per state that reads on (a state that only accepts is the
+  // end of the transitions into it); returns the start rule's name.
+  std::string write_rules(const std::string& prefix, std::string* rules) const {
+    auto name = [&](int32_t s) { return prefix + "-" + std::to_string(s); };
+    auto reads_on = [&](int32_t s) {
+      for (int32_t t : next_[s])
+        if (t >= 0) return true;
+      return false;
+    };
+    for (size_t s = 0; s < next_.size(); ++s) {
+      if (!reads_on(static_cast<int32_t>(s)) && s != 0) continue;
+      std::vector<std::string> options;
+      auto option = [&](const std::string& symbols, int32_t target) {
+        options.push_back(reads_on(target) ? symbols + " " + name(target) : symbols);
+      };
+      for (int d = 0; d <= 9;) {
+        const int32_t t = next_[s][d];
+        int e = d;
+        while (e + 1 <= 9 && next_[s][e + 1] == t) ++e;
+        if (t >= 0) option(digit_class(static_cast<char>('0' + d), static_cast<char>('0' + e)), t);
+        d = e + 1;
+      }
+      if (next_[s][kPoint] >= 0) option("\".\"", next_[s][kPoint]);
+      std::string body = join(options, " | ");
+      if (accept_[s]) body = "(" + body + ")?";
+      *rules += name(static_cast<int32_t>(s)) + " ::= " + body + "\n";
+    }
+    return name(0);
+  }
+
+ private:
+  static Rel compare_digit(int digit, char bound_digit) {
+    const int b = bound_digit - '0';
+    return digit < b ? Rel::kLess : digit > b ? Rel::kGreater : Rel::kEqual;
+  }
+
+  // The integer part's relation to `bound` once it ends with `count` digits.
+  Rel int_relation(const MagnitudeBound& bound, size_t count, Rel prefix) const {
+    if (count < bound.int_digits.size()) return Rel::kLess;
+    if (count > bound.int_digits.size()) return Rel::kGreater;
+    return prefix;
+  }
+
+  // The value's relation to `bound` when the text ends here.
+  static Rel final_relation(const MagnitudeBound& bound, Rel so_far, size_t frac_read) {
+    if (so_far != Rel::kEqual) return so_far;
+    return frac_read < bound.frac_digits.size() ? Rel::kLess : Rel::kEqual;
+  }
+
+  bool in_range(Rel lo, Rel hi) const {
+    if (lo_ && !(lo == Rel::kGreater || (lo == Rel::kEqual && !lo_->exclusive))) return false;
+    if (hi_ && !(hi == Rel::kLess || (hi == Rel::kEqual && !hi_->exclusive))) return false;
+    return true;
+  }
+
+  bool accepts(const TextState& s) const {
+    if (!s.fraction && s.count == 0) return false;  // nothing read
+    if (s.fraction && s.count == 0) return false;   // a point needs a digit after it
+    const size_t frac_read = s.fraction ? s.count : 0;
+    const size_t padding = scale_ - std::min(frac_read, scale_);
+    if ((s.remainder * power_[padding]) % modulus_ != 0) return false;
+    Rel lo = Rel::kGreater, hi = Rel::kLess;
+    if (s.fraction) {
+      if (lo_) lo = final_relation(*lo_, s.lo, frac_read);
+      if (hi_) hi = final_relation(*hi_, s.hi, frac_read);
+    } else {
+      if (lo_) lo = final_relation(*lo_, int_relation(*lo_, s.count, s.lo), 0);
+      if (hi_) hi = final_relation(*hi_, int_relation(*hi_, s.count, s.hi), 0);
+    }
+    return in_range(lo, hi);
+  }
+
+  std::optional<TextState> step(const TextState& s, int symbol, bool start) const {
+    TextState t = s;
+    if (symbol == kPoint) {
+      if (s.fraction || start || !allow_fraction_) return std::nullopt;
+      t.fraction = true;
+      t.int_closed = false;
+      t.count = 0;
+      if (lo_) t.lo = int_relation(*lo_, s.count, s.lo);
+      if (hi_) t.hi = int_relation(*hi_, s.count, s.hi);
+      if (hi_ && t.hi == Rel::kGreater) return std::nullopt;
+      return t;
+    }
+    const int digit = symbol;
+    if (!s.fraction) {
+      if (s.int_closed) return std::nullopt;
+      if (start && digit == 0) t.int_closed = true;
+      // The digit's place in the bounds' integer parts, when as long.
+      const size_t at = s.count;
+      auto advance = [&](const std::optional<MagnitudeBound>& bound, Rel prefix) {
+        if (!bound || at >= bound->int_digits.size()) return Rel::kGreater;
+        if (prefix != Rel::kEqual) return prefix;
+        return compare_digit(digit, bound->int_digits[at]);
+      };
+      t.lo = advance(lo_, s.lo);
+      t.hi = advance(hi_, s.hi);
+      t.count = static_cast<uint8_t>(std::min<size_t>(s.count + 1, int_cap_));
+      // Longer than the upper bound's integer part: too large already.
+      if (hi_ && t.count > hi_->int_digits.size()) return std::nullopt;
+      t.remainder =
+          static_cast<uint32_t>((s.remainder * 10 + static_cast<uint64_t>(digit)) % modulus_);
+      if (!lo_) t.lo = Rel::kEqual;
+      if (!hi_) t.hi = Rel::kEqual;
+      return t;
+    }
+    // A fraction digit: past the divisor's scale, or for integers, only 0.
+    if ((s.count >= scale_ || integer_only_) && digit != 0) return std::nullopt;
+    auto advance = [&](const std::optional<MagnitudeBound>& bound, Rel so_far) {
+      if (!bound || so_far != Rel::kEqual) return so_far;
+      const char bound_digit =
+          s.count < bound->frac_digits.size() ? bound->frac_digits[s.count] : '0';
+      return compare_digit(digit, bound_digit);
+    };
+    t.lo = advance(lo_, s.lo);
+    t.hi = advance(hi_, s.hi);
+    if (hi_ && t.hi == Rel::kGreater) return std::nullopt;
+    if (s.count < scale_)
+      t.remainder =
+          static_cast<uint32_t>((s.remainder * 10 + static_cast<uint64_t>(digit)) % modulus_);
+    t.count = static_cast<uint8_t>(std::min<size_t>(s.count + 1, frac_cap_));
+    return t;
+  }
+
+  uint64_t modulus_;
+  size_t scale_;
+  std::optional<MagnitudeBound> lo_, hi_;
+  bool integer_only_, allow_fraction_;
+  size_t int_cap_ = 0, frac_cap_ = 0;
+  std::vector<uint64_t> power_;  // 10^k mod modulus, k = 0..scale
+  std::vector<TextState> states_;
+  std::vector<std::array<int32_t, kSymbols>> next_;
+  std::vector<bool> accept_;
+};
+
+MagnitudeBound magnitude_of(const Bound& bound) {
+  return {bound.value.int_digits.empty() ? "0" : bound.value.int_digits, bound.value.frac_digits,
+          bound.exclusive};
+}
+
+}  // namespace
+
+std::optional<std::string> multiple_in_range_gbnf(const Decimal& divisor,
+                                                  const std::optional<Bound>& lo,
+                                                  const std::optional<Bound>& hi, bool integer_only,
+                                                  bool allow_fraction, const std::string& prefix,
+                                                  size_t max_states, std::string* rules,
+                                                  bool* too_large) {
+  *too_large = false;
+  const size_t scale = divisor.frac_digits.size();
+  const std::string modulus_digits = strip_leading_zeros(divisor.int_digits + divisor.frac_digits);
+  if (modulus_digits.empty() || modulus_digits.size() > 9) {
+    *too_large = true;
+    return std::nullopt;
+  }
+  const uint64_t modulus = std::stoull(modulus_digits);
+  if (lo && hi) {
+    const int c = compare(lo->value, hi->value);
+    if (c > 0 || (c == 0 && (lo->exclusive || hi->exclusive))) return std::nullopt;
+  }
+  const Decimal zero;
+  const bool bounds_too_long =
+      (lo && lo->value.int_digits.size() + lo->value.frac_digits.size() > 40) ||
+      (hi && hi->value.int_digits.size() + hi->value.frac_digits.size() > 40);
+  if (bounds_too_long) {
+    *too_large = true;
+    return std::nullopt;
+  }
+  // Each sign's magnitudes: the non-negative values [max(lo, 0), hi], the
+  // negative ones as magnitudes [max(-hi, 0), -lo]. A lower bound of 0,
+  // inclusive, bounds nothing.
+  struct Side {
+    const char* sign;
+    const char* suffix;
+    bool present;
+    std::optional<MagnitudeBound> lo, hi;
+  };
+  Side positive{"", "-p", !hi || !hi->value.negative, std::nullopt, std::nullopt};
+  if (hi && hi->value.is_zero() && hi->exclusive) positive.present = false;
+  if (lo && !lo->value.negative && !(lo->value.is_zero() && !lo->exclusive))
+    positive.lo = magnitude_of(*lo);
+  if (hi) positive.hi = magnitude_of(*hi);
+  Side negative{"\"-\" ", "-n",
+                !lo || lo->value.negative || (lo->value.is_zero() && !lo->exclusive), std::nullopt,
+                std::nullopt};
+  if (hi && (hi->value.negative || (hi->value.is_zero() && hi->exclusive)))
+    negative.lo = magnitude_of(Bound{negate(hi->value), hi->exclusive});
+  if (lo) negative.hi = magnitude_of(Bound{negate(lo->value), lo->exclusive});
+  std::vector<std::string> options;
+  for (const Side* side : {&negative, &positive}) {
+    if (!side->present) continue;
+    MultipleTextAutomaton automaton(modulus, scale, side->lo, side->hi, integer_only,
+                                    allow_fraction);
+    if (!automaton.build(max_states)) {
+      *too_large = true;
+      return std::nullopt;
+    }
+    if (!automaton.trim_and_minimize()) continue;
+    options.push_back(side->sign + automaton.write_rules(prefix + side->suffix, rules));
+  }
+  if (options.empty()) return std::nullopt;
+  return group(options);
 }
 
 }  // namespace grammask::internal

@@ -76,6 +76,22 @@ std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer
                                             bool allow_fraction, const std::string& prefix,
                                             size_t max_states, std::string* rules);
 
+// Rules for the numbers between the bounds (signed, either may be absent)
+// that are multiples of `divisor` (> 0), written `-? int frac?` without
+// exponent ("-0" and trailing zeros included); fraction all zeros when
+// `integer_only`, none unless `allow_fraction`. One automaton over the
+// text tracks the remainder and the comparison with each bound, minimized
+// and written one rule per state named `prefix`-... into *rules. Returns
+// the start expression; nullopt when no number qualifies, or with
+// *too_large set when the automaton would pass max_states states (a
+// divisor of more than 9 digits, bounds of more than 40).
+std::optional<std::string> multiple_in_range_gbnf(const Decimal& divisor,
+                                                  const std::optional<Bound>& lo,
+                                                  const std::optional<Bound>& hi, bool integer_only,
+                                                  bool allow_fraction, const std::string& prefix,
+                                                  size_t max_states, std::string* rules,
+                                                  bool* too_large);
+
 }  // namespace grammask::internal
 
 #endif  // GRAMMASK_SRC_SCHEMA_NUMBERS_H_
