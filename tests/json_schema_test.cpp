@@ -1225,6 +1225,21 @@ TEST(JsonSchemaTest, RefsAndRecursion) {
                      "properties": {"child": {"anyOf": [{"type": "null"}, {"$ref": "#"}]}}})",
                   {R"({"child":null})", R"({"child":{"child":null}})"},
                   {"{}", R"({"child":{}})", R"({"child":1})"});
+  // A oneOf whose object branches require properties that refer back to
+  // the oneOf: disjointness is settled by another required property.
+  expect_language(R"({"$defs": {
+      "resource": {"oneOf": [{"type": "string"}, {"$ref": "#/$defs/selector"}]},
+      "selector": {"oneOf": [
+          {"type": "object", "required": ["ios", "android"], "additionalProperties": false,
+           "properties": {"ios": {"$ref": "#/$defs/resource"},
+                          "android": {"$ref": "#/$defs/resource"}}},
+          {"type": "object", "required": ["ref"], "additionalProperties": false,
+           "properties": {"ref": {"type": "string"}}}]}},
+      "$ref": "#/$defs/resource"})",
+                  {R"("red")", R"({"ref":"x"})", R"({"ios":"a","android":{"ref":"b"}})",
+                   R"({"ios":{"ios":"a","android":"b"},"android":"c"})"},
+                  {"{}", R"({"ios":"a"})", R"({"ref":"x","ios":"a"})", R"({"ref":1})",
+                   R"({"ios":"a","android":{"ref":2}})"});
 }
 
 TEST(JsonSchemaTest, ExternalDocuments) {

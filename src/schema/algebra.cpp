@@ -81,9 +81,12 @@ bool Converter::objects_disjoint_by_required(const Clause& x, const Clause& y, i
   for (const Clause* a : {&x, &y}) {
     const Clause* b = a == &x ? &y : &x;
     for (const std::string& name : a->required) {
-      const Sub in_a = property_schema(*a, name);
-      const Sub in_b = property_schema(*b, name);
-      if (disjoint(normalize(in_a), normalize(in_b), depth + 1)) return true;
+      // (A property schema that leads back to a schema being normalized
+      // cannot tell: the next name may.)
+      const Disj* in_a = normalize_unless_in_progress(property_schema(*a, name));
+      if (in_a == nullptr) continue;
+      const Disj* in_b = normalize_unless_in_progress(property_schema(*b, name));
+      if (in_b != nullptr && disjoint(*in_a, *in_b, depth + 1)) return true;
     }
   }
   return false;

@@ -67,6 +67,11 @@ class Converter {
   // Refuses a schema that reaches itself without consuming input
   // (kSelfReference) and nesting through references past max_schema_depth.
   const Disj& normalize(const Sub& sub);
+  // normalize(sub), or null when `sub` leads back to a schema being
+  // normalized (a recursive definition seen from inside a property or item
+  // of itself, whose value lies in between): for checks that may then
+  // answer "cannot tell".
+  const Disj* normalize_unless_in_progress(const Sub& sub);
   const Disj& normalize_node(const Json* node);
   Disj normalize_object(const Json* node);
   // The local keywords of a schema object (those that constrain values of

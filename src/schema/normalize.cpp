@@ -61,6 +61,15 @@ const Disj& Converter::normalize(const Sub& sub) {
   return sub_memo_.emplace(key, std::move(result)).first->second;
 }
 
+const Disj* Converter::normalize_unless_in_progress(const Sub& sub) {
+  try {
+    return &normalize(sub);
+  } catch (Refusal& refusal) {
+    if (refusal.status.message().find(kSelfReference) == std::string::npos) throw;
+    return nullptr;
+  }
+}
+
 const Disj& Converter::normalize_node(const Json* node) {
   auto it = node_memo_.find(node);
   if (it != node_memo_.end()) {
@@ -360,14 +369,10 @@ Disj Converter::satisfiable(Disj d) {
       for (const std::string& name : clause.required) {
         Sub schema = property_schema(clause, name);
         if (schema.is_true()) continue;
-        try {
-          if (normalize(schema).empty()) empty = true;
-        } catch (Refusal& refusal) {
-          // A property referring back to a schema being normalized (a
-          // recursive definition) looks like a cycle to this check, but
-          // the property's value lies in between: not looked into.
-          if (refusal.status.message().find(kSelfReference) == std::string::npos) throw;
-        }
+        // (A property referring back to a schema being normalized is not
+        // looked into.)
+        const Disj* normal = normalize_unless_in_progress(schema);
+        if (normal != nullptr && normal->empty()) empty = true;
       }
     }
     if (!empty) kept.push_back(std::move(clause));
