@@ -95,6 +95,9 @@ struct NumberKeywords {
   bool lo_exclusive = false, hi_exclusive = false;
   std::string range_pointer;
   std::vector<std::pair<Decimal, std::string>> multiple_of;
+  // From `not` of multipleOf: per group, the value is not a multiple of
+  // every divisor of the group together.
+  std::vector<std::vector<std::pair<Decimal, std::string>>> not_multiple_of;
 
   bool unconstrained() const;
   void add_key(std::string& key) const;

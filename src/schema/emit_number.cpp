@@ -53,13 +53,29 @@ static bool multiple_of_every_integer(const Clause& clause) {
   return true;
 }
 
+// The least common multiple of `divisors` (written with the scale of the
+// longest fraction); refuses past 10^12 at that scale.
+static Decimal lcm_of(const std::vector<std::pair<Decimal, std::string>>& divisors) {
+  size_t scale = 0;
+  for (const auto& [divisor, where] : divisors) scale = std::max(scale, divisor.frac_digits.size());
+  int64_t lcm = 1;
+  for (const auto& [divisor, where] : divisors) {
+    auto scaled = scaled_integer(divisor, scale);
+    if (!scaled || *scaled > 1000000000000LL) refuse("multipleOf", where, "divisor too large");
+    lcm = lcm / std::gcd(lcm, *scaled) * *scaled;
+    if (lcm > 1000000000000LL)
+      refuse("multipleOf", where, "divisors with too large a common multiple");
+  }
+  return from_scaled(lcm, scale);
+}
+
 std::string Converter::emit_number(const Clause& clause, const std::string& hint) {
   if (clause.integer && clause.non_integer) return "";
   if (clause.written_non_integer) {
     // Only alone: with a range or other number keywords the grammar would
     // have to intersect the spellings with the range's.
     if (clause.integer || clause.non_integer || clause.lo || clause.hi ||
-        !clause.multiple_of.empty() || !clause.excluded.empty())
+        !clause.multiple_of.empty() || !clause.not_multiple_of.empty() || !clause.excluded.empty())
       refuse("not", clause.range_pointer,
              "a draft-04 `not: {type: integer}` combined with other number keywords");
     return add_rule(hint + "-num",
@@ -97,49 +113,71 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
     intervals = std::move(next);
     bounded = true;
   }
+  // Registers generated rules (their names share a unique prefix).
+  auto define_generated = [&](const std::string& rules) {
+    size_t line_start = 0;
+    while (line_start < rules.size()) {
+      size_t end = rules.find('\n', line_start);
+      std::string line = rules.substr(line_start, end - line_start);
+      size_t sep = line.find(" ::= ");
+      names_.insert(line.substr(0, sep));
+      define_rule(line.substr(0, sep), line.substr(sep + 5));
+      line_start = end + 1;
+    }
+  };
+  std::optional<Bound> lo, hi;
+  if (clause.lo) lo = Bound{*clause.lo, clause.lo_exclusive};
+  if (clause.hi) hi = Bound{*clause.hi, clause.hi_exclusive};
+  // Multiples within a range through one automaton over the text; refused
+  // when it grows too large.
+  auto multiples_in_range = [&](const std::optional<Decimal>& divisor,
+                                const std::vector<Decimal>& excluded, bool integer_only,
+                                const std::string& pointer) -> std::string {
+    std::string rules;
+    bool too_large = false;
+    auto start = internal::multiple_in_range_gbnf(
+        divisor, excluded, lo, hi, integer_only, !clause.strict_integer,
+        unique_name(hint + "-mult"), 4096, &rules, &too_large);
+    if (too_large)
+      refuse("multipleOf", pointer, "the multiples in this range need too many states");
+    if (!start) return "";
+    define_generated(rules);
+    return add_rule(hint + "-num", *start);
+  };
+  if (!clause.not_multiple_of.empty()) {
+    const std::string& pointer = clause.not_multiple_of[0][0].second;
+    if (clause.non_integer || clause.written_non_integer)
+      refuse("not", pointer, "a multipleOf combined with `not integer`");
+    if (!clause.excluded.empty())
+      refuse("not", pointer, "a multipleOf combined with excluded values");
+    std::optional<Decimal> divisor;
+    if (!clause.multiple_of.empty()) divisor = lcm_of(clause.multiple_of);
+    std::vector<Decimal> excluded;
+    for (const auto& group : clause.not_multiple_of) excluded.push_back(lcm_of(group));
+    return multiples_in_range(divisor, excluded, clause.integer, pointer);
+  }
   if (!clause.multiple_of.empty() && !multiple_of_every_integer(clause)) {
     // Multiples of several divisors are the multiples of their lcm.
     const std::string& pointer = clause.multiple_of[0].second;
-    size_t scale = 0;
-    for (const auto& [divisor, where] : clause.multiple_of)
-      scale = std::max(scale, divisor.frac_digits.size());
-    int64_t lcm = 1;
-    for (const auto& [divisor, where] : clause.multiple_of) {
-      auto scaled = scaled_integer(divisor, scale);
-      if (!scaled || *scaled > 1000000000000LL) refuse("multipleOf", where, "divisor too large");
-      lcm = lcm / std::gcd(lcm, *scaled) * *scaled;
-      if (lcm > 1000000000000LL)
-        refuse("multipleOf", where, "divisors with too large a common multiple");
-    }
-    Decimal divisor = from_scaled(lcm, scale);
+    const Decimal divisor = lcm_of(clause.multiple_of);
     if (clause.non_integer) refuse("multipleOf", pointer, "combined with `not integer`");
     if (!clause.excluded.empty()) refuse("multipleOf", pointer, "combined with excluded values");
     bool lower_zero = clause.lo && clause.lo->is_zero() && !clause.lo_exclusive && !clause.hi;
     bool upper_zero = clause.hi && clause.hi->is_zero() && !clause.hi_exclusive && !clause.lo;
     const bool integer_only = clause.integer && !divisor.is_integer();
-    // Registers generated rules (their names share a unique prefix).
-    auto define_generated = [&](const std::string& rules) {
-      size_t line_start = 0;
-      while (line_start < rules.size()) {
-        size_t end = rules.find('\n', line_start);
-        std::string line = rules.substr(line_start, end - line_start);
-        size_t sep = line.find(" ::= ");
-        names_.insert(line.substr(0, sep));
-        define_rule(line.substr(0, sep), line.substr(sep + 5));
-        line_start = end + 1;
-      }
-    };
     if (bounded && !lower_zero && !upper_zero) {
       // A finite range with few multiples: list them.
       if (clause.lo && clause.hi) {
-        size_t range_scale =
-            std::max({scale, clause.lo->frac_digits.size(), clause.hi->frac_digits.size()});
-        auto d = scaled_integer(divisor, range_scale), lo = scaled_integer(*clause.lo, range_scale),
-             hi = scaled_integer(*clause.hi, range_scale);
-        if (d && lo && hi) {
-          int64_t first = -floor_div(-*lo, *d), last = floor_div(*hi, *d);
-          if (clause.lo_exclusive && first * *d == *lo) ++first;
-          if (clause.hi_exclusive && last * *d == *hi) --last;
+        const size_t range_scale =
+            std::max({divisor.frac_digits.size(), clause.lo->frac_digits.size(),
+                      clause.hi->frac_digits.size()});
+        auto d = scaled_integer(divisor, range_scale),
+             lo_scaled = scaled_integer(*clause.lo, range_scale),
+             hi_scaled = scaled_integer(*clause.hi, range_scale);
+        if (d && lo_scaled && hi_scaled) {
+          int64_t first = -floor_div(-*lo_scaled, *d), last = floor_div(*hi_scaled, *d);
+          if (clause.lo_exclusive && first * *d == *lo_scaled) ++first;
+          if (clause.hi_exclusive && last * *d == *hi_scaled) --last;
           if (last - first <= 1000) {
             std::vector<std::string> options;
             for (int64_t k = first; k <= last; ++k) {
@@ -153,20 +191,7 @@ std::string Converter::emit_number(const Clause& clause, const std::string& hint
         }
       }
       // Otherwise one automaton over the text decides both.
-      std::optional<Bound> lo, hi;
-      if (clause.lo) lo = Bound{*clause.lo, clause.lo_exclusive};
-      if (clause.hi) hi = Bound{*clause.hi, clause.hi_exclusive};
-      std::string rules;
-      bool too_large = false;
-      auto start =
-          internal::multiple_in_range_gbnf(divisor, lo, hi, integer_only, !clause.strict_integer,
-                                           unique_name(hint + "-mult"), 4096, &rules, &too_large);
-      if (too_large)
-        refuse("multipleOf", pointer,
-               "the multiples of " + divisor.to_string() + " in this range need too many states");
-      if (!start) return "";
-      define_generated(rules);
-      return add_rule(hint + "-num", *start);
+      return multiples_in_range(divisor, {}, integer_only, pointer);
     }
     std::string rules;
     std::string name = unique_name(hint + "-mult");

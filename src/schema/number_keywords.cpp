@@ -8,7 +8,7 @@ namespace grammask::internal::schema {
 
 bool NumberKeywords::unconstrained() const {
   return !integer && !non_integer && !strict_integer && !written_non_integer && !lo && !hi &&
-         multiple_of.empty();
+         multiple_of.empty() && not_multiple_of.empty();
 }
 
 void NumberKeywords::add_key(std::string& key) const {
@@ -17,6 +17,11 @@ void NumberKeywords::add_key(std::string& key) const {
   add_key_part(key, lo ? (lo_exclusive ? ">" : ">=") + lo->to_string() : "");
   add_key_part(key, hi ? (hi_exclusive ? "<" : "<=") + hi->to_string() : "");
   for (const auto& [divisor, where] : multiple_of) add_key_part(key, "m" + divisor.to_string());
+  for (const auto& group : not_multiple_of) {
+    std::string part = "!m";
+    for (const auto& [divisor, where] : group) part += divisor.to_string() + ",";
+    add_key_part(key, part);
+  }
 }
 
 bool NumberKeywords::drop(const std::string& keyword) {
@@ -25,8 +30,9 @@ bool NumberKeywords::drop(const std::string& keyword) {
     return true;
   }
   // What `not: {type: integer}` asserted: integers are allowed again.
-  if (keyword == "not" && (non_integer || written_non_integer)) {
+  if (keyword == "not" && (non_integer || written_non_integer || !not_multiple_of.empty())) {
     non_integer = written_non_integer = false;
+    not_multiple_of.clear();
     return true;
   }
   return false;
@@ -94,6 +100,8 @@ bool Converter::intersect_numbers(Clause& c, const Clause& b) {
   }
   if (c.range_pointer.empty()) c.range_pointer = b.range_pointer;
   c.multiple_of.insert(c.multiple_of.end(), b.multiple_of.begin(), b.multiple_of.end());
+  c.not_multiple_of.insert(c.not_multiple_of.end(), b.not_multiple_of.begin(),
+                           b.not_multiple_of.end());
   if (c.lo && c.hi) {
     int cmp = internal::compare(*c.lo, *c.hi);
     if (cmp > 0 || (cmp == 0 && (c.lo_exclusive || c.hi_exclusive))) return false;
@@ -108,7 +116,19 @@ bool Converter::intersect_numbers(Clause& c, const Clause& b) {
 }
 
 bool Converter::negate_number(const Clause& clause, const Clause& base, Disj& complement) {
-  if (!clause.multiple_of.empty() || clause.written_non_integer) return false;
+  if (clause.written_non_integer) return false;
+  // not (multiple of d1 and d2 ...) = not a multiple of them together;
+  // not (not a multiple of a group) = a multiple of each of its divisors.
+  if (!clause.multiple_of.empty()) {
+    Clause c = base;
+    c.not_multiple_of.push_back(clause.multiple_of);
+    complement.push_back(std::move(c));
+  }
+  for (const auto& group : clause.not_multiple_of) {
+    Clause c = base;
+    c.multiple_of = group;
+    complement.push_back(std::move(c));
+  }
   // not (draft-04 integer) = a text with a fraction or an exponent.
   if (clause.strict_integer) {
     Clause c = base;
@@ -159,6 +179,15 @@ bool Converter::number_accepts(const Clause& c, const Json& value) {
     auto multiple = internal::is_multiple_of(*number, divisor);
     if (!multiple) refuse("multipleOf", pointer, "numbers too large to check exactly");
     if (!*multiple) return false;
+  }
+  for (const auto& group : c.not_multiple_of) {
+    bool multiple_of_all = true;
+    for (const auto& [divisor, pointer] : group) {
+      auto multiple = internal::is_multiple_of(*number, divisor);
+      if (!multiple) refuse("multipleOf", pointer, "numbers too large to check exactly");
+      multiple_of_all = multiple_of_all && *multiple;
+    }
+    if (multiple_of_all) return false;
   }
   return true;
 }

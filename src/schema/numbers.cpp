@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 #include <vector>
 
@@ -711,9 +712,12 @@ std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer
 //
 // A deterministic automaton over the text of a non-negative number,
 // `("0" | [1-9] [0-9]*) ("." [0-9]+)?`, symbols 0-9 and kPoint, that
-// accepts the multiples of M * 10^-s within the magnitude bounds. Its state
-// is what decides both: the digits read mod M (past s fraction digits every
-// digit must be 0), and how the text compares with each bound so far.
+// accepts the numbers within the magnitude bounds that are multiples of the
+// required divisor (if any) and of none of the excluded ones. With every
+// divisor written as m * 10^-s for one scale s, its state is what decides:
+// the digits read mod the lcm of the m (a non-zero digit past s fraction
+// digits makes the number a multiple of none), and how the text compares
+// with each bound so far.
 
 namespace {
 
@@ -736,19 +740,26 @@ struct TextState {
   uint8_t count = 0;        // integer digits read (capped), or fraction digits (capped)
   Rel lo = Rel::kEqual;     // integer part: the prefix against the bound's; fraction: the value
   Rel hi = Rel::kEqual;
+  bool past_scale = false;  // a non-zero fraction digit past the scale was read
   uint32_t remainder = 0;
   uint64_t key() const {
-    return (uint64_t{remainder} << 24) | (uint64_t{count} << 8) | (static_cast<uint64_t>(lo) << 4) |
-           (static_cast<uint64_t>(hi) << 2) | (uint64_t{fraction} << 1) | uint64_t{int_closed};
+    return (uint64_t{remainder} << 24) | (uint64_t{past_scale} << 16) | (uint64_t{count} << 8) |
+           (static_cast<uint64_t>(lo) << 4) | (static_cast<uint64_t>(hi) << 2) |
+           (uint64_t{fraction} << 1) | uint64_t{int_closed};
   }
 };
 
 class MultipleTextAutomaton {
  public:
-  MultipleTextAutomaton(uint64_t modulus, size_t scale, std::optional<MagnitudeBound> lo,
+  // `required` (0: none) and `excluded` are divisors times 10^scale;
+  // `modulus` is their lcm.
+  MultipleTextAutomaton(uint64_t modulus, size_t scale, uint64_t required,
+                        std::vector<uint64_t> excluded, std::optional<MagnitudeBound> lo,
                         std::optional<MagnitudeBound> hi, bool integer_only, bool allow_fraction)
       : modulus_(modulus),
         scale_(scale),
+        required_(required),
+        excluded_(std::move(excluded)),
         lo_(std::move(lo)),
         hi_(std::move(hi)),
         integer_only_(integer_only),
@@ -920,8 +931,14 @@ class MultipleTextAutomaton {
     if (!s.fraction && s.count == 0) return false;  // nothing read
     if (s.fraction && s.count == 0) return false;   // a point needs a digit after it
     const size_t frac_read = s.fraction ? s.count : 0;
-    const size_t padding = scale_ - std::min(frac_read, scale_);
-    if ((s.remainder * power_[padding]) % modulus_ != 0) return false;
+    if (!s.past_scale) {
+      // The value times 10^scale, mod the lcm.
+      const size_t padding = scale_ - std::min(frac_read, scale_);
+      const uint64_t scaled = (s.remainder * power_[padding]) % modulus_;
+      if (required_ != 0 && scaled % required_ != 0) return false;
+      for (uint64_t divisor : excluded_)
+        if (scaled % divisor == 0) return false;
+    }
     Rel lo = Rel::kGreater, hi = Rel::kLess;
     if (s.fraction) {
       if (lo_) lo = final_relation(*lo_, s.lo, frac_read);
@@ -967,8 +984,14 @@ class MultipleTextAutomaton {
       if (!hi_) t.hi = Rel::kEqual;
       return t;
     }
-    // A fraction digit: past the divisor's scale, or for integers, only 0.
-    if ((s.count >= scale_ || integer_only_) && digit != 0) return std::nullopt;
+    // A fraction digit: for integers only 0; past the scale, a non-zero
+    // digit leaves no multiple of any divisor.
+    if (integer_only_ && digit != 0) return std::nullopt;
+    if (s.count >= scale_ && digit != 0) {
+      if (required_ != 0) return std::nullopt;
+      t.past_scale = true;
+      t.remainder = 0;
+    }
     auto advance = [&](const std::optional<MagnitudeBound>& bound, Rel so_far) {
       if (!bound || so_far != Rel::kEqual) return so_far;
       const char bound_digit =
@@ -978,7 +1001,7 @@ class MultipleTextAutomaton {
     t.lo = advance(lo_, s.lo);
     t.hi = advance(hi_, s.hi);
     if (hi_ && t.hi == Rel::kGreater) return std::nullopt;
-    if (s.count < scale_)
+    if (s.count < scale_ && !t.past_scale)
       t.remainder =
           static_cast<uint32_t>((s.remainder * 10 + static_cast<uint64_t>(digit)) % modulus_);
     t.count = static_cast<uint8_t>(std::min<size_t>(s.count + 1, frac_cap_));
@@ -987,6 +1010,8 @@ class MultipleTextAutomaton {
 
   uint64_t modulus_;
   size_t scale_;
+  uint64_t required_;
+  std::vector<uint64_t> excluded_;
   std::optional<MagnitudeBound> lo_, hi_;
   bool integer_only_, allow_fraction_;
   size_t int_cap_ = 0, frac_cap_ = 0;
@@ -1003,20 +1028,42 @@ MagnitudeBound magnitude_of(const Bound& bound) {
 
 }  // namespace
 
-std::optional<std::string> multiple_in_range_gbnf(const Decimal& divisor,
+std::optional<std::string> multiple_in_range_gbnf(const std::optional<Decimal>& divisor,
+                                                  const std::vector<Decimal>& excluded_divisors,
                                                   const std::optional<Bound>& lo,
                                                   const std::optional<Bound>& hi, bool integer_only,
                                                   bool allow_fraction, const std::string& prefix,
                                                   size_t max_states, std::string* rules,
                                                   bool* too_large) {
   *too_large = false;
-  const size_t scale = divisor.frac_digits.size();
-  const std::string modulus_digits = strip_leading_zeros(divisor.int_digits + divisor.frac_digits);
-  if (modulus_digits.empty() || modulus_digits.size() > 9) {
+  // Every divisor as m * 10^-scale for one scale; the state tracks the
+  // digits mod the lcm of the m.
+  size_t scale = divisor ? divisor->frac_digits.size() : 0;
+  for (const Decimal& d : excluded_divisors) scale = std::max(scale, d.frac_digits.size());
+  constexpr uint64_t kMaxModulus = 1000000000;
+  auto scaled = [&](const Decimal& d) -> uint64_t {
+    const std::string digits = strip_leading_zeros(d.int_digits + d.frac_digits +
+                                                   std::string(scale - d.frac_digits.size(), '0'));
+    if (digits.empty() || digits.size() > 9) return 0;
+    return std::stoull(digits);
+  };
+  uint64_t modulus = 1, required = 0;
+  std::vector<uint64_t> excluded;
+  auto include = [&](uint64_t m) {
+    if (m == 0) return false;
+    modulus = modulus / std::gcd(modulus, m) * m;
+    return modulus <= kMaxModulus;
+  };
+  bool fits = true;
+  if (divisor) fits = include(required = scaled(*divisor));
+  for (const Decimal& d : excluded_divisors) {
+    excluded.push_back(scaled(d));
+    fits = fits && include(excluded.back());
+  }
+  if (!fits) {
     *too_large = true;
     return std::nullopt;
   }
-  const uint64_t modulus = std::stoull(modulus_digits);
   if (lo && hi) {
     const int c = compare(lo->value, hi->value);
     if (c > 0 || (c == 0 && (lo->exclusive || hi->exclusive))) return std::nullopt;
@@ -1052,8 +1099,8 @@ std::optional<std::string> multiple_in_range_gbnf(const Decimal& divisor,
   std::vector<std::string> options;
   for (const Side* side : {&negative, &positive}) {
     if (!side->present) continue;
-    MultipleTextAutomaton automaton(modulus, scale, side->lo, side->hi, integer_only,
-                                    allow_fraction);
+    MultipleTextAutomaton automaton(modulus, scale, required, excluded, side->lo, side->hi,
+                                    integer_only, allow_fraction);
     if (!automaton.build(max_states)) {
       *too_large = true;
       return std::nullopt;

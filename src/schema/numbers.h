@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace grammask::internal {
 
@@ -77,15 +78,17 @@ std::optional<std::string> multiple_of_gbnf(const Decimal& divisor, bool integer
                                             size_t max_states, std::string* rules);
 
 // Rules for the numbers between the bounds (signed, either may be absent)
-// that are multiples of `divisor` (> 0), written `-? int frac?` without
-// exponent ("-0" and trailing zeros included); fraction all zeros when
-// `integer_only`, none unless `allow_fraction`. One automaton over the
-// text tracks the remainder and the comparison with each bound, minimized
-// and written one rule per state named `prefix`-... into *rules. Returns
-// the start expression; nullopt when no number qualifies, or with
-// *too_large set when the automaton would pass max_states states (a
-// divisor of more than 9 digits, bounds of more than 40).
-std::optional<std::string> multiple_in_range_gbnf(const Decimal& divisor,
+// that are multiples of `divisor` (> 0) if given and of none of
+// `excluded_divisors` (each > 0), written `-? int frac?` without exponent
+// ("-0" and trailing zeros included); fraction all zeros when
+// `integer_only`, none unless `allow_fraction`. One automaton over the text
+// tracks the remainder and the comparison with each bound, minimized and
+// written one rule per state named `prefix`-... into *rules. Returns the
+// start expression; nullopt when no number qualifies, or with *too_large
+// set when the automaton would pass max_states states (divisors whose
+// digits have an lcm past 10^9, bounds of more than 40 digits).
+std::optional<std::string> multiple_in_range_gbnf(const std::optional<Decimal>& divisor,
+                                                  const std::vector<Decimal>& excluded_divisors,
                                                   const std::optional<Bound>& lo,
                                                   const std::optional<Bound>& hi, bool integer_only,
                                                   bool allow_fraction, const std::string& prefix,
