@@ -20,11 +20,13 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -177,24 +179,36 @@ class GreedyTokenizer {
 
 // Writes an instance as compact JSON into a Recognizer or a Matcher. The
 // instance's own text first; if the grammar rejects it, object members are
-// placed in the order the grammar wants: grammars fix the order of declared
-// properties (other members may go anywhere), so members are tried in the
-// order of how many of the others may still follow them, with backtracking
-// (bounded: past 1 MB written the search gives up). Returns whether the
-// grammar accepted a whole serialization; `text` is what was written.
+// placed in the orders the grammar allows: grammars fix the order of
+// declared properties (other members may go anywhere), so at each object the
+// members are tried in the order of how many of the others may follow them.
+// The search backtracks through every choice, nested ones included (a
+// member written one way inside an anyOf branch may only fit the rest of the
+// instance written another way), and is bounded: past 1 MB written (key
+// probes aside) it gives up. Returns whether the grammar accepted a whole serialization; `text` is
+// what was written.
 class InstanceWriter {
  public:
   explicit InstanceWriter(grammask::Recognizer& recognizer) : recognizer_(&recognizer) {}
   explicit InstanceWriter(grammask::Matcher& matcher) : matcher_(&matcher) {}
 
   bool write(const Json& value, std::string& text) {
-    pushed_ = 0;
-    for (bool reorder : {false, true}) {
+    auto accepting = [&] {
+      return recognizer_ ? recognizer_->is_accepting() : matcher_->is_accepting();
+    };
+    // As written; then reordered, each member chosen among those that fit
+    // where it goes, after scoring them there (good where objects are
+    // small); then, if that search gave up, with one order per object
+    // scored on its first visit (cheap for large objects).
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (attempt == 2 && !gave_up()) break;
+      pushed_ = probed_ = 0;
+      member_order_.clear();
+      rescore_ = attempt == 1;
       text_.clear();
       if (recognizer_) recognizer_->reset();
       if (matcher_) matcher_->reset();
-      bool ok = (reorder ? value_fits(value) : push(value.dump())) &&
-                (recognizer_ ? recognizer_->is_accepting() : matcher_->is_accepting());
+      bool ok = attempt == 0 ? push(value.dump()) && accepting() : value_fits(value, accepting);
       if (ok) {
         text = text_;
         return true;
@@ -203,8 +217,18 @@ class InstanceWriter {
     text.clear();
     return false;
   }
+  // Whether the last write() stopped at the search's bound (its answer
+  // then says nothing about the grammar).
+  bool gave_up() const { return pushed_ > kSearchBytes; }
 
  private:
+  // The search may write parts again and again; past this many bytes it
+  // gives up (the instance counts as rejected).
+  static constexpr size_t kSearchBytes = size_t{1} << 20;
+  // What must still be written (and accepted) after a value: the search
+  // tries the value's writings until `next` succeeds after one of them.
+  using Next = std::function<bool()>;
+
   struct Mark {
     size_t state, text;
   };
@@ -219,11 +243,18 @@ class InstanceWriter {
     text_.resize(m.text);
   }
   bool push(const std::string& bytes) {
-    // The search may write parts again and again; past this many bytes it
-    // gives up (the instance counts as rejected).
-    constexpr size_t kSearchBytes = size_t{1} << 20;
     pushed_ += bytes.size();
     if (pushed_ > kSearchBytes) return false;
+    return push_uncounted(bytes);
+  }
+  // A key probe of member_order(): bounded on its own (an object of n
+  // members probes n^2 keys once), not by the search's bound.
+  bool probe(const std::string& bytes) {
+    constexpr size_t kProbeBytes = size_t{8} << 20;
+    probed_ += bytes.size();
+    return probed_ <= kProbeBytes && push_uncounted(bytes);
+  }
+  bool push_uncounted(const std::string& bytes) {
     const Mark before = mark();
     bool ok = recognizer_ ? recognizer_->push_bytes(bytes) == bytes.size()
                           : matcher_->accept_bytes(bytes).ok();
@@ -234,78 +265,126 @@ class InstanceWriter {
     text_ += bytes;
     return true;
   }
+  // Pushes `bytes`, then runs `next`; on failure leaves nothing written.
+  bool push_then(const std::string& bytes, const Next& next) {
+    const Mark before = mark();
+    if (push(bytes) && next()) return true;
+    rollback(before);
+    return false;
+  }
   static std::string key_text(const std::string& key) { return Json(key).dump() + ":"; }
-  bool value_fits(const Json& value) {
+
+  // Writes `value` one way after another until `next` succeeds after it.
+  bool value_fits(const Json& value, const Next& next) {
     if (value.is_array() || value.is_object()) {
       // As written, when the grammar takes it so.
-      const Mark before = mark();
-      if (push(value.dump())) return true;
-      rollback(before);
+      if (push_then(value.dump(), next)) return true;
     }
-    if (value.is_array()) {
-      if (!push("[")) return false;
-      for (size_t i = 0; i < value.size(); ++i)
-        if ((i > 0 && !push(",")) || !value_fits(value[i])) return false;
-      return push("]");
+    if (value.is_array()) return push_then("[", [&] { return elements_fit(value, 0, next); });
+    if (!value.is_object()) return push_then(value.dump(), next);
+    if (rescore_) {
+      std::vector<Json::const_iterator> members;
+      for (auto it = value.begin(); it != value.end(); ++it) members.push_back(it);
+      return push_then("{", [&] { return members_fit(members, true, next); });
     }
-    if (!value.is_object()) return push(value.dump());
-    if (!push("{")) return false;
-    std::vector<Json::const_iterator> members;
-    for (auto it = value.begin(); it != value.end(); ++it) members.push_back(it);
-    return members_fit(members, true);
+    return push_then("{", [&] { return members_fit(member_order(value), true, next); });
   }
 
-  // Places the remaining members (then "}"): each one that fits is tried,
-  // those after which most of the others still fit next first (the
-  // earliest declared one usually), backtracking on dead ends.
-  bool members_fit(const std::vector<Json::const_iterator>& remaining, bool first) {
-    if (remaining.empty()) return push("}");
-    auto write_member = [&](size_t k) {
-      return (first || push(",")) && push(key_text(remaining[k].key())) &&
-             value_fits(remaining[k].value());
+  // Elements [i, size) of `array`, then "]", then `next`.
+  bool elements_fit(const Json& array, size_t i, const Next& next) {
+    if (i == array.size()) return push_then("]", next);
+    return push_then(i == 0 ? "" : ",", [&] {
+      return value_fits(array[i], [&] { return elements_fit(array, i + 1, next); });
+    });
+  }
+
+  // Places the remaining members (then "}", then `next`), trying each in
+  // turn in member_order()'s order, backtracking on dead ends.
+  bool members_fit(const std::vector<Json::const_iterator>& remaining, bool first,
+                   const Next& next) {
+    if (remaining.empty()) return push_then("}", next);
+    auto write_member = [&](size_t k, const Next& after) {
+      return push_then(first ? "" : ",", [&] {
+        return push_then(key_text(remaining[k].key()),
+                         [&] { return value_fits(remaining[k].value(), after); });
+      });
     };
-    struct Candidate {
-      size_t index, score;
-    };
-    // The members that fit here. Among them, the earliest declared one is
-    // followed by all the others (those between are optional, since the
-    // later ones fit here too); a later one loses the earlier ones.
-    std::vector<size_t> fitting;
-    for (size_t k = 0; k < remaining.size(); ++k) {
-      const Mark before = mark();
-      if (write_member(k)) fitting.push_back(k);
-      rollback(before);
-    }
-    std::vector<Candidate> candidates;
-    for (size_t k : fitting) {
-      const Mark before = mark();
-      size_t score = 0;
-      if (write_member(k) && push(",")) {
-        for (size_t j : fitting) {
-          const Mark probe = mark();
-          if (j != k && push(key_text(remaining[j].key()))) ++score;
-          rollback(probe);
-        }
+    std::vector<size_t> candidates;
+    if (rescore_) {
+      // The members that fit here, those after which most of the others
+      // still fit first (in a grammar of declared order, the earliest
+      // declared one lets all the later ones follow).
+      const Next nothing = [] { return true; };
+      std::vector<size_t> fitting;
+      for (size_t k = 0; k < remaining.size(); ++k) {
+        const Mark before = mark();
+        if (write_member(k, nothing)) fitting.push_back(k);
+        rollback(before);
       }
-      candidates.push_back({k, score});
-      rollback(before);
+      std::vector<size_t> score(remaining.size(), 0);
+      for (size_t k : fitting) {
+        const Mark before = mark();
+        if (write_member(k, nothing) && push(","))
+          for (size_t j : fitting) {
+            const Mark probe_mark = mark();
+            if (j != k && probe(key_text(remaining[j].key()))) ++score[k];
+            rollback(probe_mark);
+          }
+        rollback(before);
+      }
+      candidates = fitting;
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [&](size_t a, size_t b) { return score[a] > score[b]; });
+    } else {
+      for (size_t k = 0; k < remaining.size(); ++k) candidates.push_back(k);
     }
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
-    for (const Candidate& c : candidates) {
-      const Mark before = mark();
+    for (size_t k : candidates) {
       std::vector<Json::const_iterator> rest = remaining;
-      rest.erase(rest.begin() + static_cast<long>(c.index));
-      if (write_member(c.index) && members_fit(rest, false)) return true;
-      rollback(before);
+      rest.erase(rest.begin() + static_cast<long>(k));
+      if (write_member(k, [&] { return members_fit(rest, false, next); })) return true;
     }
     return false;
   }
 
+  // The members of `object` in the order to try them, computed on its first
+  // visit (right after its "{"): by how many of the others' keys may follow
+  // each one (in a grammar of declared order, the earliest declared member
+  // lets all the later ones follow), ties in the instance's order.
+  const std::vector<Json::const_iterator>& member_order(const Json& object) {
+    auto known = member_order_.find(&object);
+    if (known != member_order_.end()) return known->second;
+    std::vector<Json::const_iterator> members;
+    for (auto it = object.begin(); it != object.end(); ++it) members.push_back(it);
+    std::vector<size_t> score(members.size(), 0);
+    for (size_t k = 0; k < members.size(); ++k) {
+      const Mark before = mark();
+      if (push(key_text(members[k].key())) && value_fits(members[k].value(), [] { return true; }) &&
+          push(",")) {
+        for (size_t j = 0; j < members.size(); ++j) {
+          if (j == k) continue;
+          const Mark probe_mark = mark();
+          if (probe(key_text(members[j].key()))) ++score[k];
+          rollback(probe_mark);
+        }
+      }
+      rollback(before);
+    }
+    std::vector<size_t> order(members.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return score[a] > score[b]; });
+    std::vector<Json::const_iterator> ordered;
+    for (size_t k : order) ordered.push_back(members[k]);
+    return member_order_.emplace(&object, std::move(ordered)).first->second;
+  }
+
+  std::unordered_map<const Json*, std::vector<Json::const_iterator>> member_order_;
   grammask::Recognizer* recognizer_ = nullptr;
   grammask::Matcher* matcher_ = nullptr;
   std::string text_;
   size_t pushed_ = 0;
+  size_t probed_ = 0;
+  bool rescore_ = false;  // members scored where each goes (else once per object)
 };
 
 struct SplitStats {
@@ -535,15 +614,17 @@ int run_schema_stats(int argc, char** argv) {
       const Json& test = tests[i];
       const bool valid = test.value("valid", false);
       std::string instance, written;
-      bool accepted = false;
+      bool accepted = false, search_gave_up = false;
       try {
         const Json& data = test.contains("data") ? test["data"] : Json(nullptr);
         instance = data.dump();
         if (accepts_nothing)
           accepted = false;
-        else
-          accepted = checker ? InstanceWriter(*checker).write(data, written)
-                             : InstanceWriter(*recognizer).write(data, written);
+        else {
+          InstanceWriter writer = checker ? InstanceWriter(*checker) : InstanceWriter(*recognizer);
+          accepted = writer.write(data, written);
+          search_gave_up = writer.gave_up();
+        }
       } catch (const nlohmann::json::exception&) {
         ++unserializable;
         all_right = false;
@@ -566,7 +647,10 @@ int run_schema_stats(int argc, char** argv) {
       } else if (valid) {
         ++valid_rejected;
         all_right = false;
-        if (options.verbose) std::cout << "valid-rejected " << where << ": " << instance << "\n";
+        if (options.verbose)
+          std::cout << "valid-rejected " << where
+                    << (search_gave_up ? " (the member-order search gave up)" : "") << ": "
+                    << instance << "\n";
       } else {
         invalid_accepted.push_back(where);
         all_right = false;
