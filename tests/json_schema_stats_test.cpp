@@ -94,6 +94,20 @@ TEST(SchemaStats, CountsPerSplit) {
   EXPECT_FALSE(has_line_starting(run.output, "vocabulary:"));
 }
 
+// tests/data/schema_stats_nested: a valid instance whose nested object must
+// be written in another member order than the one that fits first, which
+// only the member after it tells.
+TEST(SchemaStats, MemberOrderSearchBacktracksIntoNestedObjects) {
+  const std::string fixture = std::string(GRAMMASK_SOURCE_DIR) + "/tests/data/schema_stats_nested";
+  ToolRun run = run_tool("schema-stats \"" + fixture + "\" --verbose");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(
+      has_line(run.output, "accepted only with object members reordered: 1 valid, 0 invalid"))
+      << run.output;
+  EXPECT_TRUE(has_line(run.output, "valid instances rejected: 0")) << run.output;
+  EXPECT_TRUE(has_line(run.output, "invalid instances accepted: 0")) << run.output;
+}
+
 TEST(SchemaStats, VerboseNamesEveryFailure) {
   ToolRun run = run_tool("schema-stats \"" + kFixture + "\" --verbose");
   ASSERT_EQ(run.exit_code, 0) << run.output;

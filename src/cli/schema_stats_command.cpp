@@ -683,7 +683,7 @@ int run_schema_stats(int argc, char** argv) {
                "additionalProperties true, formats asserted)"
             << (options.lenient ? ", lenient (keywords it cannot enforce dropped)" : "") << "\n";
   std::cout << "instances: compact JSON; accepted = some order of object members (the instance's "
-               "order first, else at each member the first one the grammar lets continue) is a "
+               "order first, else a bounded backtracking search over member orders) is a "
                "sentence of the grammar\n";
   std::cout << "fully passing: converted, every valid instance accepted, every invalid one "
                "rejected (schemas without tests pass when they convert)\n";
