@@ -10,12 +10,14 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "grammask/gbnf.h"
 #include "grammask/matcher.h"
 #include "grammask/recognizer.h"
+#include "regex/ecma_regex.h"
 #include "schema/numbers.h"
 
 namespace grammask {
@@ -1097,12 +1099,51 @@ TEST(JsonSchemaTest, Formats) {
   JsonSchemaOptions annotation = compact();
   annotation.assert_formats = false;
   expect_language(R"({"type": "string", "format": "date"})", {R"("nope")"}, {}, annotation);
-  EXPECT_EQ(refusal(R"({"type": "string", "format": "regex"})").code(), ErrorCode::kUnsupported);
   // Narrowed formats warn.
   Checker iri(R"({"type": "string", "format": "iri"})");
   EXPECT_EQ(iri.warnings.size(), 1u);
   EXPECT_TRUE(iri.accepts(R"("http://example.com/a?b#c")"));
   EXPECT_FALSE(iri.accepts(R"("not an iri")"));
+}
+
+// format "regex": a subset of patterns that ECMA-262 and the other
+// dialects validators use all accept. Every pattern it accepts must parse
+// (std::regex's ECMAScript grammar, and this library's parser, which also
+// compiles it with RE2); common patterns are in the subset, malformed ones
+// are not.
+TEST(JsonSchemaTest, RegexFormatAcceptsOnlyValidPatterns) {
+  Checker checker(R"({"type": "string", "format": "regex"})");
+  EXPECT_EQ(checker.warnings.size(), 1u);
+  auto accepts = [&](const std::string& pattern) {
+    return checker.accepts(nlohmann::json(pattern).dump());
+  };
+  for (const char* valid :
+       {"", "abc", "^value1|value2$", "[a-z]+", "^[A-Za-z0-9_-]+$", "\\d{1,3}(\\.\\d{1,3}){3}",
+        "(?:ab)*?", "a{2,}", "[^\\]]", "x|", "\\/", "^(a(b(c)))$", "^\\S+@\\S+$", "a{0,255}"})
+    EXPECT_TRUE(accepts(valid)) << valid;
+  for (const char* malformed :
+       {"(", ")", "[", "a**", "*a", "a{2,1}", "[z-a]", "\\", "]", "{", "[]", "a|*", "^*"})
+    EXPECT_FALSE(accepts(malformed)) << malformed;
+  // Outside the subset, although valid somewhere: rejected.
+  for (const char* outside : {"(?<n>a)", "(?=a)", "\\1", "(((())))", "\\u0041", "[b-d]"})
+    EXPECT_FALSE(accepts(outside)) << outside;
+  std::mt19937 random(5);
+  const std::string alphabet = "ab()[]|*+?{}12,-\\^$.d:z";
+  int accepted = 0;
+  for (int k = 0; k < 20000; ++k) {
+    std::string pattern;
+    for (int n = static_cast<int>(random() % 9); n > 0; --n)
+      pattern += alphabet[random() % alphabet.size()];
+    if (!accepts(pattern)) continue;
+    ++accepted;
+    EXPECT_NO_THROW(std::regex(pattern, std::regex::ECMAScript)) << pattern;
+    // (The parser refuses anchors inside a pattern as unsupported for
+    // matching; that is not a syntax error.)
+    const auto parsed = internal::parse_ecma_regex(pattern);
+    EXPECT_TRUE(parsed.ok() || parsed.status().code() == ErrorCode::kUnsupported)
+        << pattern << ": " << parsed.status().to_string();
+  }
+  EXPECT_GT(accepted, 1000);
 }
 
 TEST(JsonSchemaTest, Arrays) {

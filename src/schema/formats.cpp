@@ -188,6 +188,41 @@ std::string uri_template_pattern() {
   return "(?:" + literal + "|" + expression + ")*";
 }
 
+// Regular expressions of a subset that ECMA-262 (with or without the u
+// flag) and the other dialects validators use (Python's re, Rust's regex)
+// all accept: literal characters other than syntax characters and
+// controls; escapes of syntax characters, `/`, the class escapes and the
+// control escapes; `.`; classes of such characters, escapes and the ranges
+// a-z, A-Z, 0-9, possibly negated, possibly ending in `-`; `^`, `$`, `\b`,
+// `\B`; the quantifiers `*`, `+`, `?`, {n}, {n,}, {n,m} with n a digit and
+// m one to three digits, m >= n (each possibly lazy) after anything but an
+// assertion; groups `(...)` and `(?:...)` nested up to kRegexGroupDepth
+// deep; alternation. Each is a valid pattern there, so the format accepts
+// only valid patterns; it rejects the rest (lookaround, named groups,
+// backreferences, Unicode escapes, ranges other than those three).
+constexpr int kRegexGroupDepth = 3;
+
+std::string regex_subset_pattern() {
+  const std::string plain = "[^\\\\^$.|?*+()\\[\\]{}\\x00-\\x1F]";
+  const std::string escape = "\\\\[dDwWsSnrtfv.\\\\^$|?*+()\\[\\]{}/]";
+  const std::string class_item =
+      "(?:[^\\\\\\]\\[^\\-\\x00-\\x1F]|\\\\[dDwWsSnrtfv\\\\\\]\\[\\-^.]|a-z|A-Z|0-9)";
+  const std::string char_class = "\\[\\^?" + class_item + "+-?\\]";
+  std::string bounded = "\\{[0-9],[1-9][0-9]{1,2}\\}";
+  for (char n = '0'; n <= '9'; ++n) bounded += std::string("|\\{") + n + ",[" + n + "-9]\\}";
+  const std::string quantifier = "(?:[*+?]|\\{[0-9]{1,3},?\\}|" + bounded + ")\\??";
+  const std::string assertion = "(?:\\^|\\$|\\\\[bB])";
+  std::string disjunction;  // at the current depth
+  for (int depth = 0; depth <= kRegexGroupDepth; ++depth) {
+    std::string atom = plain + "|" + escape + "|\\.|" + char_class;
+    if (depth > 0) atom += "|\\((?:\\?:)?" + disjunction + "\\)";
+    const std::string term = "(?:" + assertion + "|(?:" + atom + ")(?:" + quantifier + ")?)";
+    // (Alternatives may be empty: any sequence of terms and bars.)
+    disjunction = "(?:" + term + "|\\|)*";
+  }
+  return disjunction;
+}
+
 std::string anchored(const std::string& pattern) {
   return "^(?:" + pattern + ")$";
 }
@@ -239,7 +274,10 @@ FormatLookup format_pattern(std::string_view format) {
     result.pattern = anchored("(?:" + uri_pattern() + ")|(?:" + relative_ref_pattern() + ")");
     result.narrowed = "ASCII IRI references (URI references)";
   } else if (format == "regex") {
-    result.supported = false;
+    result.pattern = anchored(regex_subset_pattern());
+    result.narrowed =
+        "patterns of a common subset (no lookaround, named groups, backreferences or Unicode "
+        "escapes; groups nested at most 3 deep)";
   } else {
     result.known = false;
   }
