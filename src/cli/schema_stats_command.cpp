@@ -185,8 +185,8 @@ class GreedyTokenizer {
 // The search backtracks through every choice, nested ones included (a
 // member written one way inside an anyOf branch may only fit the rest of the
 // instance written another way), and is bounded: past 1 MB written (key
-// probes aside) it gives up. Returns whether the grammar accepted a whole serialization; `text` is
-// what was written.
+// probes aside) it gives up. Returns whether the grammar accepted a whole
+// serialization; `text` is what was written.
 class InstanceWriter {
  public:
   explicit InstanceWriter(grammask::Recognizer& recognizer) : recognizer_(&recognizer) {}
@@ -298,8 +298,9 @@ class InstanceWriter {
     });
   }
 
-  // Places the remaining members (then "}", then `next`), trying each in
-  // turn in member_order()'s order, backtracking on dead ends.
+  // Places the remaining members (then "}", then `next`), backtracking on
+  // dead ends: with rescore_, those that fit here, scored here; else each in
+  // turn in the order given (member_order()'s).
   bool members_fit(const std::vector<Json::const_iterator>& remaining, bool first,
                    const Next& next) {
     if (remaining.empty()) return push_then("}", next);

@@ -277,7 +277,8 @@ FormatLookup format_pattern(std::string_view format) {
     result.pattern = anchored(regex_subset_pattern());
     result.narrowed =
         "patterns of a common subset (no lookaround, named groups, backreferences or Unicode "
-        "escapes; groups nested at most 3 deep)";
+        "escapes; groups nested at most " +
+        std::to_string(kRegexGroupDepth) + " deep)";
   } else {
     result.known = false;
   }

@@ -779,7 +779,6 @@ class MultipleTextAutomaton {
   // Builds the reachable states; false past max_states.
   bool build(size_t max_states) {
     std::unordered_map<uint64_t, int32_t> index;
-    std::vector<TextState> pending;
     auto state_of = [&](const TextState& s) -> int32_t {
       auto [it, inserted] = index.emplace(s.key(), static_cast<int32_t>(states_.size()));
       if (inserted) {
@@ -909,7 +908,7 @@ class MultipleTextAutomaton {
   }
 
   // The integer part's relation to `bound` once it ends with `count` digits.
-  Rel int_relation(const MagnitudeBound& bound, size_t count, Rel prefix) const {
+  static Rel int_relation(const MagnitudeBound& bound, size_t count, Rel prefix) {
     if (count < bound.int_digits.size()) return Rel::kLess;
     if (count > bound.int_digits.size()) return Rel::kGreater;
     return prefix;
@@ -969,7 +968,8 @@ class MultipleTextAutomaton {
       // The digit's place in the bounds' integer parts, when as long.
       const size_t at = s.count;
       auto advance = [&](const std::optional<MagnitudeBound>& bound, Rel prefix) {
-        if (!bound || at >= bound->int_digits.size()) return Rel::kGreater;
+        if (!bound) return prefix;
+        if (at >= bound->int_digits.size()) return Rel::kGreater;
         if (prefix != Rel::kEqual) return prefix;
         return compare_digit(digit, bound->int_digits[at]);
       };
@@ -980,8 +980,6 @@ class MultipleTextAutomaton {
       if (hi_ && t.count > hi_->int_digits.size()) return std::nullopt;
       t.remainder =
           static_cast<uint32_t>((s.remainder * 10 + static_cast<uint64_t>(digit)) % modulus_);
-      if (!lo_) t.lo = Rel::kEqual;
-      if (!hi_) t.hi = Rel::kEqual;
       return t;
     }
     // A fraction digit: for integers only 0; past the scale, a non-zero
@@ -1068,7 +1066,6 @@ std::optional<std::string> multiple_in_range_gbnf(const std::optional<Decimal>& 
     const int c = compare(lo->value, hi->value);
     if (c > 0 || (c == 0 && (lo->exclusive || hi->exclusive))) return std::nullopt;
   }
-  const Decimal zero;
   const bool bounds_too_long =
       (lo && lo->value.int_digits.size() + lo->value.frac_digits.size() > 40) ||
       (hi && hi->value.int_digits.size() + hi->value.frac_digits.size() > 40);
