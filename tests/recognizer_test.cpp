@@ -695,6 +695,67 @@ TEST(Lowering, EqualRepeatedPartsShareOneRule) {
   EXPECT_EQ(judge(r, "axyz?"), R);
 }
 
+// `members` members "k<i>":<value>, the value a string or a number, each
+// by one of four rules named by a quarter of the members: with many
+// members, copying them into every place makes a large grammar, though
+// the copies of each rule alone stay within the copy budget.
+std::string many_members_gbnf(int members) {
+  std::string g = R"(root ::= "{" m0)";
+  for (int i = 1; i < members; ++i) g += R"( "," m)" + std::to_string(i);
+  g += R"( "}")"
+       "\n";
+  for (int i = 0; i < members; ++i) {
+    const std::string n = std::to_string(i), k = std::to_string(i % 4);
+    g += "m" + n + R"( ::= "\"k)" + n + R"(\":" ws (str)" + k + " | num" + k + ") ws\n";
+  }
+  for (int k = 0; k < 4; ++k) {
+    g += "str" + std::to_string(k) +
+         R"( ::= "\"" ([^"\\\x00-\x1F] | "\\" ["\\/bfnrt])* "\"")"
+         "\n";
+    g += "num" + std::to_string(k) +
+         R"( ::= "-"? ([0-9] | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?)"
+         "\n";
+  }
+  g += R"(ws ::= [ \n]{0,8})"
+       "\n";
+  return g;
+}
+
+// A grammar whose copies of shared rules would pass the copy bound keeps
+// them as rules (and lowers to far fewer states); a small one copies them.
+// Both are exact.
+TEST(Lowering, LargeGrammarsKeepSharedPartsAsRules) {
+  auto rule_named = [](const internal::ByteGrammar& g, const std::string& name) {
+    for (const internal::LoweredRule& rule : g.rules())
+      if (rule.name == name) return true;
+    return false;
+  };
+  for (const int members : {4, 3000}) {
+    const std::string text = many_members_gbnf(members);
+    auto grammar = parse_gbnf(text);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+    ASSERT_TRUE(lowered.ok()) << lowered.status().to_string();
+    EXPECT_EQ(rule_named(**lowered, "str0"), members > 4) << members;
+    EXPECT_EQ(rule_named(**lowered, "num3"), members > 4) << members;
+    Recognizer r = make(text);
+    std::string object = "{";
+    for (int i = 0; i < members; ++i) {
+      if (i > 0) object += ",";
+      object += "\"k" + std::to_string(i) + "\":" +
+                (i % 3 == 0   ? " \"a\\\"b\""
+                 : i % 3 == 1 ? "-1.5e+3 "
+                              : "0");
+    }
+    EXPECT_EQ(judge(r, object + "}"), A) << members;
+    EXPECT_EQ(judge(r, object), P) << members;
+    EXPECT_EQ(judge(r, object + ",}"), R) << members;
+    std::string bad = object;
+    bad.replace(bad.find("-1.5"), 4, "01.5");  // a number with a leading zero
+    EXPECT_EQ(judge(r, bad + "}"), R) << members;
+  }
+}
+
 // The UTF-8 sequences of a character class share the states that read
 // their common tails, so the automaton is minimal: a start, one state per
 // number of continuation bytes still due (1-3), one per restricted second

@@ -200,19 +200,33 @@ size_t Lowering::context_size(const Expr& e, int depth) {
 // past kLiftProduct, the largest size any decision looks at.
 size_t Lowering::with_shared_rules(size_t local, const std::vector<uint32_t>& tail_refs,
                                    int depth) {
-  if (tail_refs.empty()) return local;  // (the usual case: no set to allocate)
+  if (tail_refs.empty()) return local;  // (the usual case: nothing to count)
+  // The rules counted are those whose mark is this call's, listed on
+  // shared_rule_stack_ from `base` on. A nested call (made by a summary
+  // computed on first use) lists and marks its own above them and drops
+  // them when done, so this call marks its rules again after one.
+  if (shared_rule_mark_.size() < grammar_.rules().size())
+    shared_rule_mark_.assign(grammar_.rules().size(), 0);
+  const uint32_t mark = ++shared_rule_marks_;
+  const size_t base = shared_rule_stack_.size();
+  auto count = [&](uint32_t rule) {
+    if (shared_rule_mark_[rule] == mark) return;
+    shared_rule_mark_[rule] = mark;
+    shared_rule_stack_.push_back(rule);
+  };
   size_t total = local;
-  std::unordered_set<uint32_t> counted(tail_refs.begin(), tail_refs.end());
-  std::vector<uint32_t> pending(counted.begin(), counted.end());
-  while (!pending.empty() && total <= kLiftProduct) {
-    const uint32_t rule = pending.back();
-    pending.pop_back();
-    const TailSummary& summary = tail_summary(rule, depth + 1);
+  for (uint32_t rule : tail_refs) count(rule);
+  for (size_t next = base; next < shared_rule_stack_.size() && total <= kLiftProduct; ++next) {
+    const uint32_t marks_before = shared_rule_marks_;
+    const TailSummary& summary = tail_summary(shared_rule_stack_[next], depth + 1);
+    if (shared_rule_marks_ != marks_before)
+      for (size_t i = base; i < shared_rule_stack_.size(); ++i)
+        shared_rule_mark_[shared_rule_stack_[i]] = mark;
     add_work(1 + summary.tail_refs.size());
     total = std::min(total + 1 + summary.local_size, SIZE_MAX / 4);
-    for (uint32_t next : summary.tail_refs)
-      if (counted.insert(next).second) pending.push_back(next);
+    for (uint32_t rule : summary.tail_refs) count(rule);
   }
+  shared_rule_stack_.resize(base);
   return total;
 }
 

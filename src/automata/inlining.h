@@ -40,6 +40,13 @@ inline constexpr size_t kCycleInlineFactor = 8;
 // The largest estimated size of all the copies of a rule named from
 // several places (places times its size); one past it stays a rule.
 inline constexpr size_t kCopyBudget = size_t{1} << 17;
+// A grammar whose NFAs pass kCopiedNfaStates with kCopyBudget is lowered
+// with kLargeGrammarCopyBudget instead: its shared parts (a string body
+// named by hundreds of properties) stay rules, which costs masks a rule
+// call there but keeps lowering time and memory near linear in the
+// grammar's text.
+inline constexpr size_t kCopiedNfaStates = size_t{1} << 17;
+inline constexpr size_t kLargeGrammarCopyBudget = size_t{1} << 10;
 
 // The rules of a grammar seen from a start rule through its references.
 struct ReferenceCycles {

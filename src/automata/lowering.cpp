@@ -21,28 +21,22 @@ constexpr int kMaxSplitRetries = 256;
 
 }  // namespace
 
-Result<std::shared_ptr<const ByteGrammar>> Lowering::run(std::string_view root) {
-  const int root_index = grammar_.find_rule(root);
-  if (root_index < 0) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "the start rule '" + std::string(root) + "' is not defined");
-  }
-  if (Status s = grammar_.validate(); !s.ok()) return s;
-  ReferenceCycles cycles = find_reference_cycles(grammar_, static_cast<uint32_t>(root_index));
-  recursive_ = std::move(cycles.recursive);
+Result<std::shared_ptr<const ByteGrammar>> Lowering::run(uint32_t root_index,
+                                                         const ReferenceCycles& cycles) {
+  recursive_ = cycles.recursive;
   copying_recursive_.assign(recursive_.size(), false);
   right_linear_cycle_.assign(recursive_.size(), -1);
-  on_cycle_ = std::move(cycles.on_cycle);
-  places_ = std::move(cycles.places);
+  on_cycle_ = cycles.on_cycle;
+  places_ = cycles.places;
   inline_size_.assign(grammar_.rules().size(), -1);
   tail_summaries_.assign(grammar_.rules().size(), TailSummary{});
   // A rule whose automaton blows up is lowered again with its parts split
   // into rules of their own (the Earley engine then carries the
   // nondeterminism). Only that rule's automaton is rebuilt: the rules
   // before it keep theirs. Each retry splits one more body, so this ends.
-  start_over(static_cast<uint32_t>(root_index));
+  start_over(root_index);
   for (int splits = 0;;) {
-    const size_t blown = determinize_from(static_cast<uint32_t>(root_index));
+    const size_t blown = determinize_from(root_index);
     if (!status_.ok()) return status_;
     if (blown == kAllFit) break;
     const Expr* body = pending_[blown].body;
@@ -149,22 +143,41 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
   // Copying more rules inline makes fewer rule calls (faster masks) but
   // more states. Rules on cycles get the generous limit times
   // kCycleInlineFactor (see Lowering::within_limit), the others the
-  // generous limit, all within kCopyBudget; a grammar that this takes
-  // past RecognizerOptions::max_states (or max_lowering_work) is lowered
-  // again without the factor, if it changed anything, then with the
-  // frugal limit, then, if that is still past max_states, with no copies
-  // of rules named from several places (inlining.h).
-  Lowering first(grammar, options, kGenerousInlineLimit, kCycleInlineFactor, kCopyBudget);
-  auto lowered = first.run(root);
+  // generous limit, all within the copy budget: kCopyBudget, or
+  // kLargeGrammarCopyBudget for a grammar whose NFAs pass
+  // kCopiedNfaStates with the first. A grammar that this takes past
+  // RecognizerOptions::max_states (or max_lowering_work) is lowered again
+  // without the factor, if it changed anything, then with the frugal
+  // limit, then, if that is still past max_states, with no copies of
+  // rules named from several places (inlining.h).
+  const int root_index = grammar.find_rule(root);
+  if (root_index < 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "the start rule '" + std::string(root) + "' is not defined");
+  }
+  if (Status s = grammar.validate(); !s.ok()) return s;
+  const auto root_rule = static_cast<uint32_t>(root_index);
+  const ReferenceCycles cycles = find_reference_cycles(grammar, root_rule);
+  size_t copy_budget = kCopyBudget;
+  auto first = std::make_unique<Lowering>(grammar, options, kGenerousInlineLimit,
+                                          kCycleInlineFactor, copy_budget, kCopiedNfaStates);
+  auto lowered = first->run(root_rule, cycles);
+  if (first->copies_exceeded()) {
+    copy_budget = kLargeGrammarCopyBudget;
+    first = std::make_unique<Lowering>(grammar, options, kGenerousInlineLimit, kCycleInlineFactor,
+                                       copy_budget);
+    lowered = first->run(root_rule, cycles);
+  }
   if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
-  if (first.cycle_limit_used()) {
-    lowered = Lowering(grammar, options, kGenerousInlineLimit, 1, kCopyBudget).run(root);
+  if (first->cycle_limit_used()) {
+    lowered =
+        Lowering(grammar, options, kGenerousInlineLimit, 1, copy_budget).run(root_rule, cycles);
     if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
   }
-  Lowering frugal(grammar, options, kFrugalInlineLimit, 1, kCopyBudget);
-  lowered = frugal.run(root);
+  Lowering frugal(grammar, options, kFrugalInlineLimit, 1, copy_budget);
+  lowered = frugal.run(root_rule, cycles);
   if (lowered.ok() || !frugal.states_exceeded()) return lowered;
-  return Lowering(grammar, options, kFrugalInlineLimit, 1, 0).run(root);
+  return Lowering(grammar, options, kFrugalInlineLimit, 1, 0).run(root_rule, cycles);
 }
 
 }  // namespace grammask::internal

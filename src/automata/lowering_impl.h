@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "automata/inlining.h"
 #include "automata/lowering.h"
 #include "automata/nfa.h"
 #include "automata/utf8_ranges.h"
@@ -63,21 +64,28 @@ class Lowering {
   // Rules on a cycle of references get `cycle_inline_factor` times that.
   // `copy_budget`: the largest total estimated size of the copies of a
   // rule named from several places (see Lowering::within_limit).
+  // `max_copied_nfa_states`: run() stops with kLimitExceeded and
+  // copies_exceeded() once its NFAs have more states (SIZE_MAX: never).
   Lowering(const Grammar& grammar, const RecognizerOptions& options, size_t inline_limit,
-           size_t cycle_inline_factor, size_t copy_budget)
+           size_t cycle_inline_factor, size_t copy_budget, size_t max_copied_nfa_states = SIZE_MAX)
       : grammar_(grammar),
         options_(options),
         inline_limit_(inline_limit),
         cycle_inline_factor_(cycle_inline_factor),
-        copy_budget_(copy_budget) {}
+        copy_budget_(copy_budget),
+        max_copied_nfa_states_(max_copied_nfa_states) {}
 
   // Whether some rule was inlined only thanks to the cycle factor.
   bool cycle_limit_used() const { return cycle_limit_used_; }
   // Whether run() failed past RecognizerOptions::max_states.
   bool states_exceeded() const { return states_exceeded_; }
+  // Whether run() stopped past `max_copied_nfa_states`.
+  bool copies_exceeded() const { return copies_exceeded_; }
 
-  // Lowers the rules reachable from `root`. Once per Lowering.
-  Result<std::shared_ptr<const ByteGrammar>> run(std::string_view root);
+  // Lowers the rules reachable from rule `root_index`, whose reference
+  // cycles are `cycles`, of a grammar that validates. Once per Lowering.
+  Result<std::shared_ptr<const ByteGrammar>> run(uint32_t root_index,
+                                                 const ReferenceCycles& cycles);
 
  private:
   static constexpr size_t kAllFit = SIZE_MAX;
@@ -117,6 +125,10 @@ class Lowering {
                        "grammar too large after lowering (more than " +
                            std::to_string(options_.max_states) +
                            " automaton states; see RecognizerOptions::max_states)");
+    }
+    if (total_nfa_states_ > max_copied_nfa_states_ && status_.ok()) {
+      copies_exceeded_ = true;
+      status_ = Status(ErrorCode::kLimitExceeded, "too many NFA states with these copies");
     }
     return status_.ok();
   }
@@ -199,8 +211,10 @@ class Lowering {
   const size_t inline_limit_;
   const size_t cycle_inline_factor_;
   const size_t copy_budget_;
+  const size_t max_copied_nfa_states_;
   bool cycle_limit_used_ = false;
   bool states_exceeded_ = false;
+  bool copies_exceeded_ = false;
   Status status_;
   std::shared_ptr<ByteGrammar> out_;
   std::vector<bool> recursive_;   // (see find_reference_cycles())
@@ -212,6 +226,11 @@ class Lowering {
   std::vector<int8_t> right_linear_cycle_;  // per rule: -1 unknown, else the answer
   std::vector<long long> inline_size_;
   std::vector<TailSummary> tail_summaries_;
+  // with_shared_rules' marks (a rule is counted by the call whose number
+  // it holds) and the rules each call in progress counted.
+  std::vector<uint32_t> shared_rule_mark_;
+  std::vector<uint32_t> shared_rule_stack_;
+  uint32_t shared_rule_marks_ = 0;
   std::vector<uint32_t> lowered_of_source_;
   std::vector<PendingRule> pending_;
   std::set<const Expr*> split_bodies_;
