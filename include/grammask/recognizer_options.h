@@ -29,7 +29,8 @@ struct RecognizerOptions {
   //
   // A grammar that passes max_states or this bound is lowered again with
   // fewer rules copied inline (more rule calls, fewer states), up to four
-  // attempts in all, before failing; each attempt has the whole bound.
+  // attempts in all (plus a first one that a large grammar stops early),
+  // before failing; each attempt has the whole bound.
   uint64_t max_lowering_work = uint64_t{1} << 27;
 };
 

@@ -105,7 +105,8 @@ class ByteGrammar {
   // status if that fails; kLimitExceeded if the automata need more than
   // options.max_states states or more than options.max_lowering_work work
   // units (bounds that apply to each of at most four attempts with fewer
-  // rules copied inline), if the grammar nests expressions too deeply, or if
+  // rules copied inline; a large grammar's first attempt stops early and
+  // does not count), if the grammar nests expressions too deeply, or if
   // a rule still blows up once split into rules of its own (the status
   // names its source position). Cost: time and memory proportional to the
   // work units spent, which the options bound (at the defaults, at most
