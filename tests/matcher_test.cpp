@@ -245,6 +245,50 @@ t ::= ( [^{}\\] | "\\" [{}x] ){0,400} ( "ab" | "c" ))gm",
 INSTANTIATE_TEST_SUITE_P(PrecomputeBudgets, MasksMatchOracle,
                          ::testing::Values(CompileOptions{}.precompute_budget, 0.0, 0.1, 1.0));
 
+// A long bounded string: the search that decides whether a position reads
+// all text walks to the bound before it fails, so the searches of all the
+// positions together pass what compile() spends on them, and the positions
+// left undecided are walked on first use. Masks are the same either way.
+TEST(Matcher, MasksMatchOracleWhenCoverSearchesRunOut) {
+  const Vocabulary vocab = small_vocab();
+  const char* grammars[] = {
+      R"gm(root ::= "\"" [^"\\\x00-\x1F]{0,400} "\"")gm",
+      R"gm(root ::= "[" "\"" [^"\\\x00-\x1F]{10,300} "\"" ("," "\"" [a-c]* "\"")* "]")gm",
+  };
+  // Long tokens first, so that the walk goes deep into the string, to its
+  // bound, and then closes it.
+  const std::vector<std::string> preferred = {"abcabcabcabcabcabcab", "abcdefghij", "[", "]", "\""};
+  int compared = 0;
+  for (const char* text : grammars) {
+    SCOPED_TRACE(text);
+    auto grammar = parse_gbnf(text);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    auto compiled = CompiledGrammar::compile(*grammar, vocab);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    Matcher m(*compiled);
+    std::string so_far;
+    std::vector<uint32_t> words(compiled->mask_words());
+    for (int step = 0; step < 200 && !m.is_terminated(); ++step) {
+      ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+      ASSERT_EQ(words, oracle_mask(*grammar, vocab, so_far, words.size())) << so_far.size();
+      ++compared;
+      std::optional<uint32_t> next;
+      for (const std::string& token : preferred) {
+        const std::optional<uint32_t> id = vocab.find_token(token);
+        if (id && test_bit(words.data(), *id)) {
+          next = id;
+          break;
+        }
+      }
+      if (!next) break;
+      ASSERT_TRUE(m.accept_token(*next).ok());
+      so_far += std::string(vocab.token_bytes(*next));
+    }
+    EXPECT_TRUE(m.is_accepting()) << so_far;
+  }
+  EXPECT_GT(compared, 30);
+}
+
 // Grammars with the text terminals (Regex, LazyRegex, Substring,
 // TextExcluding), whose automata come from code-point DFAs.
 const char* const kTextTerminalGrammars[] = {

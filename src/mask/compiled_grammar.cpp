@@ -13,6 +13,9 @@ namespace {
 
 // The least trie size that CompileOptions::precompute_budget counts in.
 constexpr size_t kBudgetTrieNodes = size_t{1} << 17;
+// The steps (state and position pairs) of the loop searches that the
+// precomputation may make to decide covers, in all.
+constexpr uint64_t kPrecomputeSearchSteps = uint64_t{1} << 15;
 
 }  // namespace
 
@@ -142,6 +145,11 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   const double wanted = options.precompute_budget > 0 ? options.precompute_budget * nodes : 0;
   // (The comparison keeps NaN and huge values in range.)
   uint64_t budget = wanted < 1e18 ? static_cast<uint64_t>(wanted) : uint64_t{1} << 60;
+  // The loop searches that decide covers get a bound of their own: a
+  // grammar whose states each search a thousand steps and fail (key
+  // automata that refuse some text) spent 100 ms here. Past it, states
+  // whose cover is not yet known are walked on first use.
+  uint64_t search_budget = internal::kPrecomputeSearchSteps;
   internal::BreadthFirstStates nearest_first(byte_grammar);
   for (uint32_t s = nearest_first.next(); s != internal::kNoState && budget > 0;
        s = nearest_first.next()) {
@@ -150,7 +158,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
     // (A state whose cover needs a proof search is walked on first use: the
     // searches of a large grammar's string states took seconds.)
     const std::optional<internal::TextCover> known_cover =
-        data->text_closure->cover_without_proof(s);
+        data->text_closure->cover_without_proof(s, &search_budget);
     if (!known_cover) continue;
     const internal::TextCover cover = *known_cover;
     if (data->class_walks->find(cls, cover)) continue;

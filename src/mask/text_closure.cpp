@@ -334,7 +334,7 @@ uint64_t pair_key(uint32_t state, int phase) {
 
 }  // namespace
 
-bool TextClosure::loops_on_all_text(uint32_t state) const {
+bool TextClosure::loops_on_all_text(uint32_t state, uint64_t* visited) const {
   // A search over the (state, UTF-8 position) pairs reachable by plain
   // text, where a state also stands for the starts of the rules it calls
   // last (an Earley item predicts them: a large key automaton, whose cycles
@@ -364,6 +364,13 @@ bool TextClosure::loops_on_all_text(uint32_t state) const {
   std::unordered_set<uint64_t> seen{pair_key(state, kBoundary)};
   std::vector<std::pair<uint32_t, Phase>> todo{{state, kBoundary}};
   std::vector<uint32_t> between_characters{state};
+  struct Count {  // (every return counts what the search visited)
+    uint64_t* visited;
+    const std::unordered_set<uint64_t>& seen;
+    ~Count() {
+      if (visited != nullptr) *visited += seen.size();
+    }
+  } count{visited, seen};
   while (!todo.empty()) {
     const auto [s, phase] = todo.back();
     todo.pop_back();
@@ -685,13 +692,22 @@ TextCover TextClosure::cover(uint32_t state) const {
   return best_cover(&state, 1);
 }
 
-std::optional<TextCover> TextClosure::cover_without_proof(uint32_t state) const {
+std::optional<TextCover> TextClosure::cover_without_proof(uint32_t state,
+                                                          uint64_t* search_budget) const {
   const uint8_t answer = known_at(state).load(std::memory_order_relaxed);
   if (answer != kUnknown) return static_cast<TextCover>(answer - 1);
+  auto loop_search = [&] {
+    if (search_budget == nullptr) return loops_on_all_text(state);
+    if (*search_budget == 0) return false;
+    uint64_t visited = 0;
+    const bool loops = loops_on_all_text(state, &visited);
+    *search_budget -= std::min(*search_budget, visited);
+    return loops;
+  };
   std::optional<TextCover> decided;
   if (!scans_all_ascii_text(first_bytes(state))) {
     decided = kNoText;
-  } else if (loops_on_all_text(state) || chain_reads_all_text(state)) {
+  } else if (loop_search() || chain_reads_all_text(state)) {
     decided = kAllText;
   } else {
     decided = cover_by_dead_end(state);

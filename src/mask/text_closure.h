@@ -51,8 +51,11 @@ class TextClosure {
   // cover(state) when it is known or decided without a depth-first proof
   // (the bounded loop, chain and dead-end checks); else none. Compile-time
   // precomputation asks this, leaving the states that need a proof to their
-  // first use. Thread-safe.
-  std::optional<TextCover> cover_without_proof(uint32_t state) const;
+  // first use. With `search_budget`, the loop search runs only while
+  // *search_budget is not zero and its steps are taken from it (a caller
+  // asking for many states bounds their searches in all). Thread-safe.
+  std::optional<TextCover> cover_without_proof(uint32_t state,
+                                               uint64_t* search_budget = nullptr) const;
   // N in [1, TextSlice::kMaxTierChars] if an Earley item in `state` reads
   // every plain-text string of up to N characters and none of N + 1, by
   // byte transitions through states that `pure` holds (a rule neither ends
@@ -84,8 +87,8 @@ class TextClosure {
 
   // Every plain-text string of any length, by byte transitions and calls
   // made last (a string body, a key automaton): a cheap search that tries
-  // first.
-  bool loops_on_all_text(uint32_t state) const;
+  // first. Adds the (state, position) pairs it visited to *visited.
+  bool loops_on_all_text(uint32_t state, uint64_t* visited = nullptr) const;
   // Every plain-text string of up to max_length bytes, through a chain of
   // at least that many calls to one rule that reads any one plain
   // character (a long string body whose characters are rule calls): a
