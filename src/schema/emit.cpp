@@ -3,6 +3,8 @@
 // (members of Converter, declared in converter.h). The per-type emitters
 // are in emit_{number,string,object,array}.cpp.
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 #include "base/json_string.h"
 #include "ir/gbnf_writer.h"
@@ -182,13 +184,24 @@ std::string Converter::emit_clause_once(const Clause& clause, const std::string&
                                         uint32_t depth) {
   if (clause.has_values) {
     std::vector<std::string> options;
-    std::vector<const Json*> seen;
+    // Duplicates dropped: strings (most enums, some of thousands of values)
+    // by a set, other values pairwise (no string equals another value).
+    std::unordered_set<std::string_view> seen_strings;
+    std::vector<const Json*> seen_others;
     for (const Json* v : clause.values) {
       bool duplicate = false;
-      for (const Json* s : seen)
-        if (json_equal(*s, *v)) duplicate = true;
+      if (v->is_string()) {
+        duplicate = seen_strings.count(v->get_ref<const std::string&>()) != 0;
+      } else {
+        for (const Json* s : seen_others)
+          if (json_equal(*s, *v)) duplicate = true;
+      }
       if (duplicate || !clause_accepts(clause, *v, false)) continue;
-      seen.push_back(v);
+      if (v->is_string()) {
+        seen_strings.insert(v->get_ref<const std::string&>());
+      } else {
+        seen_others.push_back(v);
+      }
       if (clause.strict_integer && v->is_number()) {
         auto number = number_of(*v);
         if (!number) fail(ErrorCode::kUnsupported, "number constant too large");
