@@ -149,7 +149,8 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
   // RecognizerOptions::max_states (or max_lowering_work) is lowered again
   // without the factor, if it changed anything, then with the frugal
   // limit, then, if that is still past max_states, with no copies of
-  // rules named from several places (inlining.h).
+  // rules named from several places (inlining.h); a large grammar past
+  // max_states goes to the last at once.
   const int root_index = grammar.find_rule(root);
   if (root_index < 0) {
     return Status(ErrorCode::kInvalidArgument,
@@ -169,6 +170,10 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
     lowered = first->run(root_rule, cycles);
   }
   if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
+  // A large grammar past max_states is past it by its copies, which
+  // smaller inline limits do not remove: straight to no copies.
+  if (copy_budget == kLargeGrammarCopyBudget && first->states_exceeded())
+    return Lowering(grammar, options, kFrugalInlineLimit, 1, 0).run(root_rule, cycles);
   if (first->cycle_limit_used()) {
     lowered =
         Lowering(grammar, options, kGenerousInlineLimit, 1, copy_budget).run(root_rule, cycles);
