@@ -188,20 +188,15 @@ std::string Converter::emit_clause_once(const Clause& clause, const std::string&
     // by a set, other values pairwise (no string equals another value).
     std::unordered_set<std::string_view> seen_strings;
     std::vector<const Json*> seen_others;
+    auto seen_before = [&](const Json* v) {
+      if (v->is_string()) return !seen_strings.insert(v->get_ref<const std::string&>()).second;
+      for (const Json* s : seen_others)
+        if (json_equal(*s, *v)) return true;
+      seen_others.push_back(v);
+      return false;
+    };
     for (const Json* v : clause.values) {
-      bool duplicate = false;
-      if (v->is_string()) {
-        duplicate = seen_strings.count(v->get_ref<const std::string&>()) != 0;
-      } else {
-        for (const Json* s : seen_others)
-          if (json_equal(*s, *v)) duplicate = true;
-      }
-      if (duplicate || !clause_accepts(clause, *v, false)) continue;
-      if (v->is_string()) {
-        seen_strings.insert(v->get_ref<const std::string&>());
-      } else {
-        seen_others.push_back(v);
-      }
+      if (seen_before(v) || !clause_accepts(clause, *v, false)) continue;
       if (clause.strict_integer && v->is_number()) {
         auto number = number_of(*v);
         if (!number) fail(ErrorCode::kUnsupported, "number constant too large");
