@@ -389,6 +389,39 @@ TEST(Vocabulary, TextSlicePartitionsTheTrie) {
   EXPECT_EQ(&internal::VocabularyAccess::text_slice(*vocab->with_stop_tokens({16, 17})), &slice);
 }
 
+// An avoiding slice holds the slice tokens without the avoided bytes; its
+// rest trie holds every other trie token. A set that more than a quarter of
+// the trie's tokens hold gets no slice (and asking again gives none).
+TEST(Vocabulary, AvoidingSlicesPartitionTheTrieOrDecline) {
+  std::vector<std::string> tokens = {"<a", "b>", "c", "d", "\n", "<s>", "</s>"};
+  for (int i = 0; i < 16; ++i) tokens.push_back("w" + std::to_string(i));
+  auto vocab = Vocabulary::from_token_bytes(tokens, {6}, {5});
+  ASSERT_TRUE(vocab.ok());
+  const internal::TextSlice& slice = internal::VocabularyAccess::text_slice(*vocab);
+  const auto get = [&](const std::string& avoided) {
+    internal::ByteSet avoid;
+    for (char c : avoided) avoid.set(static_cast<uint8_t>(c));
+    return slice.avoiding->get(avoid, slice.words, internal::VocabularyAccess::trie(*vocab),
+                               internal::VocabularyAccess::bytes(*vocab),
+                               internal::VocabularyAccess::offsets(*vocab), vocab->size());
+  };
+  const internal::AvoidingSlice* angle = get("<>");
+  ASSERT_NE(angle, nullptr);
+  std::vector<uint32_t> kept, rest(angle->rest.token_ids());
+  for (uint32_t id = 0; id < tokens.size(); ++id)
+    if (test_bit(angle->words.data(), id)) kept.push_back(id);
+  std::sort(rest.begin(), rest.end());
+  std::vector<uint32_t> expected_kept = {2, 3};
+  for (uint32_t id = 7; id < tokens.size(); ++id) expected_kept.push_back(id);
+  EXPECT_EQ(kept, expected_kept);
+  EXPECT_EQ(rest, (std::vector<uint32_t>{0, 1, 4}));  // '\n' is not plain text
+  EXPECT_EQ(get("><"), angle);                        // built once
+  // 'w' is in 16 of the 21 trie tokens.
+  EXPECT_EQ(get("w"), nullptr);
+  EXPECT_EQ(get("w"), nullptr);
+  EXPECT_EQ(get("<>"), angle);
+}
+
 // spells_plain_text reads eight ASCII bytes at a time; every byte value in
 // every position of long and short strings must give the per-character
 // answer.

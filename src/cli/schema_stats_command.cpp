@@ -433,24 +433,39 @@ void replay(const grammask::CompiledGrammar& compiled, const grammask::Vocabular
   ++out.instances;
   const size_t first_mask = out.mask_us.size();
   // Names instances with slow masks (--verbose), for whoever tunes them.
+  // The slowest mask is named by its token position and the text before it.
   struct SlowReport {
     const ReplayStats& out;
     size_t first;
     const std::string& where;
+    const grammask::Vocabulary& vocab;
+    const std::vector<uint32_t>& tokens;
     bool verbose;
     ~SlowReport() {
       if (!verbose || out.mask_us.size() == first) return;
       double total = 0, slowest = 0;
+      size_t slowest_at = 0;
       for (size_t k = first; k < out.mask_us.size(); ++k) {
         total += out.mask_us[k];
-        slowest = std::max<double>(slowest, out.mask_us[k]);
+        if (out.mask_us[k] > slowest) {
+          slowest = out.mask_us[k];
+          slowest_at = k - first;
+        }
       }
-      if (slowest >= 1000)
-        std::cout << "slow-masks " << where << ": " << out.mask_us.size() - first << " masks, mean "
-                  << fixed(total / static_cast<double>(out.mask_us.size() - first), 1)
-                  << " us, max " << fixed(slowest, 1) << " us\n";
+      if (slowest < 1000) return;
+      std::string before;
+      for (size_t k = 0; k < slowest_at && k < tokens.size(); ++k)
+        before += vocab.token_bytes(tokens[k]);
+      constexpr size_t kContext = 40;
+      if (before.size() > kContext) before = before.substr(before.size() - kContext);
+      std::cout << "slow-masks " << where << ": " << out.mask_us.size() - first << " masks, mean "
+                << fixed(total / static_cast<double>(out.mask_us.size() - first), 1) << " us, max "
+                << fixed(slowest, 1) << " us at token " << slowest_at << " after "
+                << nlohmann::json(before).dump(-1, ' ', false,
+                                               nlohmann::json::error_handler_t::replace)
+                << "\n";
     }
-  } slow_report{out, first_mask, where, verbose};
+  } slow_report{out, first_mask, where, vocab, tokens, verbose};
   for (size_t i = 0;; ++i) {
     const auto start = Clock::now();
     grammask::Status filled = matcher.fill_mask(words.data(), words.size());

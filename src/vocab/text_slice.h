@@ -63,11 +63,15 @@ struct AvoidingSlice {
 
 // AvoidingSlices built on first request and kept for the life of the
 // vocabulary (its copies share them), at most kMaxKept; get() returns
-// nullptr past that. A build costs a pass over the trie tokens' bytes and a
-// trie of those outside it. Thread-safe.
+// nullptr past that. A build costs a pass over the trie and a
+// trie of the tokens outside the result. get() also returns nullptr when
+// more than 1/kMaxRestShare of the trie's tokens would be outside it (a
+// common letter avoided): that trie would cost more to build than walking
+// the whole trie, and saves little of the walk. Thread-safe.
 class AvoidingSlices {
  public:
   static constexpr size_t kMaxKept = 8;
+  static constexpr size_t kMaxRestShare = 4;
   // `slice`, `trie`, bytes and offsets: the vocabulary's (see TextSlice::build).
   const AvoidingSlice* get(const ByteSet& avoid, const std::vector<uint32_t>& slice_words,
                            const TokenTrie& trie, const char* bytes, const uint32_t* offsets,
@@ -78,6 +82,9 @@ class AvoidingSlices {
  private:
   mutable std::mutex mutex_;
   mutable std::vector<std::unique_ptr<const AvoidingSlice>> kept_;
+  // Sets found not worth a slice (see get), at most kMaxDeclined.
+  static constexpr size_t kMaxDeclined = 64;
+  mutable std::vector<ByteSet> declined_;
 };
 
 // The partition of a vocabulary's trie tokens: the slice as mask words, and
