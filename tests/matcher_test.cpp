@@ -245,6 +245,63 @@ t ::= ( [^{}\\] | "\\" [{}x] ){0,400} ( "ab" | "c" ))gm",
 INSTANTIATE_TEST_SUITE_P(PrecomputeBudgets, MasksMatchOracle,
                          ::testing::Values(CompileOptions{}.precompute_budget, 0.0, 0.1, 1.0));
 
+// Five rules of 1,202 pure states each, in a grammar of more than
+// WalkClasses::kEagerStates: each rule is classed on first use, and a set
+// holding a state of several such rules is walked, one rule classed per
+// mask, under a key of its states until they are all classed. Masks are
+// the oracle's all along.
+TEST(Matcher, MasksMatchOracleWhileLargeRulesAreClassed) {
+  const char* text = R"gm(root ::= "{" (a | b | c | d | e) "}"
+a ::= "k" [a-c]{0,1200} "A"
+b ::= "k" [a-d]{0,1200} "B"
+c ::= "k" [a-e]{0,1200} "C"
+d ::= "k" [a-f]{0,1200} "D"
+e ::= "k" [a-g]{0,1200} "E")gm";
+  auto grammar = parse_gbnf(text);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+  ASSERT_TRUE(lowered.ok());
+  const std::vector<uint8_t> pure = internal::pure_states(**lowered);
+  std::vector<uint32_t> pure_in_rule((*lowered)->rules().size(), 0);
+  for (size_t s = 0; s < pure.size(); ++s) pure_in_rule[(*lowered)->states()[s].rule] += pure[s];
+  EXPECT_EQ(std::count_if(pure_in_rule.begin(), pure_in_rule.end(),
+                          [](uint32_t n) { return n > internal::WalkClasses::kLazyRuleStates; }),
+            5);
+  EXPECT_GT(std::count(pure.begin(), pure.end(), 1), internal::WalkClasses::kEagerStates);
+
+  const std::vector<std::string> tokens = {"{",  "{k", "k", "a", "ab", "abc", "b", "c",
+                                           "ca", "d",  "e", "f", "g",  "gf",  "A", "B",
+                                           "C",  "D",  "E", "}", "A}", "E}",  "x", "</s>"};
+  const Vocabulary vocab =
+      *Vocabulary::from_token_bytes(tokens, {static_cast<uint32_t>(tokens.size() - 1)});
+  auto compiled = CompiledGrammar::compile(*grammar, vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  // Mostly letters, so that the sets keep states of several rules.
+  int compared = 0;
+  std::vector<uint32_t> words(compiled->mask_words(), 0);
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    Matcher m(*compiled);
+    std::mt19937 rng(seed);
+    std::string so_far;
+    for (int step = 0; step < 30 && !m.is_terminated(); ++step) {
+      ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+      ASSERT_EQ(words, oracle_mask(*grammar, vocab, so_far, words.size())) << so_far;
+      ++compared;
+      std::vector<uint32_t> allowed = allowed_ids(words, vocab.size()), letters;
+      for (uint32_t id : allowed)
+        if (vocab.token_bytes(id).find_first_of("ABCDE}") == std::string_view::npos)
+          letters.push_back(id);
+      if (allowed.empty()) break;
+      const std::vector<uint32_t>& pick_from =
+          !letters.empty() && rng() % 10 != 0 ? letters : allowed;
+      const uint32_t next = pick_from[rng() % pick_from.size()];
+      ASSERT_TRUE(m.accept_token(next).ok());
+      so_far += vocab.token_bytes(next);
+    }
+  }
+  EXPECT_GT(compared, 200);
+}
+
 // A long bounded string: the search that decides whether a position reads
 // all text walks to the bound before it fails, so the searches of all the
 // positions together pass what compile() spends on them, and the positions

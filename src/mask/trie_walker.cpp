@@ -337,13 +337,36 @@ inline bool TrieWalker::top_set_pure_key() {
   pure_key_.clear();
   pure_states_.clear();
   item_states_.clear();
+  bool unclassed = false;
   for (const EarleyItem* it = first; it != last; ++it) {
     if (!pure[it->state]) return false;
-    const uint32_t cls = walk_classes.of(it->state);
     item_states_.push_back(it->state);
-    if (std::find(pure_key_.begin(), pure_key_.end(), cls) != pure_key_.end()) continue;
-    pure_key_.push_back(cls);
-    pure_states_.push_back(it->state);
+    unclassed |= walk_classes.known(it->state) == WalkClasses::kNotYet;
+    if (std::find(pure_states_.begin(), pure_states_.end(), it->state) == pure_states_.end())
+      pure_states_.push_back(it->state);
+  }
+  if (unclassed && pure_states_.size() > kMaxUnionStates) {
+    // Classing a large rule costs about half a millisecond, which the set
+    // at an object's key start, holding a state of each of a dozen rules,
+    // would pay a dozen times at once: one rule is classed per mask, and
+    // until all are, the set is keyed by its states (the walk of many
+    // states advances them all and needs no classes).
+    const auto not_yet = [&](uint32_t state) {
+      return walk_classes.known(state) == WalkClasses::kNotYet;
+    };
+    walk_classes.of(*std::find_if(pure_states_.begin(), pure_states_.end(), not_yet));
+    unclassed = std::any_of(pure_states_.begin(), pure_states_.end(), not_yet);
+  }
+  if (unclassed && pure_states_.size() > kMaxUnionStates) {
+    for (const uint32_t state : pure_states_) pure_key_.push_back(kStateKey | state);
+  } else {
+    pure_states_.clear();
+    for (const uint32_t state : item_states_) {
+      const uint32_t cls = walk_classes.of(state);
+      if (std::find(pure_key_.begin(), pure_key_.end(), cls) != pure_key_.end()) continue;
+      pure_key_.push_back(cls);
+      pure_states_.push_back(state);
+    }
   }
   std::sort(pure_key_.begin(), pure_key_.end());
   pure_cover_ = data_->text_closure->best_cover(item_states_.data(), item_states_.size());

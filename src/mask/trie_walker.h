@@ -128,8 +128,10 @@ class TrieWalker {
   // Sets pure_key_ to the sorted walk classes of the top set's DFA states
   // (pure_states_ to the states, pure_cover_ to how much of the text slice
   // they allow) and returns true when they are all pure (and few enough for
-  // the fast path).
+  // the fast path). More than kMaxUnionStates states, some of a rule not
+  // classed yet, are keyed by kStateKey | state instead.
   inline bool top_set_pure_key();
+  static constexpr uint64_t kStateKey = uint64_t{1} << 32;
 
   // The walk for pure_key_ from the compile-time table or this matcher's
   // cache, or nullptr.
