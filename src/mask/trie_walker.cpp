@@ -130,6 +130,12 @@ inline bool TrieWalker::walk_nodes(uint32_t first, uint32_t last, uint32_t* word
         Advanced advanced;
         if (following) {
           advanced = advance_followed(fast_begin_[depth - 1], fast_end_[depth - 1], node.byte);
+        } else if (fast_end_[depth - 1] - fast_begin_[depth - 1] == 1) {
+          // One state (inside a string or a number, most often): its
+          // transition, without advance()'s copy and deduplication.
+          const uint32_t next = data_->grammar->next(pool_[fast_begin_[depth - 1]], node.byte);
+          if (next != kNoState) pool_.push_back(next);
+          advanced = next == kNoState || data_->pure[next] ? kStaysFast : kNeedsEngine;
         } else {
           advanced = advance(pool_.data() + fast_begin_[depth - 1],
                              pool_.data() + fast_end_[depth - 1], node.byte, out)
@@ -151,7 +157,7 @@ inline bool TrieWalker::walk_nodes(uint32_t first, uint32_t last, uint32_t* word
           if (advanced != kNeedsEngine) {
             fast_end_[depth] = static_cast<uint32_t>(pool_.size());
             following_[depth] = following;
-            follow_[depth] = follow_[depth - 1];
+            if (following) follow_[depth] = follow_[depth - 1];
             scan_ready_[depth] = 0;
             if (advanced == kStaysFastWithCallers) {
               follow_[depth] |= callee_bytes_;
