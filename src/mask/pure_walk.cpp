@@ -27,71 +27,157 @@ namespace {
   return bits;
 }
 
-// walk_from_state over a transition table of `Entry`s, whose largest value
-// means no transition.
+// walk_from_state's loop over a transition table of `Entry`s, whose
+// largest value means no transition. Its state (the trie position, the row
+// of the state at each depth, the path) lives here, so that the loop can
+// start with an id list and go on with mask words once the list outgrows
+// max_sparse: most walks (a keyword, a digit) never need the words, and
+// the loop that has them carries no list (the long walks of a whole trie
+// run it with their state in registers).
+template <typename Entry>
+class WalkLoop {
+  static constexpr Entry kNone = std::numeric_limits<Entry>::max();
+
+ public:
+  WalkLoop(const Entry* table, const PureTransitions& transitions, const TokenTrie& trie,
+           size_t depth_cap, uint32_t start)
+      : table_(table),
+        nodes_(trie.nodes().data()),
+        ids_(trie.token_ids().data()),
+        pure_(transitions.pure),
+        byte_class_(transitions.byte_class),
+        width_(transitions.width),
+        depth_cap_(depth_cap),
+        n_(static_cast<uint32_t>(trie.nodes().size())),
+        row_at_(trie.max_depth() + 2, 0),
+        path_(trie.max_depth() + 2, 0) {
+    row_at_[0] = start * width_;
+  }
+
+  // Walks on from node i_ until the walk ends (true), the id list of
+  // `walk` outgrows max_sparse (false, i_ at the next node), or the budget
+  // runs out (false, over_budget()).
+  bool run_sparse(PureWalk& walk, size_t max_sparse, uint64_t budget) {
+    const TokenTrie::Node* const nodes = nodes_;
+    size_t* const row_at = row_at_.data();
+    uint32_t i = i_;
+    uint64_t count = count_;
+    bool done = true;
+    while (i < n_) {
+      if (++count > budget) {
+        over_budget_ = true;
+        done = false;
+        break;
+      }
+      const TokenTrie::Node& node = nodes[i];
+      const size_t depth = node.depth;
+      const uint32_t next = table_[row_at[depth - 1] + byte_class_[node.byte]];
+      if (next == kNone) {
+        i = node.subtree_end;
+        continue;
+      }
+      for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t)
+        walk.tokens.push_back(ids_[t]);
+      if (node.subtree_end == i + 1 || depth >= depth_cap_) {
+        i = node.subtree_end;
+      } else {
+        path_[depth] = node.byte;
+        if (!pure_[next]) {
+          walk.add_frontier(i, path_, depth);
+          i = node.subtree_end;
+        } else {
+          row_at[depth] = next * width_;
+          ++i;
+        }
+      }
+      if (walk.tokens.size() > max_sparse) {
+        done = false;
+        break;
+      }
+    }
+    i_ = i;
+    count_ = count;
+    return done;
+  }
+
+  // The same into mask words, to the end (true) or the budget (false).
+  // Whether a node is alive, holds a token or has children follows no
+  // pattern in a trie walked in order, so these are selects rather than
+  // branches: a mispredicted branch costs more than the node's other work.
+  bool run_dense(PureWalk& walk, uint32_t* bits, uint64_t budget) {
+    const TokenTrie::Node* const nodes = nodes_;
+    const uint32_t* const ids = ids_;
+    size_t* const row_at = row_at_.data();
+    uint32_t i = i_;
+    uint64_t count = count_;
+    while (i < n_) {
+      if (++count > budget) {
+        over_budget_ = true;
+        i_ = i;
+        count_ = count;
+        return false;
+      }
+      const TokenTrie::Node& node = nodes[i];
+      const size_t depth = node.depth;
+      const uint32_t next = table_[row_at[depth - 1] + byte_class_[node.byte]];
+      const bool alive = next != kNone;
+      const uint32_t first = node.tokens_begin, end = nodes[i + 1].tokens_begin;
+      // (ids[0] stands in when the node holds no token: the bit set is 0.)
+      const uint32_t id = ids[first < end ? first : 0];
+      bits[id >> 5] |= static_cast<uint32_t>(alive && first < end) << (id & 31);
+      if (alive && end - first > 1) [[unlikely]]
+        for (uint32_t t = first + 1; t < end; ++t) set_bit(bits, ids[t]);
+      const bool goes_on = alive && depth < depth_cap_;
+      path_[depth] = node.byte;
+      row_at[depth] = next * width_;  // (unread unless the walk goes below)
+      if (goes_on && !pure_[next] && node.subtree_end != i + 1) [[unlikely]] {
+        walk.add_frontier(i, path_, depth);
+        i = node.subtree_end;
+        continue;
+      }
+      i = goes_on ? i + 1 : node.subtree_end;
+    }
+    i_ = i;
+    count_ = count;
+    return true;
+  }
+  bool over_budget() const { return over_budget_; }
+  uint64_t visited() const { return count_; }
+
+ private:
+  const Entry* table_;
+  const TokenTrie::Node* nodes_;
+  const uint32_t* ids_;
+  const uint8_t* pure_;
+  const uint8_t* byte_class_;
+  size_t width_;
+  size_t depth_cap_;
+  uint32_t n_;
+  std::vector<size_t> row_at_;  // the row after depth d
+  std::vector<uint8_t> path_;
+  uint32_t i_ = 1;
+  uint64_t count_ = 0;
+  bool over_budget_ = false;
+};
+
 template <typename Entry>
 bool walk_from_state_in(const Entry* table, const PureTransitions& transitions,
                         const TokenTrie& trie, size_t vocabulary_size, uint32_t start,
                         uint64_t budget, PureWalk& walk, uint64_t& visited) {
-  constexpr Entry kNone = std::numeric_limits<Entry>::max();
-  const TokenTrie::Node* nodes = trie.nodes().data();
-  const uint32_t* ids = trie.token_ids().data();
-  const uint8_t* pure = transitions.pure;
-  const size_t width = transitions.width;
-  const size_t depth_cap = walk.depth_cap;
-  const uint8_t* byte_class = transitions.byte_class;
   const size_t words = mask_words(vocabulary_size);
   // A list at most 1/8 the words' size; on top of the slice's words, one
   // that costs little next to copying them.
   const size_t max_sparse = walk.slice != nullptr ? words / 64 : words / 8;
-  // Mask words only once the list outgrows max_sparse: most walks (a
-  // keyword, a digit) never need them.
   walk.bits.clear();
   walk.tokens.clear();
   walk.frontier.clear();
   walk.paths.clear();
-  uint32_t* bits = nullptr;
-  std::vector<size_t> row_at(trie.max_depth() + 2, 0);  // the row after depth d
-  std::vector<uint8_t> path(trie.max_depth() + 2, 0);
-  row_at[0] = start * width;
-  const uint32_t n = static_cast<uint32_t>(trie.nodes().size());
-  uint32_t i = 1;
-  uint64_t count = 0;
-  while (i < n) {
-    if (++count > budget) {
-      visited = count;
-      return false;
-    }
-    const TokenTrie::Node& node = nodes[i];
-    const size_t depth = node.depth;
-    const uint32_t next = table[row_at[depth - 1] + byte_class[node.byte]];
-    if (next == kNone) {
-      i = node.subtree_end;
-      continue;
-    }
-    for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t) {
-      if (bits != nullptr) {
-        set_bit(bits, ids[t]);
-        continue;
-      }
-      walk.tokens.push_back(ids[t]);
-      if (walk.tokens.size() > max_sparse) bits = make_dense(walk, words);
-    }
-    if (node.subtree_end == i + 1 || depth >= depth_cap) {
-      i = node.subtree_end;
-      continue;
-    }
-    path[depth] = node.byte;
-    if (!pure[next]) {
-      walk.add_frontier(i, path, depth);
-      i = node.subtree_end;
-      continue;
-    }
-    row_at[depth] = next * width;
-    ++i;
-  }
-  visited = count;
-  if (bits != nullptr) {
+  WalkLoop<Entry> loop(table, transitions, trie, walk.depth_cap, start);
+  bool done = loop.run_sparse(walk, max_sparse, budget);
+  if (!done && !loop.over_budget()) done = loop.run_dense(walk, make_dense(walk, words), budget);
+  visited = loop.visited();
+  if (!done) return false;
+  if (!walk.bits.empty()) {
     walk.tokens.shrink_to_fit();
     walk.finish();
   }
