@@ -39,8 +39,11 @@ class WalkLoop {
   static constexpr Entry kNone = std::numeric_limits<Entry>::max();
 
  public:
+  // The walk of nodes [first, last), below a node at `depth` that the path
+  // path[1..depth] leads to, from `start` (the whole trie: 1, its size, 0).
   WalkLoop(const Entry* table, const PureTransitions& transitions, const TokenTrie& trie,
-           size_t depth_cap, uint32_t start)
+           size_t depth_cap, uint32_t start, uint32_t first, uint32_t last, size_t depth,
+           const uint8_t* path)
       : table_(table),
         nodes_(trie.nodes().data()),
         ids_(trie.token_ids().data()),
@@ -48,10 +51,12 @@ class WalkLoop {
         byte_class_(transitions.byte_class),
         width_(transitions.width),
         depth_cap_(depth_cap),
-        n_(static_cast<uint32_t>(trie.nodes().size())),
+        n_(last),
         row_at_(trie.max_depth() + 2, 0),
-        path_(trie.max_depth() + 2, 0) {
-    row_at_[0] = start * width_;
+        path_(trie.max_depth() + 2, 0),
+        i_(first) {
+    row_at_[depth] = start * width_;
+    std::copy(path + 1, path + depth + 1, path_.begin() + 1);
   }
 
   // Walks on from node i_ until the walk ends (true), the id list of
@@ -155,7 +160,7 @@ class WalkLoop {
   uint32_t n_;
   std::vector<size_t> row_at_;  // the row after depth d
   std::vector<uint8_t> path_;
-  uint32_t i_ = 1;
+  uint32_t i_;
   uint64_t count_ = 0;
   bool over_budget_ = false;
 };
@@ -172,7 +177,8 @@ bool walk_from_state_in(const Entry* table, const PureTransitions& transitions,
   walk.tokens.clear();
   walk.frontier.clear();
   walk.paths.clear();
-  WalkLoop<Entry> loop(table, transitions, trie, walk.depth_cap, start);
+  WalkLoop<Entry> loop(table, transitions, trie, walk.depth_cap, start, 1,
+                       static_cast<uint32_t>(trie.nodes().size()), 0, nullptr);
   bool done = loop.run_sparse(walk, max_sparse, budget);
   if (!done && !loop.over_budget()) done = loop.run_dense(walk, make_dense(walk, words), budget);
   visited = loop.visited();
@@ -184,7 +190,29 @@ bool walk_from_state_in(const Entry* table, const PureTransitions& transitions,
   return true;
 }
 
+template <typename Entry>
+bool walk_subtree_in(const Entry* table, const PureTransitions& transitions, const TokenTrie& trie,
+                     uint32_t first, uint32_t last, size_t depth, const uint8_t* path,
+                     uint32_t start, uint64_t budget, PureWalk& walk, uint32_t* bits,
+                     uint64_t& visited) {
+  WalkLoop<Entry> loop(table, transitions, trie, walk.depth_cap, start, first, last, depth, path);
+  const bool done = loop.run_dense(walk, bits, budget);
+  visited = loop.visited();
+  return done;
+}
+
 }  // namespace
+
+bool walk_subtree_from_state(const PureTransitions& transitions, const TokenTrie& trie,
+                             uint32_t first, uint32_t last, size_t depth, const uint8_t* path,
+                             uint32_t start, uint64_t budget, PureWalk& walk, uint32_t* bits,
+                             uint64_t& visited) {
+  if (transitions.narrow_table != nullptr)
+    return walk_subtree_in(transitions.narrow_table, transitions, trie, first, last, depth, path,
+                           start, budget, walk, bits, visited);
+  return walk_subtree_in(transitions.wide_table, transitions, trie, first, last, depth, path, start,
+                         budget, walk, bits, visited);
+}
 
 bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
                      size_t vocabulary_size, uint32_t start, uint64_t budget, PureWalk& walk,

@@ -153,6 +153,16 @@ bool walk_from_state(const PureTransitions& transitions, const TokenTrie& trie,
                      size_t vocabulary_size, uint32_t start, uint64_t budget, PureWalk& walk,
                      uint64_t& visited);
 
+// walk_from_state below one trie node: walks nodes [first, last), the
+// subtree of a node at `depth` reached by path[1..depth], from pure state
+// `start`, setting the allowed tokens in the mask words `bits` and adding
+// the frontier nodes (with their paths from the root) to `walk`. Gives up
+// (false) past `budget` nodes; `visited` receives the count.
+bool walk_subtree_from_state(const PureTransitions& transitions, const TokenTrie& trie,
+                             uint32_t first, uint32_t last, size_t depth, const uint8_t* path,
+                             uint32_t start, uint64_t budget, PureWalk& walk, uint32_t* bits,
+                             uint64_t& visited);
+
 }  // namespace internal
 }  // namespace grammask
 

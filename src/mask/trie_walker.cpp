@@ -482,6 +482,18 @@ inline const PureWalk* TrieWalker::top_set_pure_walk(uint64_t deadline) {
       i = node.subtree_end;
       continue;
     }
+    if (node.subtree_end != i + 1 && pool_.size() == out + 1) {
+      // The states have come down to one (the other keys of an object
+      // have died): its plain walk below this node.
+      uint64_t visited = 0;
+      const bool done = walk_subtree_from_state(
+          *data_->pure_transitions, trie, i + 1, node.subtree_end, depth, path_.data(), pool_[out],
+          deadline > engine.work() ? deadline - engine.work() : 0, walk, walk.bits.data(), visited);
+      engine.charge(visited);
+      if (!done || engine.work() > deadline) return nullptr;
+      i = node.subtree_end;
+      continue;
+    }
     fast_begin_[depth] = static_cast<uint32_t>(out);
     fast_end_[depth] = static_cast<uint32_t>(pool_.size());
     ++i;
