@@ -11,7 +11,9 @@ namespace grammask {
 namespace internal {
 
 TrieWalker::TrieWalker(const CompiledGrammarData& data)
-    : data_(&data), own_walks_(data.max_matcher_cache_bytes / 2) {}
+    : data_(&data), own_walks_(data.max_matcher_cache_bytes / 2) {
+  state_sets_.reset(0);  // (so that a copy has tables to copy)
+}
 
 const PureWalk* TrieWalker::known_top_walk(EarleyEngine& engine) {
   engine_ = &engine;
@@ -453,54 +455,116 @@ inline const PureWalk* TrieWalker::top_set_pure_walk(uint64_t deadline) {
     return share(pure_tag(), pure_key_, std::move(walk));
   }
   const TokenTrie& trie = data_->trie_for(pure_cover_, walk);
-  const auto& nodes = trie.nodes();
-  const auto& ids = trie.token_ids();
   walk.bits.assign(mask_words(data_->vocabulary.size()), 0);
-  // pool_[fast_begin_[d], fast_end_[d]): the states after the path to depth d.
-  pool_.assign(pure_states_.begin(), pure_states_.end());
-  fast_begin_[0] = 0;
-  fast_end_[0] = static_cast<uint32_t>(pool_.size());
-  const uint32_t n = static_cast<uint32_t>(nodes.size());
-  for (uint32_t i = 1; i < n;) {
-    engine.charge(1);
-    if (engine.work() > deadline) return nullptr;
-    const TokenTrie::Node& node = nodes[i];
-    const size_t depth = node.depth;
-    pool_.resize(fast_end_[depth - 1]);
-    const size_t out = pool_.size();
-    const bool all_pure = advance(pool_.data() + fast_begin_[depth - 1],
-                                  pool_.data() + fast_end_[depth - 1], node.byte, out);
-    if (pool_.size() == out) {
-      i = node.subtree_end;
-      continue;
-    }
-    for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t)
-      set_bit(walk.bits.data(), ids[t]);
-    path_[depth] = node.byte;
-    if (node.subtree_end != i + 1 && !all_pure) {
-      walk.add_frontier(i, path_, depth);
-      i = node.subtree_end;
-      continue;
-    }
-    if (node.subtree_end != i + 1 && pool_.size() == out + 1) {
-      // The states have come down to one (the other keys of an object
-      // have died): its plain walk below this node.
-      uint64_t visited = 0;
-      const bool done = walk_subtree_from_state(
-          *data_->pure_transitions, trie, i + 1, node.subtree_end, depth, path_.data(), pool_[out],
-          deadline > engine.work() ? deadline - engine.work() : 0, walk, walk.bits.data(), visited);
-      engine.charge(visited);
-      if (!done || engine.work() > deadline) return nullptr;
-      i = node.subtree_end;
-      continue;
-    }
-    fast_begin_[depth] = static_cast<uint32_t>(out);
-    fast_end_[depth] = static_cast<uint32_t>(pool_.size());
-    ++i;
-  }
-  pool_.clear();
+  if (!walk_state_sets(trie, walk, deadline)) return nullptr;
   walk.finish();
   return share(pure_tag(), pure_key_, std::move(walk));
+}
+
+inline uint32_t TrieWalker::intern_state_set(std::vector<uint32_t>& states) {
+  std::sort(states.begin(), states.end());
+  states.erase(std::unique(states.begin(), states.end()), states.end());
+  const auto [id, inserted] = state_sets_.intern(states.data(), states.size());
+  if (inserted) {
+    // Steps are kept for the sets seen first, up to kMaxSetSteps (4 bytes
+    // each); the steps of later sets are computed each time.
+    const uint32_t width = data_->grammar->num_classes();
+    if (set_steps_.size() + width <= kMaxSetSteps && set_steps_.size() == size_t{id} * width)
+      set_steps_.resize(set_steps_.size() + width, kUnknownSet);
+    // (Pure sets of one state walk on in walk_subtree_from_state.)
+    set_special_.push_back(states.size() == 1 ||
+                           !std::all_of(states.begin(), states.end(),
+                                        [&](uint32_t state) { return data_->pure[state] != 0; }));
+  }
+  return id;
+}
+
+inline bool TrieWalker::walk_state_sets(const TokenTrie& trie, PureWalk& walk, uint64_t deadline) {
+  EarleyEngine& engine = *engine_;
+  const ByteGrammar& grammar = *data_->grammar;
+  const uint32_t width = grammar.num_classes();
+  const auto& nodes = trie.nodes();
+  const auto& ids = trie.token_ids();
+  state_sets_.reset(64);
+  set_steps_.clear();
+  set_special_.clear();
+  set_at_.resize(path_.size());
+  set_members_.assign(pure_states_.begin(), pure_states_.end());
+  set_at_[0] = intern_state_set(set_members_);
+  const uint32_t n = static_cast<uint32_t>(nodes.size());
+  // As in walk_from_state's loop, whether a node is alive, holds a token
+  // or has children are selects rather than branches; the rare cases (a new
+  // step, a set that is not pure or has come down to one state) branch.
+  // The work is counted here and charged to the engine where it is read.
+  // (The vectors' data in locals: stores through the mask words would
+  // otherwise have them reloaded at every node.)
+  uint64_t work = engine.work();
+  uint32_t* const bits = walk.bits.data();
+  uint32_t* const set_at = set_at_.data();
+  uint8_t* const path = path_.data();
+  const uint8_t* const byte_class = data_->pure_transitions->byte_class;
+  const uint32_t* steps = set_steps_.data();
+  size_t steps_size = set_steps_.size();
+  const uint8_t* special = set_special_.data();
+  for (uint32_t i = 1; i < n;) {
+    if (++work > deadline) {
+      engine.charge(work - engine.work());
+      return false;
+    }
+    const TokenTrie::Node& node = nodes[i];
+    const size_t depth = node.depth;
+    const size_t step = size_t{set_at[depth - 1]} * width + byte_class[node.byte];
+    uint32_t to = step < steps_size ? steps[step] : kUnknownSet;
+    if (to == kUnknownSet) [[unlikely]] {
+      to = new_set_step(step, node.byte, depth);
+      steps = set_steps_.data();
+      steps_size = set_steps_.size();
+      special = set_special_.data();
+    }
+    const bool alive = to != kDeadSet;
+    const uint32_t first = node.tokens_begin, end = nodes[i + 1].tokens_begin;
+    // (ids[0] stands in when the node holds no token: the bit set is 0.)
+    const uint32_t id = ids[first < end ? first : 0];
+    bits[id >> 5] |= static_cast<uint32_t>(alive && first < end) << (id & 31);
+    if (alive && end - first > 1) [[unlikely]]
+      for (uint32_t t = first + 1; t < end; ++t) set_bit(bits, ids[t]);
+    path[depth] = node.byte;
+    set_at[depth] = to;  // (unread unless the walk goes below)
+    if (alive & (node.subtree_end != i + 1) & special[alive ? to : 0]) [[unlikely]] {
+      if (!data_->pure[*state_sets_.data(to)] || state_sets_.size(to) > 1) {
+        walk.add_frontier(i, path_, depth);  // (a set that is not all pure)
+      } else {
+        // The states have come down to one (the other keys of an object
+        // have died): its plain walk below this node.
+        engine.charge(work - engine.work());
+        uint64_t visited = 0;
+        const bool done = walk_subtree_from_state(
+            *data_->pure_transitions, trie, i + 1, node.subtree_end, depth, path,
+            *state_sets_.data(to), deadline > work ? deadline - work : 0, walk, bits, visited);
+        engine.charge(visited);
+        work = engine.work();
+        if (!done || work > deadline) return false;
+      }
+      i = node.subtree_end;
+      continue;
+    }
+    i = alive ? i + 1 : node.subtree_end;
+  }
+  engine.charge(work - engine.work());
+  return true;
+}
+
+uint32_t TrieWalker::new_set_step(size_t step, uint8_t byte, size_t depth) {
+  const ByteGrammar& grammar = *data_->grammar;
+  const uint32_t from = set_at_[depth - 1];
+  set_members_.clear();
+  for (const uint32_t *state = state_sets_.data(from), *last = state + state_sets_.size(from);
+       state != last; ++state)
+    if (const uint32_t next = grammar.next(*state, byte); next != kNoState)
+      set_members_.push_back(next);
+  const uint32_t to = set_members_.empty() ? kDeadSet : intern_state_set(set_members_);
+  if (step < set_steps_.size()) set_steps_[step] = to;
+  return to;
 }
 
 inline void TrieWalker::merge_frontiers(PureWalk& walk) {

@@ -11,6 +11,7 @@
 
 #include "base/byte_set.h"
 #include "base/memory_bytes.h"
+#include "base/sequence_index.h"
 #include "earley/earley_engine.h"
 #include "mask/compiled_grammar.h"
 #include "mask/own_walks.h"
@@ -34,7 +35,8 @@ class TrieWalker {
            heap_bytes(fast_scan_) + heap_bytes(scan_ready_) + heap_bytes(path_) +
            heap_bytes(sources_) + heap_bytes(pure_key_) + heap_bytes(pure_states_) +
            heap_bytes(tagged_key_) + heap_bytes(local_key_) + heap_bytes(short_key_) +
-           heap_bytes(item_states_);
+           heap_bytes(item_states_) + state_sets_.memory_bytes() + heap_bytes(set_steps_) +
+           heap_bytes(set_special_) + heap_bytes(set_at_) + heap_bytes(set_members_);
   }
 
   // When every item of `engine`'s top set is pure and the walk from their
@@ -154,6 +156,20 @@ class TrieWalker {
   // A miss walks the trie once (charged to the work bound).
   inline const PureWalk* top_set_pure_walk(uint64_t deadline);
 
+  // The walk from the pure states pure_states_ (more than kMaxUnionStates)
+  // over `trie` into `walk` (its mask words allocated): a walk of the
+  // subsets of those states' DFA, built as the walk reaches them, so that a
+  // node whose parent's set was seen before costs one lookup. Returns false
+  // past `deadline`.
+  inline bool walk_state_sets(const TokenTrie& trie, PureWalk& walk, uint64_t deadline);
+  // The number of the set `states` (sorted and deduplicated here), a new
+  // one with unknown steps and its purity if first seen.
+  inline uint32_t intern_state_set(std::vector<uint32_t>& states);
+  // The set that set_at_[depth - 1] steps to on `byte`, kept at
+  // set_steps_[step] if the set has steps kept. (Out of line: most steps
+  // are known.)
+  [[gnu::noinline]] uint32_t new_set_step(size_t step, uint8_t byte, size_t depth);
+
   // Moves the frontiers of `walk`'s unsplit state parts, which index one
   // trie, into `walk` itself, each node once and none inside another's
   // subtree: the states of a set often stop being pure at the same nodes,
@@ -214,6 +230,17 @@ class TrieWalker {
   const TokenTrie* walk_trie_ = nullptr;  // the trie walk_nodes walks
   size_t depth_cap_ = SIZE_MAX;           // and the depth past which it skips nodes
   std::vector<uint32_t> item_states_;
+  // walk_state_sets' scratch: the sets seen, their steps (set * byte
+  // classes + class: the next set, kUnknownSet or kDeadSet), whether each
+  // needs more than a step (one state, or a state that is not pure), the
+  // set at each depth of the path, and a set being built.
+  static constexpr uint32_t kUnknownSet = UINT32_MAX, kDeadSet = UINT32_MAX - 1;
+  static constexpr size_t kMaxSetSteps = size_t{1} << 18;
+  SequenceIndex state_sets_;
+  std::vector<uint32_t> set_steps_;
+  std::vector<uint8_t> set_special_;
+  std::vector<uint32_t> set_at_;
+  std::vector<uint32_t> set_members_;
 };
 
 }  // namespace internal
