@@ -126,12 +126,7 @@ class WalkLoop {
       const size_t depth = node.depth;
       const uint32_t next = table_[row_at[depth - 1] + byte_class_[node.byte]];
       const bool alive = next != kNone;
-      const uint32_t first = node.tokens_begin, end = nodes[i + 1].tokens_begin;
-      // (ids[0] stands in when the node holds no token: the bit set is 0.)
-      const uint32_t id = ids[first < end ? first : 0];
-      bits[id >> 5] |= static_cast<uint32_t>(alive && first < end) << (id & 31);
-      if (alive && end - first > 1) [[unlikely]]
-        for (uint32_t t = first + 1; t < end; ++t) set_bit(bits, ids[t]);
+      set_node_tokens(bits, ids, node.tokens_begin, nodes[i + 1].tokens_begin, alive);
       const bool goes_on = alive && depth < depth_cap_;
       path_[depth] = node.byte;
       row_at[depth] = next * width_;  // (unread unless the walk goes below)

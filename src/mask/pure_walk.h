@@ -132,6 +132,19 @@ struct PureWalk {
   }
 };
 
+// Sets in mask words `bits` the tokens ids[first, end) of a trie node if
+// `alive`. Whether a node holds a token follows no pattern in a trie walked
+// in order, so the usual zero or one token is a select, not a branch.
+// `ids` must not be empty.
+inline void set_node_tokens(uint32_t* bits, const uint32_t* ids, uint32_t first, uint32_t end,
+                            bool alive) {
+  // (ids[0] stands in when the node holds no token: the bit set is 0.)
+  const uint32_t id = ids[first < end ? first : 0];
+  bits[id >> 5] |= static_cast<uint32_t>(alive && first < end) << (id & 31);
+  if (alive && end - first > 1) [[unlikely]]
+    for (uint32_t t = first + 1; t < end; ++t) set_bit(bits, ids[t]);
+}
+
 // The transitions trie walks follow: the grammar's table, and whether each
 // DFA state is pure (a walk stops at an impure one, left to the Earley
 // engine). Built once per CompiledGrammar.

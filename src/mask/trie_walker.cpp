@@ -522,12 +522,7 @@ inline bool TrieWalker::walk_state_sets(const TokenTrie& trie, PureWalk& walk, u
       special = set_special_.data();
     }
     const bool alive = to != kDeadSet;
-    const uint32_t first = node.tokens_begin, end = nodes[i + 1].tokens_begin;
-    // (ids[0] stands in when the node holds no token: the bit set is 0.)
-    const uint32_t id = ids[first < end ? first : 0];
-    bits[id >> 5] |= static_cast<uint32_t>(alive && first < end) << (id & 31);
-    if (alive && end - first > 1) [[unlikely]]
-      for (uint32_t t = first + 1; t < end; ++t) set_bit(bits, ids[t]);
+    set_node_tokens(bits, ids.data(), node.tokens_begin, nodes[i + 1].tokens_begin, alive);
     path[depth] = node.byte;
     set_at[depth] = to;  // (unread unless the walk goes below)
     if (alive & (node.subtree_end != i + 1) & special[alive ? to : 0]) [[unlikely]] {
