@@ -56,7 +56,7 @@ class WalkLoop {
         path_(trie.max_depth() + 2, 0),
         i_(first) {
     row_at_[depth] = start * width_;
-    std::copy(path + 1, path + depth + 1, path_.begin() + 1);
+    if (depth > 0) std::copy(path + 1, path + depth + 1, path_.begin() + 1);  // (path may be null)
   }
 
   // Walks on from node i_ until the walk ends (true), the id list of
