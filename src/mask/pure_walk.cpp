@@ -115,12 +115,12 @@ class WalkLoop {
     size_t* const row_at = row_at_.data();
     uint32_t i = i_;
     uint64_t count = count_;
+    bool done = true;
     while (i < n_) {
       if (++count > budget) {
         over_budget_ = true;
-        i_ = i;
-        count_ = count;
-        return false;
+        done = false;
+        break;
       }
       const TokenTrie::Node& node = nodes[i];
       const size_t depth = node.depth;
@@ -139,7 +139,7 @@ class WalkLoop {
     }
     i_ = i;
     count_ = count;
-    return true;
+    return done;
   }
   bool over_budget() const { return over_budget_; }
   uint64_t visited() const { return count_; }

@@ -345,11 +345,14 @@ inline bool TrieWalker::top_set_pure_key() {
   pure_key_.clear();
   pure_states_.clear();
   item_states_.clear();
+  const auto not_yet = [&](uint32_t state) {
+    return walk_classes.known(state) == WalkClasses::kNotYet;
+  };
   bool unclassed = false;
   for (const EarleyItem* it = first; it != last; ++it) {
     if (!pure[it->state]) return false;
     item_states_.push_back(it->state);
-    unclassed |= walk_classes.known(it->state) == WalkClasses::kNotYet;
+    unclassed |= not_yet(it->state);
     if (std::find(pure_states_.begin(), pure_states_.end(), it->state) == pure_states_.end())
       pure_states_.push_back(it->state);
   }
@@ -359,9 +362,6 @@ inline bool TrieWalker::top_set_pure_key() {
     // would pay a dozen times at once: one rule is classed per mask, and
     // until all are, the set is keyed by its states (the walk of many
     // states advances them all and needs no classes).
-    const auto not_yet = [&](uint32_t state) {
-      return walk_classes.known(state) == WalkClasses::kNotYet;
-    };
     walk_classes.of(*std::find_if(pure_states_.begin(), pure_states_.end(), not_yet));
     unclassed = std::any_of(pure_states_.begin(), pure_states_.end(), not_yet);
   }
@@ -471,10 +471,9 @@ inline uint32_t TrieWalker::intern_state_set(std::vector<uint32_t>& states) {
     const uint32_t width = data_->grammar->num_classes();
     if (set_steps_.size() + width <= kMaxSetSteps && set_steps_.size() == size_t{id} * width)
       set_steps_.resize(set_steps_.size() + width, kUnknownSet);
-    // (Pure sets of one state walk on in walk_subtree_from_state.)
-    set_special_.push_back(states.size() == 1 ||
-                           !std::all_of(states.begin(), states.end(),
-                                        [&](uint32_t state) { return data_->pure[state] != 0; }));
+    const bool all_pure = std::all_of(states.begin(), states.end(),
+                                      [&](uint32_t state) { return data_->pure[state] != 0; });
+    set_kind_.push_back(!all_pure ? kImpureSet : states.size() == 1 ? kOneStateSet : kPureSet);
   }
   return id;
 }
@@ -487,7 +486,7 @@ inline bool TrieWalker::walk_state_sets(const TokenTrie& trie, PureWalk& walk, u
   const auto& ids = trie.token_ids();
   state_sets_.reset(64);
   set_steps_.clear();
-  set_special_.clear();
+  set_kind_.clear();
   set_at_.resize(path_.size());
   set_members_.assign(pure_states_.begin(), pure_states_.end());
   set_at_[0] = intern_state_set(set_members_);
@@ -495,9 +494,9 @@ inline bool TrieWalker::walk_state_sets(const TokenTrie& trie, PureWalk& walk, u
   // As in walk_from_state's loop, whether a node is alive, holds a token
   // or has children are selects rather than branches; the rare cases (a new
   // step, a set that is not pure or has come down to one state) branch.
-  // The work is counted here and charged to the engine where it is read.
-  // (The vectors' data in locals: stores through the mask words would
-  // otherwise have them reloaded at every node.)
+  // The work is counted in a local and charged to the engine where it is
+  // read, and the vectors' data are in locals: stores through the mask
+  // words would otherwise have them reloaded at every node.
   uint64_t work = engine.work();
   uint32_t* const bits = walk.bits.data();
   uint32_t* const set_at = set_at_.data();
@@ -505,7 +504,7 @@ inline bool TrieWalker::walk_state_sets(const TokenTrie& trie, PureWalk& walk, u
   const uint8_t* const byte_class = data_->pure_transitions->byte_class;
   const uint32_t* steps = set_steps_.data();
   size_t steps_size = set_steps_.size();
-  const uint8_t* special = set_special_.data();
+  const uint8_t* kind = set_kind_.data();
   for (uint32_t i = 1; i < n;) {
     if (++work > deadline) {
       engine.charge(work - engine.work());
@@ -519,26 +518,27 @@ inline bool TrieWalker::walk_state_sets(const TokenTrie& trie, PureWalk& walk, u
       to = new_set_step(step, node.byte, depth);
       steps = set_steps_.data();
       steps_size = set_steps_.size();
-      special = set_special_.data();
+      kind = set_kind_.data();
     }
     const bool alive = to != kDeadSet;
     set_node_tokens(bits, ids.data(), node.tokens_begin, nodes[i + 1].tokens_begin, alive);
     path[depth] = node.byte;
     set_at[depth] = to;  // (unread unless the walk goes below)
-    if (alive & (node.subtree_end != i + 1) & special[alive ? to : 0]) [[unlikely]] {
-      if (!data_->pure[*state_sets_.data(to)] || state_sets_.size(to) > 1) {
-        walk.add_frontier(i, path_, depth);  // (a set that is not all pure)
+    if (alive & (node.subtree_end != i + 1) & (kind[alive ? to : 0] != kPureSet)) [[unlikely]] {
+      if (kind[to] == kImpureSet) {
+        walk.add_frontier(i, path_, depth);
       } else {
         // The states have come down to one (the other keys of an object
         // have died): its plain walk below this node.
-        engine.charge(work - engine.work());
         uint64_t visited = 0;
         const bool done = walk_subtree_from_state(
             *data_->pure_transitions, trie, i + 1, node.subtree_end, depth, path,
             *state_sets_.data(to), deadline > work ? deadline - work : 0, walk, bits, visited);
-        engine.charge(visited);
-        work = engine.work();
-        if (!done || work > deadline) return false;
+        work += visited;
+        if (!done || work > deadline) {
+          engine.charge(work - engine.work());
+          return false;
+        }
       }
       i = node.subtree_end;
       continue;

@@ -36,7 +36,7 @@ class TrieWalker {
            heap_bytes(sources_) + heap_bytes(pure_key_) + heap_bytes(pure_states_) +
            heap_bytes(tagged_key_) + heap_bytes(local_key_) + heap_bytes(short_key_) +
            heap_bytes(item_states_) + state_sets_.memory_bytes() + heap_bytes(set_steps_) +
-           heap_bytes(set_special_) + heap_bytes(set_at_) + heap_bytes(set_members_);
+           heap_bytes(set_kind_) + heap_bytes(set_at_) + heap_bytes(set_members_);
   }
 
   // When every item of `engine`'s top set is pure and the walk from their
@@ -163,7 +163,7 @@ class TrieWalker {
   // past `deadline`.
   inline bool walk_state_sets(const TokenTrie& trie, PureWalk& walk, uint64_t deadline);
   // The number of the set `states` (sorted and deduplicated here), a new
-  // one with unknown steps and its purity if first seen.
+  // one with unknown steps and its kind if first seen.
   inline uint32_t intern_state_set(std::vector<uint32_t>& states);
   // The set that set_at_[depth - 1] steps to on `byte`, kept at
   // set_steps_[step] if the set has steps kept. (Out of line: most steps
@@ -231,14 +231,16 @@ class TrieWalker {
   size_t depth_cap_ = SIZE_MAX;           // and the depth past which it skips nodes
   std::vector<uint32_t> item_states_;
   // walk_state_sets' scratch: the sets seen, their steps (set * byte
-  // classes + class: the next set, kUnknownSet or kDeadSet), whether each
-  // needs more than a step (one state, or a state that is not pure), the
-  // set at each depth of the path, and a set being built.
+  // classes + class: the next set, kUnknownSet or kDeadSet), the kind of
+  // each (a set of one pure state walks on in walk_subtree_from_state; one
+  // that is not all pure is a frontier), the set at each depth of the path,
+  // and a set being built.
   static constexpr uint32_t kUnknownSet = UINT32_MAX, kDeadSet = UINT32_MAX - 1;
   static constexpr size_t kMaxSetSteps = size_t{1} << 18;
   SequenceIndex state_sets_;
   std::vector<uint32_t> set_steps_;
-  std::vector<uint8_t> set_special_;
+  enum SetKind : uint8_t { kPureSet, kOneStateSet, kImpureSet };
+  std::vector<uint8_t> set_kind_;
   std::vector<uint32_t> set_at_;
   std::vector<uint32_t> set_members_;
 };
