@@ -58,6 +58,14 @@ struct Expr {
     // Any text that contains none of children, which are non-empty
     // kLiteral nodes, as a substring (the empty text included).
     kTextExcluding,
+    // Members in any order: children[0] is the separator, written between
+    // two members; each later child is a member. A member whose top is a
+    // kRepeat 0..1 (written m?) comes at most once, 0..unbounded (m*) any
+    // number of times, 1..unbounded (m+) at least once; any other member
+    // exactly once. A member's text (without that count) must not derive
+    // the empty string, and at most kMaxAnyOrderMembers members may be
+    // counted (all but the m* ones); lowering checks both.
+    kAnyOrder,
   };
 
   Kind kind = Kind::kSequence;
@@ -89,7 +97,12 @@ struct Expr {
   static Expr regex(std::u32string pattern, bool lazy = false);
   static Expr substring(std::u32string text);
   static Expr text_excluding(std::vector<std::u32string> strings);
+  static Expr any_order(Expr separator, std::vector<Expr> members);
 };
+
+// The most members of one kAnyOrder expression whose count is bounded
+// below or above (all but the m* ones).
+inline constexpr uint32_t kMaxAnyOrderMembers = 64;
 
 // Structural equality: same kinds and the fields that matter for each kind,
 // recursively. `where` is ignored.
@@ -130,7 +143,8 @@ class Grammar {
   // min <= max, class ranges with first <= last <= kMaxCodePoint, token
   // texts of the form <...> (no other '>', no line break, not starting with
   // "<[", which GBNF reads as an id), regex patterns and substring texts of
-  // scalar values, exclusions of at least one non-empty literal. Regex
+  // scalar values, exclusions of at least one non-empty literal, any-order
+  // expressions with a separator and at least one member. Regex
   // patterns are parsed when the grammar is lowered, not here. The first
   // violation fails with kInvalidArgument, naming the rule, at the node's
   // `where`. Cost: linear in the grammar size; recursion as deep as the

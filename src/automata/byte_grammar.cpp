@@ -207,9 +207,13 @@ void Lowering::finish() {
   std::vector<uint8_t> tail_called(rules.size(), 0);
   for (const RuleEdge& edge : out_->rule_edges_)
     if (states[edge.target].is_tail) tail_called[edge.rule] = 1;
-  for (AutomatonState& st : states) st.rule_tail_called = tail_called[st.rule];
+  for (AutomatonState& st : states) {
+    st.rule_tail_called = tail_called[st.rule];
+    st.in_any_order = rules[st.rule].any_order != kNoAnyOrder;
+  }
   out_->runs_ = std::move(runs);
   out_->run_begin_ = std::move(run_begin);
+  if (!out_->any_orders_.empty()) check_any_order_members(productive);
 }
 
 }  // namespace grammask::internal

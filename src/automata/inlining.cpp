@@ -119,6 +119,7 @@ size_t Lowering::estimated_size(const Expr& e, int depth) {
     case Expr::Kind::kAlternation:
       return context_size(e, depth);
     case Expr::Kind::kToken:
+    case Expr::Kind::kAnyOrder:
       return 2;
     case Expr::Kind::kRegex:
     case Expr::Kind::kSubstring:

@@ -58,6 +58,7 @@ Result<std::shared_ptr<const ByteGrammar>> Lowering::run(uint32_t root_index,
   nfa_staging_ = {};
   seen_stamp_ = {};
   finish();
+  if (!status_.ok()) return status_;
   return std::shared_ptr<const ByteGrammar>(std::move(out_));
 }
 
@@ -69,6 +70,7 @@ void Lowering::start_over(uint32_t root_index) {
   pending_.clear();
   lifted_by_hash_.clear();
   lifted_at_.clear();
+  any_order_at_.clear();
   nfas_.clear();
   nfa_charge_.clear();
   built_split_.clear();

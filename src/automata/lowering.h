@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,11 @@ struct AutomatonState {
   // Some rule edge on this state's rule lands on a tail state: only then can
   // completing the rule have a Leo item.
   bool rule_tail_called = false;
+  // The state belongs to an AnyOrder rule (LoweredRule::any_order): the
+  // Earley items in it carry the members written so far
+  // (EarleyEngine::members_written), which decide its rule edges and
+  // whether it may end; is_final and the edges are what it may do at most.
+  bool in_any_order = false;
   uint64_t waits_on = 0;  // bit (rule % 64) set for each rule edge: a quick filter
   ByteSet scan;           // bytes with a transition from here
 
@@ -68,6 +74,21 @@ struct ClassRun {
 };
 
 inline constexpr uint32_t kNoTokenTerminal = UINT32_MAX;
+inline constexpr uint32_t kNoAnyOrder = UINT32_MAX;
+
+// An AnyOrder expression's rule (Expr::Kind::kAnyOrder). Its automaton
+// calls each member's rule and the separator's, and nothing else; each
+// member counted (all but the m* ones) has a bit of its own
+// (LoweredRule::member_bit).
+struct AnyOrderRule {
+  uint32_t separator = 0;   // the separator's rule
+  uint64_t required = 0;    // members that must come: exactly once, or m+
+  uint64_t once = 0;        // members that may come at most once
+  bool repeatable = false;  // some member may come again (m*, m+)
+
+  // Whether a member may still come after those in `written`.
+  bool more_after(uint64_t written) const noexcept { return repeatable || (once & ~written) != 0; }
+};
 
 struct LoweredRule {
   std::string name;       // source rule name, or "name#k" for a lifted part
@@ -78,6 +99,11 @@ struct LoweredRule {
   // with no transition: the engine completes it when given a token the
   // item matches (EarleyEngine::push_token).
   uint32_t token_terminal = kNoTokenTerminal;
+  // For an AnyOrder expression's rule: its index in ByteGrammar::any_orders().
+  uint32_t any_order = kNoAnyOrder;
+  // For a member's rule of an AnyOrder: the member's bit (0 to 63), or -1
+  // (an m* member, or not a member).
+  int8_t member_bit = -1;
 };
 
 // A token item of the grammar (Expr::Kind::kToken), not yet resolved
@@ -125,6 +151,32 @@ class ByteGrammar {
   const std::vector<RuleEdge>& rule_edges() const noexcept { return rule_edges_; }
   // The distinct token items, in the order lowering met them.
   const std::vector<TokenTerminal>& token_terminals() const noexcept { return token_terminals_; }
+  // The AnyOrder rules, indexed by LoweredRule::any_order.
+  const std::vector<AnyOrderRule>& any_orders() const noexcept { return any_orders_; }
+  // The members written after an item in AnyOrder state `state` with
+  // members `written` takes rule edge `edge` (its separator or a member),
+  // or nullopt when the edge is closed to it: a member that came already
+  // and may come once, or the separator when no member may come next.
+  // Precondition: states()[state].in_any_order. O(1).
+  std::optional<uint64_t> any_order_step(uint32_t state, const RuleEdge& edge,
+                                         uint64_t written) const noexcept {
+    const AnyOrderRule& any = any_orders_[rules_[states_[state].rule].any_order];
+    if (edge.rule == any.separator) {
+      if (!any.more_after(written)) return std::nullopt;
+      return written;
+    }
+    const int bit = rules_[edge.rule].member_bit;
+    if (bit < 0) return written;
+    const uint64_t mask = uint64_t{1} << bit;
+    if (written & any.once & mask) return std::nullopt;
+    return written | mask;
+  }
+  // Whether an item in AnyOrder state `state` with members `written` may end
+  // its rule. O(1).
+  bool any_order_may_end(uint32_t state, uint64_t written) const noexcept {
+    const AnyOrderRule& any = any_orders_[rules_[states_[state].rule].any_order];
+    return states_[state].is_final && (written & any.required) == any.required;
+  }
   // Whether `state` is the start (and only state) of a token item's rule.
   bool is_token_state(uint32_t state) const noexcept {
     return !token_terminals_.empty() &&
@@ -180,7 +232,7 @@ class ByteGrammar {
   size_t memory_bytes() const noexcept {
     size_t bytes = heap_bytes(narrow_next_) + heap_bytes(wide_next_) + heap_bytes(run_begin_) +
                    heap_bytes(runs_) + heap_bytes(states_) + heap_bytes(rule_edges_) +
-                   heap_bytes(rules_) + heap_bytes(token_terminals_);
+                   heap_bytes(rules_) + heap_bytes(token_terminals_) + heap_bytes(any_orders_);
     for (const LoweredRule& rule : rules_) bytes += heap_bytes(rule.name);
     for (const TokenTerminal& terminal : token_terminals_) {
       bytes += heap_bytes(terminal.names) + heap_bytes(terminal.written);
@@ -204,6 +256,7 @@ class ByteGrammar {
   std::vector<RuleEdge> rule_edges_;
   std::vector<LoweredRule> rules_;
   std::vector<TokenTerminal> token_terminals_;
+  std::vector<AnyOrderRule> any_orders_;
 };
 
 }  // namespace grammask::internal

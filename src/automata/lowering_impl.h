@@ -155,6 +155,16 @@ class Lowering {
   // when it is given a token that the item matches.
   uint32_t token_rule(const Expr& e);
 
+  // AnyOrder expressions, any_order.cpp: the lowered rule of one (a rule
+  // of its own per expression, with a rule per member and one for the
+  // separator), and its automaton, which only calls them.
+  uint32_t any_order_rule(const Expr& e);
+  void build_any_order_nfa(uint32_t rule, Nfa& nfa);
+  // Fails with kInvalidArgument if a member of an AnyOrder derives the
+  // empty string, or its separator or a required member derives none (from
+  // finish(), once `productive` rules and nullability are known).
+  void check_any_order_members(const std::vector<uint8_t>& productive);
+
   // Regex, Substring and TextExcluding terminals, text_terminals.cpp: the
   // fragment from `from` (returns its end), and its estimated NFA size.
   uint32_t build_text_terminal(const Expr& e, uint32_t from, Nfa& nfa);
@@ -237,6 +247,7 @@ class Lowering {
   // lifted_rule's rules, by structural hash and by the part's address.
   std::unordered_multimap<size_t, uint32_t> lifted_by_hash_;
   std::unordered_map<const Expr*, uint32_t> lifted_at_;
+  std::unordered_map<const Expr*, uint32_t> any_order_at_;  // any_order_rule's rules
   std::vector<Nfa> nfas_;
   Nfa::Staging nfa_staging_;  // (see Nfa::staging)
   // A class (one of those equal to it) and its UTF-8 sequences, by

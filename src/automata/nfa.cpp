@@ -88,6 +88,8 @@ void Lowering::build_nfa(uint32_t i) {
   built_split_[i] = split_bodies_.count(&body) != 0;
   if (out_->rules_[i].token_terminal != kNoTokenTerminal) {
     nfa.accept = nfa.add();  // (unreachable: the engine completes the rule)
+  } else if (out_->rules_[i].any_order != kNoAnyOrder) {
+    build_any_order_nfa(i, nfa);
   } else if (built_split_[i]) {
     nfa.accept = build_split(body, nfa.start, nfa, 0);
   } else {
@@ -277,6 +279,12 @@ uint32_t Lowering::build(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
       charge(1);
       return target;
     }
+    case Expr::Kind::kAnyOrder: {
+      const uint32_t target = nfa.add();
+      nfa.add_rule(from, any_order_rule(e), target);
+      charge(1);
+      return target;
+    }
     case Expr::Kind::kRegex:
     case Expr::Kind::kSubstring:
     case Expr::Kind::kTextExcluding:
@@ -388,6 +396,7 @@ uint32_t Lowering::build_split(const Expr& e, uint32_t from, Nfa& nfa, int depth
       case Expr::Kind::kRegex:
       case Expr::Kind::kSubstring:
       case Expr::Kind::kTextExcluding:
+      case Expr::Kind::kAnyOrder:
         return true;
       default:
         return false;

@@ -2,6 +2,7 @@
 #include "earley/earley_engine.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "automata/lowering.h"
 
@@ -59,6 +60,30 @@ inline void EarleyEngine::add(uint32_t state, uint32_t origin) {
 void EarleyEngine::add_hashed(uint32_t state, uint32_t origin) {
   if (!hashing_) start_hashing();
   if (seen_.insert(item_key(state, origin))) items_.push_back({state, origin});
+}
+
+void EarleyEngine::add_any_order(uint32_t state, uint32_t origin, uint64_t written) {
+  ++work_;
+  const uint32_t begin = sets_.back().begin;
+  for (auto it = written_.rbegin(); it != written_.rend() && it->item >= begin; ++it) {
+    const EarleyItem& known = items_[it->item];
+    if (it->members == written && known.state == state && known.origin == origin) return;
+  }
+  written_.push_back({static_cast<uint32_t>(items_.size()), written});
+  items_.push_back({state, origin});
+}
+
+uint64_t EarleyEngine::written_at(uint32_t index) const noexcept {
+  auto it = std::lower_bound(written_.begin(), written_.end(), index,
+                             [](const Written& w, uint32_t i) { return w.item < i; });
+  return it != written_.end() && it->item == index ? it->members : 0;
+}
+
+void EarleyEngine::advance_any_order(uint32_t index, uint32_t origin, uint32_t e) {
+  const RuleEdge edge = grammar_->rule_edges()[e];
+  const std::optional<uint64_t> next =
+      grammar_->any_order_step(items_[index].state, edge, written_at(index));
+  if (next) add_any_order(edge.target, origin, *next);
 }
 
 // True the first time the set under construction completes `rule` started
@@ -180,6 +205,21 @@ inline bool EarleyEngine::close_top_set(uint64_t work_bound) {
     const EarleyItem item = items_[i];
     const AutomatonState& st = states[item.state];
     scan |= st.scan;
+    if (st.in_any_order) [[unlikely]] {
+      // Its members decide what it may do (it reads no byte itself). The
+      // member and separator rules are never AnyOrder rules themselves.
+      const uint64_t written = written_at(static_cast<uint32_t>(i));
+      if (item.origin < k && grammar_->any_order_may_end(item.state, written))
+        complete(st.rule, item.origin, st.rule_tail_called);
+      for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e) {
+        const RuleEdge edge = edges[e];
+        const std::optional<uint64_t> next = grammar_->any_order_step(item.state, edge, written);
+        if (!next) continue;
+        add(rules[edge.rule].start, k);
+        if (rules[edge.rule].nullable) add_any_order(edge.target, item.origin, *next);
+      }
+      continue;
+    }
     if (st.is_final) {
       if (st.rule == root && item.origin == 0) accepting = true;
       // Completions of empty derivations (origin k) happen at prediction.
@@ -187,8 +227,13 @@ inline bool EarleyEngine::close_top_set(uint64_t work_bound) {
     }
     for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e) {
       const RuleEdge edge = edges[e];
-      add(rules[edge.rule].start, k);
-      if (rules[edge.rule].nullable) add(edge.target, item.origin);
+      const LoweredRule& callee = rules[edge.rule];
+      if (callee.any_order == kNoAnyOrder) {
+        add(callee.start, k);
+      } else {
+        add_any_order(callee.start, k, 0);
+      }
+      if (callee.nullable) add(edge.target, item.origin);
     }
   }
   sets_[k].scan = scan;
@@ -217,8 +262,14 @@ void EarleyEngine::complete(uint32_t rule, uint32_t origin, bool tail_called) {
     const EarleyItem waiter = items_[i];
     const AutomatonState& st = states[waiter.state];
     if (!(st.waits_on & rule_bit)) continue;
-    for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e)
-      if (edges[e].rule == rule) add(edges[e].target, waiter.origin);
+    for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e) {
+      if (edges[e].rule != rule) continue;
+      if (st.in_any_order) [[unlikely]] {
+        advance_any_order(static_cast<uint32_t>(i), waiter.origin, e);
+      } else {
+        add(edges[e].target, waiter.origin);
+      }
+    }
   }
 }
 
@@ -233,6 +284,10 @@ EarleyItem EarleyEngine::unique_tail_waiter(uint32_t set, uint32_t rule, bool* f
   for (const EarleyItem* it = set_begin(set); it != set_end(set) && count < 2; ++it) {
     const AutomatonState& st = states[it->state];
     if (!(st.waits_on & rule_bit)) continue;
+    if (st.in_any_order) {  // (its members decide: no Leo item through it)
+      count = 2;
+      break;
+    }
     for (uint32_t e = st.rule_edges_begin; e < st.rule_edges_end; ++e)
       if (edges[e].rule == rule) {
         ++count;
@@ -291,12 +346,14 @@ EarleyItem EarleyEngine::leo_item(uint32_t set, uint32_t rule) {
 
 void EarleyEngine::pop() noexcept {
   items_.resize(sets_.back().begin);
+  drop_written_past(items_.size());
   sets_.pop_back();
 }
 
 void EarleyEngine::truncate(size_t length) noexcept {
   if (length >= size()) return;
   items_.resize(sets_[length + 1].begin);
+  drop_written_past(items_.size());
   sets_.resize(length + 1);
 }
 

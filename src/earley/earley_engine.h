@@ -216,7 +216,7 @@ class EarleyEngine {
 
   // Heap bytes reserved for the sets, their items and the engine's tables.
   size_t memory_bytes() const noexcept {
-    return heap_bytes(items_) + heap_bytes(sets_) + seen_.memory_bytes() +
+    return heap_bytes(items_) + heap_bytes(written_) + heap_bytes(sets_) + seen_.memory_bytes() +
            leo_memo_.memory_bytes() + heap_bytes(read_log_);
   }
   bool read_log_overflowed() const noexcept { return read_log_overflowed_; }
@@ -235,6 +235,15 @@ class EarleyEngine {
 
   const ByteGrammar& grammar() const noexcept { return *grammar_; }
   const std::shared_ptr<const ByteGrammar>& shared_grammar() const noexcept { return grammar_; }
+
+  // The members written by an item in an AnyOrder state (a bit per member,
+  // ByteGrammar::any_order_step); 0 for any other item. Part of the item's
+  // identity: two items that differ only here are two items.
+  // O(log items in AnyOrder states).
+  uint64_t members_written(const EarleyItem* it) const noexcept {
+    if (!grammar_->states()[it->state].in_any_order) return 0;
+    return written_at(static_cast<uint32_t>(it - items_.data()));
+  }
 
   // The items of set k (0 <= k <= size()).
   const EarleyItem* set_begin(size_t k) const noexcept { return items_.data() + sets_[k].begin; }
@@ -259,6 +268,16 @@ class EarleyEngine {
   // Defined in recognizer.cpp, its only user, with the common case inline.
   inline void add(uint32_t state, uint32_t origin);
   void add_hashed(uint32_t state, uint32_t origin);
+  // add() for a state in an AnyOrder rule (ByteGrammar's in_any_order),
+  // which carries `written`.
+  void add_any_order(uint32_t state, uint32_t origin, uint64_t written);
+  uint64_t written_at(uint32_t index) const noexcept;
+  // Advances the AnyOrder item at `index` (with origin `origin`) over rule
+  // edge `e`, if the members it wrote leave the edge open.
+  void advance_any_order(uint32_t index, uint32_t origin, uint32_t e);
+  void drop_written_past(size_t items) noexcept {
+    while (!written_.empty() && written_.back().item >= items) written_.pop_back();
+  }
   // Starts deduplicating a new set (the newest in sets_).
   void begin_set_dedup() noexcept {
     hashing_ = false;
@@ -276,6 +295,13 @@ class EarleyEngine {
 
   std::shared_ptr<const ByteGrammar> grammar_;
   std::vector<EarleyItem> items_;
+  // The members written by each item in an AnyOrder state, by item index
+  // (ascending): few items are, so the others carry nothing.
+  struct Written {
+    uint32_t item;
+    uint64_t members;
+  };
+  std::vector<Written> written_;
   std::vector<SetInfo> sets_;
   // Deduplication of the set under construction. Most sets hold a few
   // items, so while it stays within kLinearDedupItems items and

@@ -68,6 +68,10 @@ struct OpenGroup {
   size_t sequence_start = 0;    // offset where the current alternative begins
   std::vector<Expr> items;      // the items of the current alternative
   uint32_t items_height = 0;    // tallest of them
+  // An AnyOrder(...) call's group: its arguments so far, each an alternation.
+  bool any_order = false;
+  std::vector<Expr> arguments;
+  uint32_t arguments_height = 0;
 };
 
 // The open groups of the body being read. Popped groups keep their vectors'
@@ -84,6 +88,9 @@ class GroupStack {
     group.options.clear();
     group.items.clear();
     group.options_height = group.items_height = 0;
+    group.any_order = false;
+    group.arguments.clear();
+    group.arguments_height = 0;
   }
   void pop() { --used_; }
   void reset() { used_ = 0; }
@@ -138,6 +145,7 @@ class GbnfParser {
   bool parse_token_item(Expr* out);
   bool parse_token_set(size_t start, Expr* out);
   bool at_builtin_call() const;
+  bool at_any_order_call() const;
   bool parse_builtin_call(Expr* out);
   bool parse_char_class(Expr* out);
   bool parse_class_char(size_t class_start, uint32_t* code_point);
@@ -392,7 +400,8 @@ bool GbnfParser::parse_body(Expr* out) {
     skip_space(nested);
     OpenGroup& group = groups.back();
     const char c = peek();
-    const bool alternative_ends = at_end() || c == '|' || c == ')' || c == '\n';
+    const bool alternative_ends =
+        at_end() || c == '|' || c == ')' || c == '\n' || (c == ',' && group.any_order);
     if (!alternative_ends) {
       if (at_rule_definition()) {
         const size_t name_start = pos_;
@@ -415,6 +424,19 @@ bool GbnfParser::parse_body(Expr* out) {
         }
         groups.push();  // invalidates `group`
         groups.back().open = open;
+        groups.back().start = groups.back().sequence_start = pos_;
+        continue;
+      }
+      if (at_any_order_call()) {
+        if (groups.size() > options_.max_nesting) return nesting_too_deep(pos_);
+        const size_t open = pos_;
+        if (!count_symbol(open)) return false;
+        read_name();
+        ++pos_;  // '('
+        skip_space(/*newlines_ok=*/true);
+        groups.push();  // invalidates `group`
+        groups.back().open = open;
+        groups.back().any_order = true;
         groups.back().start = groups.back().sequence_start = pos_;
         continue;
       }
@@ -444,8 +466,37 @@ bool GbnfParser::parse_body(Expr* out) {
       *out = std::move(alternation);
       return true;
     }
+    if (group.any_order && (c == ',' || c == ')')) {
+      group.arguments.push_back(std::move(alternation));
+      group.arguments_height = std::max(group.arguments_height, height);
+      group.options.clear();
+      group.options_height = 0;
+      ++pos_;
+      if (c == ',') {
+        skip_space(/*newlines_ok=*/true);
+        group.start = group.sequence_start = pos_;
+        continue;
+      }
+      if (group.arguments.size() < 2) {
+        return fail(group.open,
+                    "AnyOrder(...) takes a separator and at least one member, separated by ','");
+      }
+      Expr separator = std::move(group.arguments[0]);
+      std::vector<Expr> members(std::make_move_iterator(group.arguments.begin() + 1),
+                                std::make_move_iterator(group.arguments.end()));
+      Expr call = Expr::any_order(std::move(separator), std::move(members));
+      call.where = location_at(group.open);
+      const uint32_t call_height = group.arguments_height + 1;
+      if (call_height > options_.max_nesting) return nesting_too_deep(group.open);
+      groups.pop();  // invalidates `group`
+      if (!append_item(groups.size() > 1, std::move(call), call_height, groups.back())) {
+        return false;
+      }
+      continue;
+    }
     if (at_end() || peek() != ')') {  // inside a group only ')' or the end stop an alternative
-      return fail(group.open, "unclosed group: expected ')' to match this '('");
+      return fail(group.open, group.any_order ? "unclosed AnyOrder(...): expected ',' or ')'"
+                                              : "unclosed group: expected ')' to match this '('");
     }
     ++pos_;
     // `( )` is the empty sequence; a group around one item is just that item.
@@ -720,6 +771,13 @@ bool GbnfParser::at_builtin_call() const {
   while (p < text_.size() && is_name_char(text_[p])) ++p;
   if (p >= text_.size() || text_[p] != '(') return false;
   return builtin_named(text_.substr(pos_, p - pos_)) != nullptr;
+}
+
+// "AnyOrder(" with no space: its arguments are expressions, which
+// parse_body reads as a group.
+bool GbnfParser::at_any_order_call() const {
+  constexpr std::string_view kName = "AnyOrder(";
+  return text_.substr(pos_, kName.size()) == kName;
 }
 
 bool GbnfParser::parse_builtin_call(Expr* out) {

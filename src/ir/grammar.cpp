@@ -112,6 +112,15 @@ Expr Expr::text_excluding(std::vector<std::u32string> strings) {
   return e;
 }
 
+Expr Expr::any_order(Expr separator, std::vector<Expr> members) {
+  Expr e;
+  e.kind = Kind::kAnyOrder;
+  e.children.reserve(members.size() + 1);
+  e.children.push_back(std::move(separator));
+  for (Expr& member : members) e.children.push_back(std::move(member));
+  return e;
+}
+
 // --- equality -----------------------------------------------------------------
 
 bool operator==(const Expr& a, const Expr& b) {
@@ -138,6 +147,7 @@ bool operator==(const Expr& a, const Expr& b) {
     case Expr::Kind::kSubstring:
       return a.literal == b.literal;
     case Expr::Kind::kTextExcluding:
+    case Expr::Kind::kAnyOrder:
       return a.children == b.children;
   }
   return false;
@@ -284,6 +294,10 @@ Status validate_expr(const Expr& expr, const Rule& rule, size_t rule_count) {
         }
       }
       break;
+    case Expr::Kind::kAnyOrder:
+      if (expr.children.size() < 2)
+        return invalid(rule, expr, "AnyOrder needs a separator and at least one member");
+      break;
   }
   for (const Expr& child : expr.children) {
     Status status = validate_expr(child, rule, rule_count);
@@ -417,6 +431,15 @@ void print_expr(const Expr& expr, const Grammar& grammar, Position position, std
         if (i > 0) out += ", ";
         internal::append_gbnf_literal(out, expr.children[i].literal,
                                       internal::GbnfEscapes::kReadable);
+      }
+      out += ')';
+      return;
+    case Expr::Kind::kAnyOrder:
+      // (Arguments end at ',' or ')', so each prints as a rule body.)
+      out += "AnyOrder(";
+      for (size_t i = 0; i < expr.children.size(); ++i) {
+        if (i > 0) out += ", ";
+        print_expr(expr.children[i], grammar, Position::kRuleBody, out);
       }
       out += ')';
       return;

@@ -35,7 +35,8 @@ void plain_callers(const ByteGrammar& grammar, const TextClosure& closure,
   callee_bytes.assign(1, ByteSet());  // (shared by the states that call nothing)
   for (size_t s = 0; s < states.size(); ++s) {
     const AutomatonState& state = states[s];
-    if (state.is_final) continue;
+    // (An AnyOrder state's calls depend on what its item wrote: the engine's.)
+    if (state.is_final || state.in_any_order) continue;
     if (state.calls_no_rule()) {
       plain_caller[s] = 0;
       continue;
@@ -101,8 +102,11 @@ std::vector<uint32_t> refine_classes(const ByteGrammar& grammar, size_t depth,
     std::vector<uint8_t> in_chain(n, 0);
     for (uint32_t s = 0; s < n; ++s) {
       const AutomatonState& state = grammar.states()[s];
+      // (AnyOrder states read by what their items wrote: each its own class.)
+      if (state.in_any_order) continue;
       for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
-        if (grammar.next_call_of_same_rule(e) != ByteGrammar::kNoEdge)
+        if (grammar.next_call_of_same_rule(e) != ByteGrammar::kNoEdge &&
+            !grammar.states()[grammar.rule_edges()[e].target].in_any_order)
           in_chain[s] = in_chain[grammar.rule_edges()[e].target] = 1;
     }
     // First split: finality, and the exact targets of calls to rules that

@@ -18,6 +18,10 @@ constexpr uint64_t kWaiterTag = uint64_t{1} << 62;
 constexpr uint64_t kContextStandIn = uint64_t{UINT32_MAX} - 1;
 // A set_id label that leaves its item out of the key.
 constexpr uint64_t kSkipItem = UINT64_MAX;
+// In a key, after the sorted words of the other items: the items in
+// AnyOrder states follow, each as its word and the members it wrote.
+// (No item's word is this: a state or class number is below UINT32_MAX.)
+constexpr uint64_t kWrittenMarker = UINT64_MAX;
 
 }  // namespace
 
@@ -96,21 +100,41 @@ uint32_t StateIds::set_id(const EarleyEngine& engine, size_t s, size_t origin_de
   for (const EarleyItem* it = engine.set_begin(s); it != engine.set_end(s); ++it)
     if (label(it->state) != kSkipItem && it->origin != s)
       waiter_id(engine, it->origin, origin_depth);
+  const bool any_order = !engine.grammar().any_orders().empty();
   context_key_.clear();
   context_key_.push_back(tag);
+  written_pairs_.clear();
   for (const EarleyItem* it = engine.set_begin(s); it != engine.set_end(s); ++it) {
     const uint64_t item_label = label(it->state);
     if (item_label == kSkipItem) continue;
     const uint64_t origin =
         it->origin == s ? kSelfOrigin : waiter_id(engine, it->origin, origin_depth);
-    context_key_.push_back((item_label << 32) | origin);
+    const uint64_t word = (item_label << 32) | origin;
+    if (any_order && engine.grammar().states()[it->state].in_any_order) {
+      written_pairs_.emplace_back(word, engine.members_written(it));
+    } else {
+      context_key_.push_back(word);
+    }
   }
+  std::sort(context_key_.begin() + 1, context_key_.end());
+  context_key_.erase(std::unique(context_key_.begin() + 1, context_key_.end()), context_key_.end());
+  append_written_pairs(context_key_);
   return intern_context_key();
 }
 
+void StateIds::append_written_pairs(std::vector<uint64_t>& key) {
+  if (written_pairs_.empty()) return;
+  std::sort(written_pairs_.begin(), written_pairs_.end());
+  written_pairs_.erase(std::unique(written_pairs_.begin(), written_pairs_.end()),
+                       written_pairs_.end());
+  key.push_back(kWrittenMarker);
+  for (const auto& [word, written] : written_pairs_) {
+    key.push_back(word);
+    key.push_back(written);
+  }
+}
+
 uint32_t StateIds::intern_context_key() {
-  std::sort(context_key_.begin() + 1, context_key_.end());
-  context_key_.erase(std::unique(context_key_.begin() + 1, context_key_.end()), context_key_.end());
   context_words_.clear();
   for (uint64_t word : context_key_) {
     context_words_.push_back(static_cast<uint32_t>(word));
@@ -125,6 +149,7 @@ uint32_t StateIds::structure_id(const EarleyEngine& engine, size_t k) {
   if (structure_ids_[k] != kUnknownId) return structure_ids_[k];
   std::vector<size_t> todo{k};
   std::vector<uint64_t> key;
+  const bool any_order = !engine.grammar().any_orders().empty();
   while (!todo.empty()) {
     const size_t set = todo.back();
     bool ready = true;
@@ -138,11 +163,18 @@ uint32_t StateIds::structure_id(const EarleyEngine& engine, size_t k) {
     todo.pop_back();
     if (structure_ids_[set] != kUnknownId) continue;
     key.clear();
+    written_pairs_.clear();
     for (const EarleyItem* it = engine.set_begin(set); it != engine.set_end(set); ++it) {
       const uint64_t origin = it->origin == set ? kSelfOrigin : structure_ids_[it->origin];
-      key.push_back((uint64_t{it->state} << 32) | origin);
+      const uint64_t word = (uint64_t{it->state} << 32) | origin;
+      if (any_order && engine.grammar().states()[it->state].in_any_order) {
+        written_pairs_.emplace_back(word, engine.members_written(it));
+      } else {
+        key.push_back(word);
+      }
     }
     std::sort(key.begin(), key.end());
+    append_written_pairs(key);
     auto [pos, inserted] = interned_.emplace(key, static_cast<uint32_t>(interned_.size()));
     if (inserted) interned_key_bytes_ += heap_bytes(pos->first);
     structure_ids_[set] = pos->second;

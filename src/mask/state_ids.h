@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/memory_bytes.h"
@@ -92,9 +93,13 @@ class StateIds {
   template <typename Label>
   uint32_t set_id(const EarleyEngine& engine, size_t s, size_t origin_depth, uint64_t tag,
                   const Label& label);
-  // Sorts and dedups context_key_ past its tag word, and interns it (as
-  // 32-bit words, in an index that allocates nothing per key).
+  // Interns context_key_ (as 32-bit words, in an index that allocates
+  // nothing per key).
   uint32_t intern_context_key();
+  // Appends written_pairs_, sorted and deduplicated, after kWrittenMarker
+  // (nothing if there are none): the items in AnyOrder states, whose
+  // members written are part of what they are.
+  void append_written_pairs(std::vector<uint64_t>& key);
 
   const std::vector<uint32_t>* waiter_class_;
   std::vector<uint32_t> structure_ids_;  // per set
@@ -104,9 +109,10 @@ class StateIds {
   // (a vector doubling would copy them all in one step).
   using ContextIds = std::array<uint32_t, kMaxContextDepth>;
   std::deque<ContextIds> context_ids_;
-  std::vector<uint64_t> context_key_;    // context_id's scratch
-  std::vector<uint32_t> context_words_;  // ... as 32-bit words
-  SequenceIndex context_index_;          // context ids by key
+  std::vector<uint64_t> context_key_;                         // context_id's scratch
+  std::vector<std::pair<uint64_t, uint64_t>> written_pairs_;  // (item word, members written)
+  std::vector<uint32_t> context_words_;                       // ... as 32-bit words
+  SequenceIndex context_index_;                               // context ids by key
   // context_depth's scratch: per set, its longest chain from the top and
   // whether chain_stamp_ reached it; the sets to do.
   std::vector<uint8_t> chain_length_;

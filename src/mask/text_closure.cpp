@@ -13,7 +13,7 @@
 namespace grammask::internal {
 
 size_t TextClosure::memory_bytes() const noexcept {
-  size_t bytes = known_slots_ + heap_bytes(rule_first_bytes_);
+  size_t bytes = known_slots_ + heap_bytes(rule_first_bytes_) + heap_bytes(reaches_any_order_);
   for (const std::vector<Step>& steps : steps_) bytes += heap_bytes(steps);
   return bytes;
 }
@@ -42,6 +42,50 @@ TextClosure::TextClosure(const ByteGrammar& grammar, size_t max_length,
     }
   }
   compute_rule_first_bytes();
+  compute_reaches_any_order();
+}
+
+// The proofs below follow rule edges without the members an AnyOrder item
+// has written, so they could prove too much through one: its callers are
+// given no cover (fewer covers only mean more walking).
+void TextClosure::compute_reaches_any_order() {
+  const auto& rules = grammar_.rules();
+  if (grammar_.any_orders().empty()) return;
+  const auto& states = grammar_.states();
+  const auto& edges = grammar_.rule_edges();
+  reaches_any_order_.assign(rules.size(), 0);
+  // Callers of a rule that reaches one reach it too: a search backwards
+  // over the calls.
+  std::vector<std::pair<uint32_t, uint32_t>> calls;  // (callee, caller)
+  for (const AutomatonState& state : states)
+    for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
+      calls.emplace_back(edges[e].rule, state.rule);
+  std::sort(calls.begin(), calls.end());
+  std::vector<uint32_t> todo;
+  for (uint32_t r = 0; r < rules.size(); ++r) {
+    if (rules[r].any_order == kNoAnyOrder) continue;
+    reaches_any_order_[r] = 1;
+    todo.push_back(r);
+  }
+  while (!todo.empty()) {
+    const uint32_t callee = todo.back();
+    todo.pop_back();
+    auto it = std::lower_bound(calls.begin(), calls.end(), std::make_pair(callee, uint32_t{0}));
+    for (; it != calls.end() && it->first == callee; ++it) {
+      if (reaches_any_order_[it->second]) continue;
+      reaches_any_order_[it->second] = 1;
+      todo.push_back(it->second);
+    }
+  }
+}
+
+bool TextClosure::reaches_any_order(uint32_t state) const {
+  if (reaches_any_order_.empty()) return false;
+  const AutomatonState& at = grammar_.states()[state];
+  if (at.in_any_order) return true;
+  for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e)
+    if (reaches_any_order_[grammar_.rule_edges()[e].rule]) return true;
+  return false;
 }
 
 // Each state visited from a rule's start before reading a byte (through
@@ -705,7 +749,7 @@ std::optional<TextCover> TextClosure::cover_without_proof(uint32_t state,
     return loops;
   };
   std::optional<TextCover> decided;
-  if (!scans_all_ascii_text(first_bytes(state))) {
+  if (reaches_any_order(state) || !scans_all_ascii_text(first_bytes(state))) {
     decided = kNoText;
   } else if (loop_search() || chain_reads_all_text(state)) {
     decided = kAllText;
@@ -728,6 +772,7 @@ TextCover TextClosure::best_cover(const uint32_t* states, size_t count) const {
   bool unknown = false;
   for (size_t i = 0; i < count; ++i) {
     const uint32_t state = states[i];
+    if (reaches_any_order(state)) continue;
     const uint8_t answer = known_at(state).load(std::memory_order_relaxed);
     if (answer != kUnknown) {
       best = std::max(best, static_cast<TextCover>(answer - 1));

@@ -112,6 +112,10 @@ class TextClosure {
   // rule_first_bytes_: a fixpoint over the calls made before reading
   // anything.
   void compute_rule_first_bytes();
+  // reaches_any_order_; and whether an item in `state` may enter an AnyOrder
+  // rule (or is in one), whose items the proofs cannot follow exactly.
+  void compute_reaches_any_order();
+  bool reaches_any_order(uint32_t state) const;
   // The cover of `state` when plain text from it only walks byte
   // transitions (after entering the one rule it calls, if it reads nothing
   // else): then a breadth-first search for the shortest string it refuses
@@ -141,6 +145,9 @@ class TextClosure {
   std::unique_ptr<std::atomic<uint8_t>[]> known_;
   size_t known_slots_ = 0;
   std::vector<ByteSet> rule_first_bytes_;
+  // Per rule: it is an AnyOrder rule or calls one, directly or not (empty
+  // when the grammar has none).
+  std::vector<uint8_t> reaches_any_order_;
 };
 
 }  // namespace grammask::internal

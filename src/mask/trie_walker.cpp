@@ -638,10 +638,29 @@ inline void TrieWalker::set_key(const std::vector<uint32_t>& classes, size_t bas
                                 std::vector<uint64_t>& key) {
   EarleyEngine& engine = *engine_;
   key.clear();
-  for (const EarleyItem* it = engine.set_begin(base); it != engine.set_end(base); ++it)
-    key.push_back((uint64_t{classes[it->state]} << 1) | (it->origin == base ? 0 : 1));
+  const bool any_order = !data_->grammar->any_orders().empty();
+  written_pairs_.clear();
+  for (const EarleyItem* it = engine.set_begin(base); it != engine.set_end(base); ++it) {
+    const uint64_t word = (uint64_t{classes[it->state]} << 1) | (it->origin == base ? 0 : 1);
+    if (any_order && data_->grammar->states()[it->state].in_any_order) {
+      written_pairs_.emplace_back(word, engine.members_written(it));
+    } else {
+      key.push_back(word);
+    }
+  }
   std::sort(key.begin(), key.end());
   key.erase(std::unique(key.begin(), key.end()), key.end());
+  if (written_pairs_.empty()) return;
+  // Items in AnyOrder states (each its own class) go last, each with the
+  // members it wrote, after a word no class makes.
+  std::sort(written_pairs_.begin(), written_pairs_.end());
+  written_pairs_.erase(std::unique(written_pairs_.begin(), written_pairs_.end()),
+                       written_pairs_.end());
+  key.push_back(UINT64_MAX);
+  for (const auto& [word, written] : written_pairs_) {
+    key.push_back(word);
+    key.push_back(written);
+  }
 }
 
 inline bool TrieWalker::local_walk_over(const TokenTrie& trie, size_t base, uint64_t deadline,

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "base/byte_set.h"
@@ -224,11 +225,12 @@ class TrieWalker {
   std::vector<uint32_t> pure_states_;  // one DFA state per class of pure_key_
   std::vector<uint64_t> tagged_key_;
   TextCover pure_cover_ = kNoText;
-  std::vector<uint64_t> local_key_;       // the top set's (local class, started here?) items
-  std::vector<uint64_t> short_key_;       // ... with short local classes
-  PureWalk* local_walk_ = nullptr;        // the local walk being built, if any
-  const TokenTrie* walk_trie_ = nullptr;  // the trie walk_nodes walks
-  size_t depth_cap_ = SIZE_MAX;           // and the depth past which it skips nodes
+  std::vector<uint64_t> local_key_;  // the top set's (local class, started here?) items
+  std::vector<uint64_t> short_key_;  // ... with short local classes
+  std::vector<std::pair<uint64_t, uint64_t>> written_pairs_;  // set_key's scratch
+  PureWalk* local_walk_ = nullptr;                            // the local walk being built, if any
+  const TokenTrie* walk_trie_ = nullptr;                      // the trie walk_nodes walks
+  size_t depth_cap_ = SIZE_MAX;  // and the depth past which it skips nodes
   std::vector<uint32_t> item_states_;
   // walk_state_sets' scratch: the sets seen, their steps (set * byte
   // classes + class: the next set, kUnknownSet or kDeadSet), the kind of

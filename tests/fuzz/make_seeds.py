@@ -113,6 +113,9 @@ def matcher_seeds():
     write("matcher", "custom-grammar.bin", b"\x01" + grammar + b"\x00" + walk + b"\xc2\xdd\xe2")
     grammar = b'root ::= x x\nx ::= "a" | "a" "b" | [\\u00e0-\\u00ff]?\n'
     write("matcher", "custom-ambiguous.bin", b"\x03" + grammar + b"\x00" + walk + b"\xcc\xd4")
+    grammar = (b'root ::= "{" AnyOrder("," " "?, "a" v, ("b" v)?, "c"*, "ab"+) "}"\n'
+               b'v ::= ":" ("1" | "12" | root)\n')
+    write("matcher", "custom-any-order.bin", b"\x05" + grammar + b"\x00" + walk + b"\xc9\xd3\xe1")
 
 
 if __name__ == "__main__":
