@@ -596,9 +596,12 @@ std::string ordered_instance(const std::vector<size_t>& order) {
   return out + "}";
 }
 
-// Past any_order_max_alternatives an object falls back to schema order,
-// with one warning naming it; smaller objects next to it stay in any order.
-TEST(JsonSchemaTest, AnyOrderFallsBackPastTheBoundWithAWarning) {
+// Past any_order_max_alternatives an object is one AnyOrder(...) call,
+// still exact; without calls (any_order_calls false), or where the call
+// cannot count minProperties or maxProperties, it falls back to schema
+// order, with one warning naming it; smaller objects next to it stay in
+// any order.
+TEST(JsonSchemaTest, AnyOrderPastTheBoundIsACallOrFallsBackWithAWarning) {
   JsonSchemaOptions options = compact();
   options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
   // 9 properties take 9 * 2^8 = 2304 alternatives, 10 take 5120: the
@@ -607,32 +610,87 @@ TEST(JsonSchemaTest, AnyOrderFallsBackPastTheBoundWithAWarning) {
   const std::string schema = R"({"type": "object", "properties": {"small": )" + nine +
                              R"(, "args": )" + ten +
                              R"(, "again": {"$ref": "#/properties/args"}}})";
-  Checker checker(schema, options);
-  ASSERT_EQ(checker.warnings.size(), 1u) << ::testing::PrintToString(checker.warnings);
-  EXPECT_NE(checker.warnings[0].find("the object at /properties/args"), std::string::npos)
-      << checker.warnings[0];
-  EXPECT_NE(checker.warnings[0].find("schema order"), std::string::npos) << checker.warnings[0];
-  EXPECT_NE(checker.warnings[0].find("any_order_max_alternatives"), std::string::npos);
   const std::string ten_in_order = ordered_instance({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
   const std::string ten_swapped = ordered_instance({1, 0, 2, 3, 4, 5, 6, 7, 8, 9});
   const std::string nine_backwards = ordered_instance({8, 7, 6, 5, 4, 3, 2, 1, 0});
-  EXPECT_TRUE(checker.accepts(R"({"args":)" + ten_in_order + "}"));
-  EXPECT_FALSE(checker.accepts(R"({"args":)" + ten_swapped + "}"));
-  EXPECT_TRUE(checker.accepts(R"({"small":)" + nine_backwards + "}"));
-  EXPECT_FALSE(
-      checker.accepts(R"({"small":)" + ordered_instance({8, 7, 6, 5, 4, 3, 2, 1, 8}) + "}"));
+  {
+    Checker checker(schema, options);
+    EXPECT_TRUE(checker.warnings.empty()) << ::testing::PrintToString(checker.warnings);
+    EXPECT_NE(checker.gbnf.find("AnyOrder("), std::string::npos);
+    EXPECT_TRUE(checker.accepts(R"({"args":)" + ten_in_order + "}"));
+    EXPECT_TRUE(checker.accepts(R"({"args":)" + ten_swapped + "}"));
+    EXPECT_TRUE(checker.accepts(R"({"again":)" + ordered_instance({9, 4, 3, 2, 1, 0}) + "}"));
+    // p0 to p4 are required; each property comes at most once.
+    EXPECT_FALSE(checker.accepts(R"({"args":)" + ordered_instance({9, 3, 2, 1, 0}) + "}"));
+    EXPECT_FALSE(checker.accepts(R"({"args":)" + ordered_instance({4, 3, 2, 1, 0, 3}) + "}"));
+    EXPECT_TRUE(checker.accepts(R"({"small":)" + nine_backwards + "}"));
+    EXPECT_FALSE(
+        checker.accepts(R"({"small":)" + ordered_instance({8, 7, 6, 5, 4, 3, 2, 1, 8}) + "}"));
+  }
+  {
+    options.any_order_calls = false;
+    Checker checker(schema, options);
+    ASSERT_EQ(checker.warnings.size(), 1u) << ::testing::PrintToString(checker.warnings);
+    EXPECT_NE(checker.warnings[0].find("the object at /properties/args"), std::string::npos)
+        << checker.warnings[0];
+    EXPECT_NE(checker.warnings[0].find("schema order"), std::string::npos) << checker.warnings[0];
+    EXPECT_NE(checker.warnings[0].find("any_order_max_alternatives"), std::string::npos);
+    EXPECT_NE(checker.warnings[0].find("any_order_calls"), std::string::npos);
+    EXPECT_EQ(checker.gbnf.find("AnyOrder("), std::string::npos);
+    EXPECT_TRUE(checker.accepts(R"({"args":)" + ten_in_order + "}"));
+    EXPECT_FALSE(checker.accepts(R"({"args":)" + ten_swapped + "}"));
+    EXPECT_TRUE(checker.accepts(R"({"small":)" + nine_backwards + "}"));
+    options.any_order_calls = true;
+  }
+  {
+    // maxProperties is not counted by the call: schema order.
+    std::string counted = object_schema(16, 0);
+    counted.insert(1, R"("maxProperties": 15, )");
+    Checker checker(counted, options);
+    ASSERT_EQ(checker.warnings.size(), 1u) << ::testing::PrintToString(checker.warnings);
+    EXPECT_NE(checker.warnings[0].find("maxProperties"), std::string::npos) << checker.warnings[0];
+    EXPECT_TRUE(checker.accepts(ordered_instance({0, 1, 2, 3, 4, 5})));
+    EXPECT_FALSE(checker.accepts(ordered_instance({1, 0, 2, 3, 4})));
+    EXPECT_TRUE(
+        checker.accepts(ordered_instance({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14})));
+    EXPECT_FALSE(
+        checker.accepts(ordered_instance({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})));
+  }
 
   // The bound counts alternatives, not properties: 5 properties take 80,
   // 6 take 192.
   options.any_order_max_alternatives = 100;
   Checker five(object_schema(5, 0), options);
   EXPECT_TRUE(five.warnings.empty());
+  EXPECT_EQ(five.gbnf.find("AnyOrder("), std::string::npos);
   EXPECT_TRUE(five.accepts(ordered_instance({4, 3, 2, 1, 0})));
   Checker six(object_schema(6, 0), options);
-  ASSERT_EQ(six.warnings.size(), 1u);
-  EXPECT_NE(six.warnings[0].find("the object at /"), std::string::npos) << six.warnings[0];
+  EXPECT_TRUE(six.warnings.empty());
+  EXPECT_NE(six.gbnf.find("AnyOrder("), std::string::npos);
   EXPECT_TRUE(six.accepts(ordered_instance({0, 2, 5})));
-  EXPECT_FALSE(six.accepts(ordered_instance({2, 0})));
+  EXPECT_TRUE(six.accepts(ordered_instance({2, 0})));
+  EXPECT_TRUE(six.accepts("{}"));
+  EXPECT_FALSE(six.accepts(ordered_instance({2, 0, 2})));
+}
+
+// 30 properties in any order, with additional properties between them:
+// each declared one at most once, the required ones present.
+TEST(JsonSchemaTest, ThirtyPropertiesInAnyOrder) {
+  JsonSchemaOptions options = compact();
+  options.property_order = JsonSchemaOptions::PropertyOrder::kAny;
+  std::string schema = object_schema(30, 3);
+  schema.replace(schema.find(R"("additionalProperties": false)"),
+                 std::string(R"("additionalProperties": false)").size(),
+                 R"("additionalProperties": {"type": "string"})");
+  Checker checker(schema, options);
+  EXPECT_TRUE(checker.warnings.empty()) << ::testing::PrintToString(checker.warnings);
+  std::vector<size_t> backwards;
+  for (size_t i = 30; i-- > 0;) backwards.push_back(i);
+  EXPECT_TRUE(checker.accepts(ordered_instance(backwards)));
+  EXPECT_TRUE(checker.accepts(R"({"p29":1,"x":"a","p2":3,"p1":2,"y":"b","p0":0})"));
+  EXPECT_FALSE(checker.accepts(R"({"p29":1,"x":"a","p2":3,"p1":2,"p29":0,"p0":0})"));
+  EXPECT_FALSE(checker.accepts(R"({"p29":1,"p2":3,"p1":2})"));
+  EXPECT_FALSE(checker.accepts(R"({"p2":1,"p1":2,"p0":3,"x":4})"));
 }
 
 // Past the bound, required names that `properties` does not list follow

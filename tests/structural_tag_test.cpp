@@ -403,8 +403,9 @@ TEST(StructuralTag, AnyOrderFallbackIsReportedWithThePath) {
   const std::string tag =
       R"({"type":"sequence","elements":[{"type":"const_string","value":"x"},)"
       R"({"type":"json_schema","any_order":true,"json_schema":{"type":"object",)"
-      R"("properties":{)" +
+      R"("maxProperties":12,"properties":{)" +
       properties + R"(},"additionalProperties":false}}]})";
+  // (Without maxProperties, 12 properties are in any order: AnyOrder(...).)
   std::vector<std::string> warnings;
   auto grammar = structural_tag_to_grammar(tag, {}, &warnings);
   ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();

@@ -596,6 +596,26 @@ TEST(ToolCalls, AnyOrderArguments) {
   Result<std::string> tag = tool_calls_structural_tag("qwen3_coder", kTools, options);
   ASSERT_TRUE(tag.ok());
   EXPECT_NE(tag->find("\"any_order\":true"), std::string::npos);
+
+  // A tool of 20 parameters (an AnyOrder(...) call), two of them required.
+  std::string properties, reversed;
+  for (int i = 0; i < 20; ++i) {
+    properties +=
+        std::string(i ? ", " : "") + "\"p" + std::to_string(i) + "\": {\"type\": \"integer\"}";
+    reversed = "\"p" + std::to_string(i) + "\": " + std::to_string(i) + (i ? ", " : "") + reversed;
+  }
+  const std::string wide_tools =
+      R"([{"type": "function", "function": {"name": "wide", "parameters": {"type": "object", )"
+      R"("properties": {)" +
+      properties + R"(}, "required": ["p3", "p17"], "additionalProperties": false}}}])";
+  FormatChecker wide("hermes", options, test_vocabulary(), wide_tools);
+  auto wide_call = [](const std::string& args) {
+    return "<tool_call>\n{\"name\": \"wide\", \"arguments\": " + args + "}\n</tool_call>";
+  };
+  EXPECT_TRUE(wide.accepts(wide_call("{" + reversed + "}")));
+  EXPECT_TRUE(wide.accepts(wide_call(R"({"p17": 1, "p9": 2, "p3": 3})")));
+  EXPECT_FALSE(wide.accepts(wide_call(R"({"p17": 1, "p9": 2})")));
+  EXPECT_FALSE(wide.accepts(wide_call(R"({"p17": 1, "p3": 2, "p9": 3, "p17": 4})")));
 }
 
 TEST(ToolCalls, Harmony) {

@@ -583,21 +583,34 @@ TEST(XmlStyles, AnyOrderIsExact) {
   EXPECT_FALSE(accepts(optional, ds("s", true, "x") + ds("s", true, "y")));
   EXPECT_FALSE(accepts(optional, ""));
 
-  // Ten parameters pass the default bound (5,120 alternatives): schema
-  // order, with a warning naming the object.
+  // Ten parameters pass the default bound (5,120 alternatives): one
+  // AnyOrder(...) call, still exact; without calls, schema order, with a
+  // warning naming the object.
   std::string properties;
   for (int i = 0; i < 10; ++i)
     properties += std::string(i ? "," : "") + "\"p" + std::to_string(i) + R"(":{"type":"integer"})";
-  const std::string wide = any("qwen_xml", R"({"type":"object","properties":{)" + properties +
-                                               R"(},"additionalProperties":false})");
+  const std::string wide =
+      any("qwen_xml", R"({"type":"object","properties":{)" + properties +
+                          R"(},"required":["p3"],"additionalProperties":false})");
   std::vector<std::string> warnings;
   auto grammar = structural_tag_to_grammar(wide, {}, &warnings);
   ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  EXPECT_TRUE(accepts(wide, param("p3", "1") + "\n" + param("p1", "2")));
+  EXPECT_TRUE(accepts(wide, param("p1", "2") + "\n" + param("p0", "1") + "\n" + param("p3", "1")));
+  EXPECT_FALSE(accepts(wide, param("p1", "2") + "\n" + param("p0", "1")));  // p3 is required
+  EXPECT_FALSE(accepts(wide, param("p3", "2") + "\n" + param("p3", "1")));
+  StructuralTagOptions no_calls;
+  no_calls.json_schema.any_order_calls = false;
+  auto ordered = structural_tag_to_grammar(wide, no_calls, &warnings);
+  ASSERT_TRUE(ordered.ok()) << ordered.status().to_string();
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("/json_schema: parameters in schema order"), std::string::npos)
       << warnings[0];
-  EXPECT_TRUE(accepts(wide, param("p0", "1") + "\n" + param("p1", "2")));
-  EXPECT_FALSE(accepts(wide, param("p1", "2") + "\n" + param("p0", "1")));
+  Result<Recognizer> recognizer = Recognizer::create(*ordered);
+  ASSERT_TRUE(recognizer.ok()) << recognizer.status().to_string();
+  const std::string swapped = param("p3", "2") + "\n" + param("p0", "1");
+  EXPECT_LT(recognizer->push_bytes(swapped), swapped.size());
   StructuralTagOptions lifted;
   lifted.json_schema.any_order_max_alternatives = 6000;
   warnings.clear();
@@ -617,6 +630,15 @@ TEST(XmlStyles, AnyOrderMasksMatchTheOracle) {
       R"("c":{"type":"boolean"}},"required":["a","c"]}})";
   // The delimiters (ids 1 to 3) twice as likely as a byte.
   EXPECT_GT(walk_against_oracle(tag, vocab, 40, 4), 300u);
+  // Twelve parameters: one AnyOrder(...) call.
+  std::string properties;
+  for (char name = 'a'; name < 'a' + 12; ++name)
+    properties += std::string(name > 'a' ? "," : "") + "\"" + name + R"(":{"type":"integer"})";
+  const std::string wide =
+      R"({"type":"json_schema","style":"glm_xml","any_order":true,"json_schema":)"
+      R"({"type":"object","properties":{)" +
+      properties + R"(},"required":["b","k"],"additionalProperties":false}})";
+  EXPECT_GT(walk_against_oracle(wide, vocab, 40, 4), 300u);
 }
 
 }  // namespace

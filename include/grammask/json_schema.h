@@ -25,7 +25,7 @@
 // [-4, 4] (other than 0 where a bound has over 40 digits written plainly,
 // as 1e-300 has) unless its mantissa has one non-zero digit before the
 // point, as in 1.5e-07; integers and multipleOf numbers in exponent form; keys out of the chosen
-// order, or out of schema order where an object is too large for any order: see
+// order, or out of schema order where an object cannot be written in any order: see
 // any_order_max_alternatives); it never accepts a text whose value the
 // schema rejects.
 //
@@ -73,10 +73,19 @@ struct JsonSchemaOptions {
   // Per object, the most member alternatives its any-order rules may hold:
   // k members in any order take k * 2^(k-1) (more with additional members
   // or min/maxProperties). The default admits 9 declared properties; 10 take
-  // 5120. Past it the object falls back to schema order (kAny), and required
-  // names that `properties` does not list follow the listed ones in name
-  // order, each with one warning naming the object's JSON pointer.
+  // 5120. Past it, with kAny, the object is written as one AnyOrder(...)
+  // call (see any_order_calls), where the Earley engine counts the members:
+  // exact for up to kMaxAnyOrderMembers declared properties, without
+  // maxProperties and with minProperties at most 1 (or 0 when no property
+  // is required). Otherwise the object falls back to schema order (kAny),
+  // and required names that `properties` does not list follow the listed
+  // ones in name order, each with one warning naming the object's JSON
+  // pointer.
   uint32_t any_order_max_alternatives = 4096;
+  // Whether kAny may write AnyOrder(...), grammask's extension of GBNF
+  // (docs/GBNF.md), which other GBNF readers such as llama.cpp do not read.
+  // false: such objects fall back to schema order, with the warning.
+  bool any_order_calls = true;
 
   // The value of a missing `additionalProperties`: the spec says true; false
   // is the strict style of llama.cpp and XGrammar.

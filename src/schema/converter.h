@@ -293,6 +293,10 @@ class Converter {
   // `additional` ones anywhere: one rule per state (position in `ordered`,
   // set of free members written, members so far). nullopt, with nothing
   // defined, when the rules would hold more than `budget` alternatives.
+  std::optional<std::string> emit_any_order_call(const std::vector<Member>& members,
+                                                 const std::string& additional, uint64_t min_count,
+                                                 std::optional<uint64_t> max_count, uint32_t depth,
+                                                 std::string* why);
   std::optional<std::string> emit_unordered(const std::vector<Member>& ordered,
                                             const std::vector<Member>& free,
                                             const std::string& additional, uint64_t minimum,

@@ -39,9 +39,12 @@ std::string Converter::emit_members(const std::vector<Member>& all_members,
     std::optional<std::string> body =
         emit_unordered({}, all_members, additional, minimum, max_count, depth, budget);
     if (body) return *body;
+    std::string why;
+    body = emit_any_order_call(all_members, additional, min_count, max_count, depth, &why);
+    if (body) return *body;
     warn_once("properties of " + object +
               " in schema order, not in any order: that takes more than " + std::to_string(budget) +
-              " alternatives (any_order_max_alternatives)");
+              " alternatives (any_order_max_alternatives), and " + why);
   }
   if (!unlisted.empty()) {
     std::optional<std::string> body =
@@ -202,6 +205,39 @@ std::string Converter::emit_members(const std::vector<Member>& all_members,
 // member lead from Normal states. The automaton is the minimal one for the
 // free members: two different sets W are told apart by a member in one and
 // not the other, so no exact rule set with one rule per state has fewer.
+// The members as one AnyOrder(...) call: the declared ones each at most
+// once (exactly once if required), the other members (additional ones)
+// any number of times, separated by commas. The call may match no member
+// at all when none is required, so only where the object may be empty or
+// has a required member; nothing counts maxProperties.
+std::optional<std::string> Converter::emit_any_order_call(const std::vector<Member>& members,
+                                                          const std::string& additional,
+                                                          uint64_t min_count,
+                                                          std::optional<uint64_t> max_count,
+                                                          uint32_t depth, std::string* why) {
+  const bool some_required =
+      std::any_of(members.begin(), members.end(), [](const Member& m) { return m.required; });
+  if (!options_.any_order_calls) {
+    *why = "AnyOrder(...) is off (any_order_calls)";
+    return std::nullopt;
+  }
+  if (max_count || min_count > 1 || (min_count == 1 && !some_required)) {
+    *why = "AnyOrder(...) does not count minProperties or maxProperties";
+    return std::nullopt;
+  }
+  if (members.size() > kMaxAnyOrderMembers) {
+    *why = "AnyOrder(...) takes at most " + std::to_string(kMaxAnyOrderMembers) + " properties";
+    return std::nullopt;
+  }
+  std::string call = "AnyOrder(\",\"";
+  for (const Member& member : members) {
+    const std::string text = seq({inner(depth), member.text, after()});
+    call += ", " + (member.required ? text : group(text) + "?");
+  }
+  if (!additional.empty()) call += ", " + group(seq({inner(depth), additional, after()})) + "*";
+  return call + ")";
+}
+
 std::optional<std::string> Converter::emit_unordered(const std::vector<Member>& ordered,
                                                      const std::vector<Member>& free,
                                                      const std::string& additional,

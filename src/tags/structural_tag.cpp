@@ -972,17 +972,31 @@ class TagConverter {
 
   // Parameters in any order, exactly: one rule per set of declared
   // parameters written, each of them at most once, the needed ones before
-  // the end, undeclared ones (`extra`) anywhere. None when its alternatives
-  // (k * 2^(k-1) for k parameters, 2^k more with undeclared ones) pass
-  // JsonSchemaOptions::any_order_max_alternatives.
+  // the end, undeclared ones (`extra`) anywhere. Past
+  // JsonSchemaOptions::any_order_max_alternatives (k * 2^(k-1)
+  // alternatives for k parameters, 2^k more with undeclared ones), one
+  // AnyOrder(...) call (JsonSchemaOptions::any_order_calls), if it can
+  // say the same; else none.
   std::optional<Expr> xml_any_order(const std::vector<Expr>& items, const std::vector<bool>& needed,
                                     const std::optional<Expr>& extra, const XmlStyle& style,
                                     bool nonempty, const std::string& prefix) {
     const size_t n = items.size();
-    if (n > 24) return std::nullopt;
     const double alternatives = static_cast<double>(n) * std::ldexp(1.0, static_cast<int>(n) - 1) +
                                 (extra ? std::ldexp(1.0, static_cast<int>(n)) : 0.0);
-    if (alternatives > options_.json_schema.any_order_max_alternatives) return std::nullopt;
+    if (n > 24 || alternatives > options_.json_schema.any_order_max_alternatives) {
+      // (The call matches no parameter at all when none is needed.)
+      const bool some_needed = std::find(needed.begin(), needed.end(), true) != needed.end();
+      if (!options_.json_schema.any_order_calls || n > kMaxAnyOrderMembers ||
+          (nonempty && !some_needed))
+        return std::nullopt;
+      std::vector<Expr> members;
+      for (size_t i = 0; i < n; ++i)
+        members.push_back(needed[i] ? items[i] : Expr::repeat(items[i], 0, 1));
+      if (extra) members.push_back(Expr::repeat(*extra, 0, kUnbounded));
+      Expr separator =
+          style.separator.empty() ? Expr::sequence({}) : Expr::literal_text(style.separator);
+      return Expr::any_order(std::move(separator), std::move(members));
+    }
     uint32_t needed_set = 0;
     for (size_t i = 0; i < n; ++i)
       if (needed[i]) needed_set |= uint32_t{1} << i;
@@ -1165,7 +1179,10 @@ class TagConverter {
                              ": parameters in schema order, not in any order: that takes more "
                              "than " +
                              std::to_string(options_.json_schema.any_order_max_alternatives) +
-                             " alternatives (JsonSchemaOptions::any_order_max_alternatives)");
+                             " alternatives (JsonSchemaOptions::any_order_max_alternatives), and "
+                             "AnyOrder(...) cannot say it (it is off, or there are more than " +
+                             std::to_string(kMaxAnyOrderMembers) +
+                             " parameters, or at least one is needed and none is required)");
       }
     }
     // rest_i: what may follow once something is written, from item i on;
