@@ -2,12 +2,17 @@
 // number of declared properties and how many are required: rules, grammar
 // bytes, conversion time and CompiledGrammar::compile time against a
 // vocabulary (a GGUF or tokenizer.json file; default ../shared's gpt2).
-//   object_order_sizes [VOCAB] [MAX_N] [MIN_N]
+// Rules are spelled out (any_order_max_alternatives lifted), or with
+// --calls one AnyOrder(...) call past the default bound; then the table
+// also gives the median and slowest fill_mask of a random decode of an
+// instance (3 seeds).
+//   object_order_sizes [VOCAB] [MAX_N] [MIN_N] [--calls]
 // Prints a Markdown table (docs/architecture.md quotes it).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,11 +30,45 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+// fill_mask times (µs) of random decodes from `compiled`, each step taking
+// a random allowed token (stop tokens only when nothing else is allowed).
+std::vector<double> decode_mask_times(const grammask::CompiledGrammar& compiled,
+                                      const grammask::Vocabulary& vocab) {
+  std::vector<double> times;
+  std::vector<uint32_t> words(compiled.mask_words());
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    grammask::Matcher matcher(compiled);
+    std::mt19937 rng(seed);
+    for (int step = 0; step < 400 && !matcher.is_terminated(); ++step) {
+      auto start = std::chrono::steady_clock::now();
+      if (!matcher.fill_mask(words.data(), words.size()).ok()) break;
+      times.push_back(ms_since(start) * 1000);
+      std::vector<uint32_t> allowed, stops;
+      for (uint32_t id = 0; id < vocab.size(); ++id)
+        if (words[id / 32] >> (id % 32) & 1) (vocab.is_stop(id) ? stops : allowed).push_back(id);
+      if (allowed.empty()) allowed = stops;
+      if (allowed.empty()) break;
+      if (!matcher.accept_token(allowed[rng() % allowed.size()]).ok()) break;
+    }
+  }
+  std::sort(times.begin(), times.end());
+  return times;
+}
+
 int main(int argc, char** argv) {
+  bool calls = false;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--calls") {
+      calls = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
   std::string path =
-      argc > 1 ? argv[1] : std::string(GRAMMASK_SHARED_DIR) + "/bench/vocab/gpt2.gguf";
-  int max_n = argc > 2 ? std::atoi(argv[2]) : 16;
-  int min_n = argc > 3 ? std::atoi(argv[3]) : 4;
+      args.size() > 0 ? args[0] : std::string(GRAMMASK_SHARED_DIR) + "/bench/vocab/gpt2.gguf";
+  int max_n = args.size() > 1 ? std::atoi(args[1].c_str()) : 16;
+  int min_n = args.size() > 2 ? std::atoi(args[2].c_str()) : 4;
   bool gguf = path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
   auto vocab = gguf ? grammask::Vocabulary::from_gguf_file(path)
                     : grammask::Vocabulary::from_tokenizer_json_file(path);
@@ -38,8 +77,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("vocabulary: %s (%zu tokens)\n\n", path.c_str(), vocab->size());
-  std::printf("| n | required | rules | alternatives | bytes | convert ms | compile ms |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("| n | required | rules | alternatives | bytes | convert ms | compile ms |%s\n",
+              calls ? " mask p50 / max µs |" : "");
+  std::printf("|---|---|---|---|---|---|---|%s\n", calls ? "---|" : "");
   for (int n = min_n; n <= max_n; ++n) {
     for (int required : {0, n / 2, n}) {
       std::string schema = R"({"type": "object", "additionalProperties": false, "properties": {)";
@@ -52,7 +92,7 @@ int main(int argc, char** argv) {
       schema += "}, \"required\": [" + names + "]}";
       grammask::JsonSchemaOptions options;
       options.property_order = grammask::JsonSchemaOptions::PropertyOrder::kAny;
-      options.any_order_max_alternatives = 1u << 30;
+      if (!calls) options.any_order_max_alternatives = 1u << 30;
       options.max_rules = 1u << 30;
       options.max_grammar_bytes = size_t{1} << 31;
       auto start = std::chrono::steady_clock::now();
@@ -72,10 +112,15 @@ int main(int argc, char** argv) {
       start = std::chrono::steady_clock::now();
       auto compiled = grammask::CompiledGrammar::from_gbnf(*text, *vocab, compile_options);
       double compile_ms = ms_since(start);
-      std::printf("| %d | %d | %zu | %zu | %zu | %.1f | %s |\n", n, required, rules, alternatives,
+      std::printf("| %d | %d | %zu | %zu | %zu | %.1f | %s |", n, required, rules, alternatives,
                   text->size(), convert_ms,
                   compiled.ok() ? std::to_string(compile_ms).substr(0, 7).c_str()
                                 : compiled.status().to_string().c_str());
+      if (calls && compiled.ok()) {
+        const std::vector<double> times = decode_mask_times(*compiled, *vocab);
+        if (!times.empty()) std::printf(" %.0f / %.0f |", times[times.size() / 2], times.back());
+      }
+      std::printf("\n");
       std::fflush(stdout);
     }
   }

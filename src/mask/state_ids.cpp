@@ -110,20 +110,22 @@ uint32_t StateIds::set_id(const EarleyEngine& engine, size_t s, size_t origin_de
     const uint64_t origin =
         it->origin == s ? kSelfOrigin : waiter_id(engine, it->origin, origin_depth);
     const uint64_t word = (item_label << 32) | origin;
-    if (any_order && engine.grammar().states()[it->state].in_any_order) {
-      written_pairs_.emplace_back(word, engine.members_written(it));
-    } else {
-      context_key_.push_back(word);
-    }
+    if (any_order && note_written(engine, it, word)) continue;
+    context_key_.push_back(word);
   }
   std::sort(context_key_.begin() + 1, context_key_.end());
   context_key_.erase(std::unique(context_key_.begin() + 1, context_key_.end()), context_key_.end());
-  append_written_pairs(context_key_);
+  if (!written_pairs_.empty()) append_written_pairs(context_key_);
   return intern_context_key();
 }
 
+bool StateIds::note_written(const EarleyEngine& engine, const EarleyItem* it, uint64_t word) {
+  if (!engine.grammar().states()[it->state].in_any_order) return false;
+  written_pairs_.emplace_back(word, engine.members_written(it));
+  return true;
+}
+
 void StateIds::append_written_pairs(std::vector<uint64_t>& key) {
-  if (written_pairs_.empty()) return;
   std::sort(written_pairs_.begin(), written_pairs_.end());
   written_pairs_.erase(std::unique(written_pairs_.begin(), written_pairs_.end()),
                        written_pairs_.end());
@@ -167,14 +169,11 @@ uint32_t StateIds::structure_id(const EarleyEngine& engine, size_t k) {
     for (const EarleyItem* it = engine.set_begin(set); it != engine.set_end(set); ++it) {
       const uint64_t origin = it->origin == set ? kSelfOrigin : structure_ids_[it->origin];
       const uint64_t word = (uint64_t{it->state} << 32) | origin;
-      if (any_order && engine.grammar().states()[it->state].in_any_order) {
-        written_pairs_.emplace_back(word, engine.members_written(it));
-      } else {
-        key.push_back(word);
-      }
+      if (any_order && note_written(engine, it, word)) continue;
+      key.push_back(word);
     }
     std::sort(key.begin(), key.end());
-    append_written_pairs(key);
+    if (!written_pairs_.empty()) append_written_pairs(key);
     auto [pos, inserted] = interned_.emplace(key, static_cast<uint32_t>(interned_.size()));
     if (inserted) interned_key_bytes_ += heap_bytes(pos->first);
     structure_ids_[set] = pos->second;

@@ -96,9 +96,14 @@ class StateIds {
   // Interns context_key_ (as 32-bit words, in an index that allocates
   // nothing per key).
   uint32_t intern_context_key();
-  // Appends written_pairs_, sorted and deduplicated, after kWrittenMarker
-  // (nothing if there are none): the items in AnyOrder states, whose
-  // members written are part of what they are.
+  // For an item in an AnyOrder state: adds (word, its members written) to
+  // written_pairs_ and returns true; else false. (Out of line: the key
+  // loops of grammars without AnyOrder stay as small as they were.)
+  [[gnu::noinline]] bool note_written(const EarleyEngine& engine, const EarleyItem* it,
+                                      uint64_t word);
+  // Appends written_pairs_ (not empty), sorted and deduplicated, after
+  // kWrittenMarker: the items in AnyOrder states, whose members written are
+  // part of what they are.
   void append_written_pairs(std::vector<uint64_t>& key);
 
   const std::vector<uint32_t>* waiter_class_;

@@ -79,8 +79,7 @@ void TextClosure::compute_reaches_any_order() {
   }
 }
 
-bool TextClosure::reaches_any_order(uint32_t state) const {
-  if (reaches_any_order_.empty()) return false;
+bool TextClosure::state_reaches_any_order(uint32_t state) const {
   const AutomatonState& at = grammar_.states()[state];
   if (at.in_any_order) return true;
   for (uint32_t e = at.rule_edges_begin; e < at.rule_edges_end; ++e)

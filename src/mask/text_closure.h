@@ -115,7 +115,10 @@ class TextClosure {
   // reaches_any_order_; and whether an item in `state` may enter an AnyOrder
   // rule (or is in one), whose items the proofs cannot follow exactly.
   void compute_reaches_any_order();
-  bool reaches_any_order(uint32_t state) const;
+  bool reaches_any_order(uint32_t state) const {
+    return !reaches_any_order_.empty() && state_reaches_any_order(state);
+  }
+  bool state_reaches_any_order(uint32_t state) const;
   // The cover of `state` when plain text from it only walks byte
   // transitions (after entering the one rule it calls, if it reads nothing
   // else): then a breadth-first search for the shortest string it refuses

@@ -638,14 +638,18 @@ inline void TrieWalker::set_key(const std::vector<uint32_t>& classes, size_t bas
                                 std::vector<uint64_t>& key) {
   EarleyEngine& engine = *engine_;
   key.clear();
-  const bool any_order = !data_->grammar->any_orders().empty();
   written_pairs_.clear();
-  for (const EarleyItem* it = engine.set_begin(base); it != engine.set_end(base); ++it) {
-    const uint64_t word = (uint64_t{classes[it->state]} << 1) | (it->origin == base ? 0 : 1);
-    if (any_order && data_->grammar->states()[it->state].in_any_order) {
-      written_pairs_.emplace_back(word, engine.members_written(it));
-    } else {
-      key.push_back(word);
+  if (data_->grammar->any_orders().empty()) {
+    for (const EarleyItem* it = engine.set_begin(base); it != engine.set_end(base); ++it)
+      key.push_back((uint64_t{classes[it->state]} << 1) | (it->origin == base ? 0 : 1));
+  } else {
+    for (const EarleyItem* it = engine.set_begin(base); it != engine.set_end(base); ++it) {
+      const uint64_t word = (uint64_t{classes[it->state]} << 1) | (it->origin == base ? 0 : 1);
+      if (data_->grammar->states()[it->state].in_any_order) {
+        written_pairs_.emplace_back(word, engine.members_written(it));
+      } else {
+        key.push_back(word);
+      }
     }
   }
   std::sort(key.begin(), key.end());
