@@ -3,11 +3,13 @@
 // schema is {"properties": {NAME: PARAMETERS}}), wrapped in the Hermes/Qwen
 // <tool_call> format as triggered tags (or, with --format, the tag that
 // tool_calls_structural_tag writes for that model format, tool_choice auto),
-// converted and compiled against a vocabulary. Prints one JSON line per N:
-// the first compile in the process and the median of the next runs, in
-// milliseconds.
+// converted and compiled against a vocabulary. With --any-order, every
+// json_schema has "any_order": true (ToolCallOptions::any_order). Prints
+// one JSON line per N: the first compile in the process and the median of
+// the next runs, in milliseconds.
 //
 //   tool_tag_compile VOCAB (tokenizer.json | .gguf) [BFCL_DIR] [N...] [--format NAME]
+//                    [--any-order]
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -39,15 +41,18 @@ double now_ms() {
 int main(int argc, char** argv) {
   std::vector<std::string> args;
   std::string format;
+  bool any_order = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--format" && i + 1 < argc) {
       format = argv[++i];
+    } else if (std::string(argv[i]) == "--any-order") {
+      any_order = true;
     } else {
       args.emplace_back(argv[i]);
     }
   }
   if (args.empty()) {
-    std::cerr << "usage: tool_tag_compile VOCAB [BFCL_DIR] [N...] [--format NAME]\n";
+    std::cerr << "usage: tool_tag_compile VOCAB [BFCL_DIR] [N...] [--format NAME] [--any-order]\n";
     return 2;
   }
   const std::string vocab_path = args[0];
@@ -88,7 +93,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) {
       tags.push_back(
           {{"begin", "<tool_call>\n{\"name\": \"" + tools[i].first + "\", \"arguments\": "},
-           {"content", {{"type", "json_schema"}, {"json_schema", tools[i].second}}},
+           {"content",
+            {{"type", "json_schema"}, {"json_schema", tools[i].second}, {"any_order", any_order}}},
            {"end", "}\n</tool_call>"}});
     }
     std::string text;
@@ -104,7 +110,9 @@ int main(int argc, char** argv) {
             {{"type", "function"},
              {"function", {{"name", tools[i].first}, {"parameters", tools[i].second}}}});
       }
-      auto tag = grammask::tool_calls_structural_tag(format, functions.dump(), {});
+      grammask::ToolCallOptions tool_options;
+      tool_options.any_order = any_order;
+      auto tag = grammask::tool_calls_structural_tag(format, functions.dump(), tool_options);
       if (!tag.ok()) {
         std::cerr << format << ": " << tag.status().to_string() << "\n";
         return 1;

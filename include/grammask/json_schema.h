@@ -70,21 +70,22 @@ struct JsonSchemaOptions {
   // within any_order_max_alternatives.
   enum class PropertyOrder : uint8_t { kSchema, kAny };
   PropertyOrder property_order = PropertyOrder::kSchema;
-  // Per object, the most member alternatives its any-order rules may hold:
-  // k members in any order take k * 2^(k-1) (more with additional members
-  // or min/maxProperties). The default admits 9 declared properties; 10 take
-  // 5120. Past it, with kAny, the object is written as one AnyOrder(...)
-  // call (see any_order_calls), where the Earley engine counts the members:
-  // exact for up to kMaxAnyOrderMembers declared properties, without
-  // maxProperties and with minProperties at most 1 (or 0 when no property
-  // is required). Otherwise the object falls back to schema order (kAny),
-  // and required names that `properties` does not list follow the listed
-  // ones in name order, each with one warning naming the object's JSON
-  // pointer.
+  // With kAny, an object of two or more members is one AnyOrder(...) call
+  // (see any_order_calls), where the Earley engine counts the members,
+  // wherever the call can say it: up to kMaxAnyOrderMembers declared
+  // properties, no maxProperties, minProperties at most 1 (0 when no
+  // property is required). Elsewhere (and for the required names that
+  // `properties` does not list, with kSchema) the order is spelled out as
+  // rules, one per set of members written, up to this many member
+  // alternatives per object: k members take k * 2^(k-1) (more with
+  // additional members or min/maxProperties), so the default admits 9; 10
+  // take 5120. An object that neither can write falls back to schema order
+  // (kAny), and unlisted required names follow the listed ones in name
+  // order; each with one warning naming the object's JSON pointer.
   uint32_t any_order_max_alternatives = 4096;
-  // Whether kAny may write AnyOrder(...), grammask's extension of GBNF
+  // Whether kAny writes AnyOrder(...), grammask's extension of GBNF
   // (docs/GBNF.md), which other GBNF readers such as llama.cpp do not read.
-  // false: such objects fall back to schema order, with the warning.
+  // false: the order is spelled out within any_order_max_alternatives.
   bool any_order_calls = true;
 
   // The value of a missing `additionalProperties`: the spec says true; false

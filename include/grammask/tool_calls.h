@@ -40,10 +40,10 @@ struct ToolCallOptions {
   bool reasoning = false;
   // Arguments in any order, exactly (each parameter at most once, the
   // required ones present): `"any_order": true` on every json_schema of the
-  // tag. An object past JsonSchemaOptions::any_order_max_alternatives is an
-  // AnyOrder(...) call, or where that cannot say it (over
-  // kMaxAnyOrderMembers parameters, maxProperties, minProperties above 1)
-  // stays in schema order, with a conversion warning.
+  // tag: each object is an AnyOrder(...) call, or where that cannot say it
+  // (over kMaxAnyOrderMembers parameters, maxProperties, minProperties
+  // above 1) spelled out within JsonSchemaOptions::any_order_max_alternatives,
+  // else in schema order, with a conversion warning.
   bool any_order = false;
 };
 

@@ -36,11 +36,12 @@ std::string Converter::emit_members(const std::vector<Member>& all_members,
   std::vector<Member> listed, unlisted;
   for (const Member& member : all_members) (member.listed ? listed : unlisted).push_back(member);
   if (options_.property_order == JsonSchemaOptions::PropertyOrder::kAny && all_members.size() > 1) {
-    std::optional<std::string> body =
-        emit_unordered({}, all_members, additional, minimum, max_count, depth, budget);
-    if (body) return *body;
+    // One call where it can say it, else spelled out within the bound.
     std::string why;
-    body = emit_any_order_call(all_members, additional, min_count, max_count, depth, &why);
+    std::optional<std::string> body =
+        emit_any_order_call(all_members, additional, min_count, max_count, depth, &why);
+    if (body) return *body;
+    body = emit_unordered({}, all_members, additional, minimum, max_count, depth, budget);
     if (body) return *body;
     warn_once("properties of " + object +
               " in schema order, not in any order: that takes more than " + std::to_string(budget) +

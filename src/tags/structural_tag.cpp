@@ -970,25 +970,24 @@ class TagConverter {
     return !parts.empty() && (combinator[0] == 'a' || parts.size() == 1);
   }
 
-  // Parameters in any order, exactly: one rule per set of declared
-  // parameters written, each of them at most once, the needed ones before
-  // the end, undeclared ones (`extra`) anywhere. Past
-  // JsonSchemaOptions::any_order_max_alternatives (k * 2^(k-1)
-  // alternatives for k parameters, 2^k more with undeclared ones), one
-  // AnyOrder(...) call (JsonSchemaOptions::any_order_calls), if it can
-  // say the same; else none.
+  // Parameters in any order, exactly: one AnyOrder(...) call
+  // (JsonSchemaOptions::any_order_calls) where it can say the same; else
+  // spelled out, one rule per set of declared parameters written, each of
+  // them at most once, the needed ones before the end, undeclared ones
+  // (`extra`) anywhere; none when that passes any_order_max_alternatives
+  // (k * 2^(k-1) alternatives for k parameters, 2^k more with undeclared
+  // ones).
   std::optional<Expr> xml_any_order(const std::vector<Expr>& items, const std::vector<bool>& needed,
                                     const std::optional<Expr>& extra, const XmlStyle& style,
                                     bool nonempty, const std::string& prefix) {
     const size_t n = items.size();
     const double alternatives = static_cast<double>(n) * std::ldexp(1.0, static_cast<int>(n) - 1) +
                                 (extra ? std::ldexp(1.0, static_cast<int>(n)) : 0.0);
-    if (n > 24 || alternatives > options_.json_schema.any_order_max_alternatives) {
-      // (The call matches no parameter at all when none is needed.)
-      const bool some_needed = std::find(needed.begin(), needed.end(), true) != needed.end();
-      if (!options_.json_schema.any_order_calls || n > kMaxAnyOrderMembers ||
-          (nonempty && !some_needed))
-        return std::nullopt;
+    // (The call matches no parameter at all when none is needed.)
+    const bool some_needed = std::find(needed.begin(), needed.end(), true) != needed.end();
+    const bool call = options_.json_schema.any_order_calls && n + (extra ? 1 : 0) >= 2 &&
+                      n <= kMaxAnyOrderMembers && (!nonempty || some_needed);
+    if (call) {
       std::vector<Expr> members;
       for (size_t i = 0; i < n; ++i)
         members.push_back(needed[i] ? items[i] : Expr::repeat(items[i], 0, 1));
@@ -997,6 +996,8 @@ class TagConverter {
           style.separator.empty() ? Expr::sequence({}) : Expr::literal_text(style.separator);
       return Expr::any_order(std::move(separator), std::move(members));
     }
+    if (n > 24 || alternatives > options_.json_schema.any_order_max_alternatives)
+      return std::nullopt;
     uint32_t needed_set = 0;
     for (size_t i = 0; i < n; ++i)
       if (needed[i]) needed_set |= uint32_t{1} << i;
