@@ -17,6 +17,7 @@
 #include "grammask/grammar.h"
 #include "grammask/matcher.h"
 #include "grammask/recognizer.h"
+#include "mask_oracle.h"
 
 namespace grammask {
 namespace {
@@ -242,25 +243,7 @@ Vocabulary object_vocab() {
   return *Vocabulary::from_token_bytes(tokens, {35}, {});
 }
 
-// The brute-force oracle (see matcher_test.cpp) on `grammar`.
-std::vector<uint32_t> oracle_mask(const Grammar& grammar, const Vocabulary& vocab,
-                                  const std::string& text, size_t n_words) {
-  auto r = Recognizer::create(grammar, "root");
-  EXPECT_TRUE(r.ok());
-  std::vector<uint32_t> words(n_words, 0);
-  EXPECT_EQ(r->push_bytes(text), text.size());
-  const size_t base = r->size();
-  for (uint32_t id = 0; id < vocab.size(); ++id) {
-    if (vocab.is_stop(id)) {
-      if (r->is_accepting()) set_bit(words.data(), id);
-      continue;
-    }
-    std::string_view bytes = vocab.token_bytes(id);
-    if (r->push_bytes(bytes) == bytes.size()) set_bit(words.data(), id);
-    r->truncate(base);
-  }
-  return words;
-}
+using testing::oracle_mask;
 
 // Masks of a nested JSON-like object whose keys come in any order, compared
 // with the oracle run on the grammar that spells every order out. One

@@ -18,6 +18,7 @@
 #include "grammask/json_schema.h"
 #include "mask/state_analysis.h"
 #include "mask/text_closure.h"
+#include "mask_oracle.h"
 
 namespace grammask {
 namespace {
@@ -29,29 +30,7 @@ std::string read(const std::string& path) {
   return ss.str();
 }
 
-// The brute-force oracle: a token is allowed iff the recognizer, fed the
-// text so far, accepts all of the token's bytes; stop tokens iff the text is
-// complete; special tokens never.
-std::vector<uint32_t> oracle_mask(const Grammar& grammar, const Vocabulary& vocab,
-                                  const std::string& text, size_t n_words) {
-  auto r = Recognizer::create(grammar, "root");
-  EXPECT_TRUE(r.ok());
-  std::vector<uint32_t> words(n_words, 0);
-  EXPECT_EQ(r->push_bytes(text), text.size());
-  const size_t base = r->size();
-  for (uint32_t id = 0; id < vocab.size(); ++id) {
-    if (vocab.is_stop(id)) {
-      if (r->is_accepting()) set_bit(words.data(), id);
-      continue;
-    }
-    if (vocab.is_special(id)) continue;
-    std::string_view bytes = vocab.token_bytes(id);
-    if (bytes.empty()) continue;
-    if (r->push_bytes(bytes) == bytes.size()) set_bit(words.data(), id);
-    r->truncate(base);
-  }
-  return words;
-}
+using testing::oracle_mask;
 
 std::vector<uint32_t> allowed_ids(const std::vector<uint32_t>& words, size_t n) {
   std::vector<uint32_t> ids;

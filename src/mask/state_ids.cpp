@@ -18,10 +18,6 @@ constexpr uint64_t kWaiterTag = uint64_t{1} << 62;
 constexpr uint64_t kContextStandIn = uint64_t{UINT32_MAX} - 1;
 // A set_id label that leaves its item out of the key.
 constexpr uint64_t kSkipItem = UINT64_MAX;
-// In a key, after the sorted words of the other items: the items in
-// AnyOrder states follow, each as its word and the members it wrote.
-// (No item's word is this: a state or class number is below UINT32_MAX.)
-constexpr uint64_t kWrittenMarker = UINT64_MAX;
 
 }  // namespace
 
@@ -115,7 +111,7 @@ uint32_t StateIds::set_id(const EarleyEngine& engine, size_t s, size_t origin_de
   }
   std::sort(context_key_.begin() + 1, context_key_.end());
   context_key_.erase(std::unique(context_key_.begin() + 1, context_key_.end()), context_key_.end());
-  if (!written_pairs_.empty()) append_written_pairs(context_key_);
+  if (!written_pairs_.empty()) append_written_pairs(written_pairs_, context_key_);
   return intern_context_key();
 }
 
@@ -123,17 +119,6 @@ bool StateIds::note_written(const EarleyEngine& engine, const EarleyItem* it, ui
   if (!engine.grammar().states()[it->state].in_any_order) return false;
   written_pairs_.emplace_back(word, engine.members_written(it));
   return true;
-}
-
-void StateIds::append_written_pairs(std::vector<uint64_t>& key) {
-  std::sort(written_pairs_.begin(), written_pairs_.end());
-  written_pairs_.erase(std::unique(written_pairs_.begin(), written_pairs_.end()),
-                       written_pairs_.end());
-  key.push_back(kWrittenMarker);
-  for (const auto& [word, written] : written_pairs_) {
-    key.push_back(word);
-    key.push_back(written);
-  }
 }
 
 uint32_t StateIds::intern_context_key() {
@@ -173,7 +158,7 @@ uint32_t StateIds::structure_id(const EarleyEngine& engine, size_t k) {
       key.push_back(word);
     }
     std::sort(key.begin(), key.end());
-    if (!written_pairs_.empty()) append_written_pairs(key);
+    if (!written_pairs_.empty()) append_written_pairs(written_pairs_, key);
     auto [pos, inserted] = interned_.emplace(key, static_cast<uint32_t>(interned_.size()));
     if (inserted) interned_key_bytes_ += heap_bytes(pos->first);
     structure_ids_[set] = pos->second;

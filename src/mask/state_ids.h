@@ -101,10 +101,6 @@ class StateIds {
   // loops of grammars without AnyOrder stay as small as they were.)
   [[gnu::noinline]] bool note_written(const EarleyEngine& engine, const EarleyItem* it,
                                       uint64_t word);
-  // Appends written_pairs_ (not empty), sorted and deduplicated, after
-  // kWrittenMarker: the items in AnyOrder states, whose members written are
-  // part of what they are.
-  void append_written_pairs(std::vector<uint64_t>& key);
 
   const std::vector<uint32_t>* waiter_class_;
   std::vector<uint32_t> structure_ids_;  // per set

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "grammask/bitmask.h"
+#include "mask/key_hash.h"
 #include "vocab/vocabulary_access.h"
 
 namespace grammask {
@@ -654,17 +655,8 @@ inline void TrieWalker::set_key(const std::vector<uint32_t>& classes, size_t bas
   }
   std::sort(key.begin(), key.end());
   key.erase(std::unique(key.begin(), key.end()), key.end());
-  if (written_pairs_.empty()) return;
-  // Items in AnyOrder states (each its own class) go last, each with the
-  // members it wrote, after a word no class makes.
-  std::sort(written_pairs_.begin(), written_pairs_.end());
-  written_pairs_.erase(std::unique(written_pairs_.begin(), written_pairs_.end()),
-                       written_pairs_.end());
-  key.push_back(UINT64_MAX);
-  for (const auto& [word, written] : written_pairs_) {
-    key.push_back(word);
-    key.push_back(written);
-  }
+  // (Items in AnyOrder states are each their own class.)
+  if (!written_pairs_.empty()) append_written_pairs(written_pairs_, key);
 }
 
 inline bool TrieWalker::local_walk_over(const TokenTrie& trie, size_t base, uint64_t deadline,
