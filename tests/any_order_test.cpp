@@ -24,11 +24,21 @@ namespace {
 
 enum class Verdict { kReject, kPrefix, kAccept };
 
-Verdict verdict_of(const Grammar& grammar, const std::string& text) {
+Verdict verdict_of(Recognizer& r, const std::string& text) {
+  r.reset();
+  if (r.push_bytes(text) != text.size()) return Verdict::kReject;
+  return r.is_accepting() ? Verdict::kAccept : Verdict::kPrefix;
+}
+
+Recognizer recognizer_for(const Grammar& grammar) {
   auto r = Recognizer::create(grammar, "root");
   EXPECT_TRUE(r.ok()) << r.status().to_string();
-  if (r->push_bytes(text) != text.size()) return Verdict::kReject;
-  return r->is_accepting() ? Verdict::kAccept : Verdict::kPrefix;
+  return std::move(r).value();
+}
+
+Verdict verdict_of(const Grammar& grammar, const std::string& text) {
+  Recognizer r = recognizer_for(grammar);
+  return verdict_of(r, text);
 }
 
 Grammar parse(const std::string& text) {
@@ -173,7 +183,7 @@ TEST(AnyOrder, RecognizesWhatTheSpelledOutGrammarDoes) {
     const std::string spelled =
         "root ::= \"[\" " + spelled_out(c.separator, c.members) + " \"]\"\n" + c.rules;
     SCOPED_TRACE(any);
-    const Grammar a = parse(any), b = parse(spelled);
+    Recognizer a = recognizer_for(parse(any)), b = recognizer_for(parse(spelled));
     int accepted = 0;
     for (const std::string& body : all_strings("abc,", 6)) {
       for (const std::string& text : {"[" + body, "[" + body + "]"}) {
@@ -189,8 +199,8 @@ TEST(AnyOrder, RecognizesWhatTheSpelledOutGrammarDoes) {
 // m* and m+ members, against counting the members of a text directly.
 TEST(AnyOrder, CountsRepeatedMembers) {
   // a exactly once, b at most once, c any number of times, d at least once.
-  const Grammar grammar =
-      parse("root ::= \"[\" AnyOrder(\",\", \"a\", \"b\"?, \"c\"*, \"d\"+) \"]\"\n");
+  Recognizer recognizer = recognizer_for(
+      parse("root ::= \"[\" AnyOrder(\",\", \"a\", \"b\"?, \"c\"*, \"d\"+) \"]\"\n"));
   auto verdict = [](const std::string& text) {
     // Members are single letters between commas.
     if (text.empty() || text[0] != '[') return Verdict::kReject;
@@ -215,7 +225,7 @@ TEST(AnyOrder, CountsRepeatedMembers) {
   for (const std::string& body : all_strings("abcd,", 7)) {
     for (const std::string& text : {"[" + body, "[" + body + "]"}) {
       const Verdict want = verdict(text);
-      ASSERT_EQ(verdict_of(grammar, text), want) << "on '" << text << "'";
+      ASSERT_EQ(verdict_of(recognizer, text), want) << "on '" << text << "'";
       accepted += want == Verdict::kAccept;
     }
   }

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "grammask/status.h"
+
 // Aborts with a message when `condition` is false. Active in every build
 // type: the fuzz targets are test code, their checks are the point.
 #define FUZZ_CHECK(condition, message)                                                     \
@@ -23,6 +25,14 @@
   } while (0)
 
 namespace grammask::fuzz {
+
+// Whether `why`, a refusal to lower a grammar that parsed, is one of
+// AnyOrder(...)'s: a member that matches the empty text, or a required
+// member or separator that matches none (kInvalidArgument, at its place).
+inline bool any_order_refusal(const Status& why) {
+  return why.code() == ErrorCode::kInvalidArgument &&
+         why.message().find("AnyOrder(...)") != std::string::npos && why.where().line > 0;
+}
 
 // RecognizerOptions::max_states and max_lowering_work for the targets that
 // lower fuzzed grammars. Adversarial grammars can be costly to lower while

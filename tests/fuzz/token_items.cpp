@@ -260,7 +260,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool pattern =
         why.message().find("Regex: ") != std::string::npos &&
         (why.code() == ErrorCode::kSyntax || why.code() == ErrorCode::kUnsupported);
-    FUZZ_CHECK(why.code() == ErrorCode::kLimitExceeded || item || pattern, why.to_string());
+    FUZZ_CHECK(
+        why.code() == ErrorCode::kLimitExceeded || item || pattern || fuzz::any_order_refusal(why),
+        why.to_string());
     return 0;
   }
   testing::TokenOracle oracle(*grammar, fuzz::vocabulary(), options.recognizer);
