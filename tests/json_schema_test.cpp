@@ -1337,6 +1337,41 @@ TEST(JsonSchemaTest, OneOfTaggedUnionIsDisjoint) {
                   {"{}", R"({"name":"ab"})", R"({"x":1})", "1"});
 }
 
+TEST(JsonSchemaTest, OneOfBranchesWithoutType) {
+  // Branches without `type` accept every value of the other types, so
+  // those values match both and none is valid; among objects, a shared
+  // required tag keeps the branches apart.
+  expect_language(R"({"oneOf": [
+      {"properties": {"provider": {"enum": ["mastercard"]}}, "required": ["provider"],
+       "additionalProperties": false},
+      {"properties": {"provider": {"enum": ["visa"]}, "code": {"type": "integer"}},
+       "required": ["provider", "code"], "additionalProperties": false}]})",
+                  {R"({"provider":"mastercard"})", R"({"provider":"visa","code":123})"},
+                  {R"("x")", "1", "null", "[]", "{}", R"({"provider":"visa"})",
+                   R"({"provider":"mastercard","code":1})"});
+  // Closed objects that declare no name in common: of one branch's
+  // objects the other accepts only the empty one.
+  expect_language(R"({"oneOf": [
+      {"properties": {"key": {"type": "string", "pattern": "^[a-z]+$"}},
+       "additionalProperties": false},
+      {"properties": {"keys": {"type": "array", "items": {"type": "string"}}},
+       "additionalProperties": false}]})",
+                  {R"({"key":"a"})", R"({"keys":["a"]})", R"({"keys":[]})"},
+                  {"{}", R"("s")", "1", "null", "[]", R"({"key":"a","keys":[]})", R"({"key":1})",
+                   R"({"key":"A"})", R"({"other":1})"});
+  // The same when the other branch does not accept the empty object.
+  expect_language(R"({"oneOf": [
+      {"properties": {"key": {"type": "string"}}, "additionalProperties": false},
+      {"properties": {"keys": {"type": "integer"}}, "required": ["keys"],
+       "additionalProperties": false}]})",
+                  {"{}", R"({"key":"a"})", R"({"keys":1})"},
+                  {R"({"keys":"a"})", R"({"key":"a","keys":1})", "1"});
+  // A typed branch beside an untyped one: the strings of both are split by
+  // the length, every other value matches the untyped branch only.
+  expect_language(R"({"oneOf": [{"type": "string"}, {"maxLength": 3}]})",
+                  {R"("abcd")", "1", "null", "{}", "[]"}, {R"("abc")", R"("")"});
+}
+
 TEST(JsonSchemaTest, RefsAndRecursion) {
   const char* tree = R"({"$defs": {"node": {"type": "object", "properties": {
       "value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},

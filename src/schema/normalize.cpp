@@ -217,23 +217,78 @@ bool Converter::apply_overlapping_one_of(Disj& d, const Disj& local,
     for (size_t j = i + 1; j < branches.size() && all_disjoint; ++j)
       if (!disjoint(intersect(local, branches[i], pointer), branches[j])) all_disjoint = false;
   if (all_disjoint) return false;
-  // Exactly one: branch i and not any other branch.
-  Disj result;
-  for (size_t i = 0; i < branches.size(); ++i) {
-    Disj only = branches[i];
-    for (size_t j = 0; j < branches.size() && !only.empty(); ++j) {
-      if (j == i) continue;
-      std::optional<Disj> others = negate(normalize_exactly(&value[j], "oneOf", where.pointer));
-      if (!others)
+  // Exactly one: each clause of branch i, less the values of its type that
+  // another branch accepts. Most pairs of clauses are disjoint or one of
+  // them accepts every value of the type (a branch without `type`), so a
+  // branch is negated only where it overlaps a clause in part.
+  std::vector<std::optional<Disj>> negated(branches.size());
+  auto negation_of = [&](size_t j) -> const Disj& {
+    if (!negated[j]) {
+      negated[j] = negate(normalize_exactly(&value[j], "oneOf", where.pointer));
+      if (!negated[j])
         refuse(
             "oneOf", where.pointer,
             "branches may overlap and branch " + std::to_string(j) + " cannot be negated exactly");
-      only = intersect(only, *others, pointer);
     }
-    result.insert(result.end(), only.begin(), only.end());
+    return *negated[j];
+  };
+  Disj result;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    for (const Clause& clause : branches[i]) {
+      Disj only{clause};
+      for (size_t j = 0; j < branches.size() && !only.empty(); ++j) {
+        if (j == i) continue;
+        Disj others;
+        for (const Clause& other : branches[j])
+          if (other.type == clause.type) others.push_back(other);
+        if (others.empty() || disjoint(only, others)) continue;
+        if (std::any_of(others.begin(), others.end(),
+                        [](const Clause& other) { return other.unconstrained(); })) {
+          only.clear();
+          break;
+        }
+        if (std::optional<Disj> rest = minus_closed_objects(only, others)) {
+          only = std::move(*rest);
+          continue;
+        }
+        only = intersect(only, negation_of(j), pointer);
+      }
+      result.insert(result.end(), only.begin(), only.end());
+    }
   }
   d = std::move(result);
   return true;
+}
+
+namespace {
+// An object clause that allows no property but those it declares.
+bool closed_object(const Clause& c) {
+  return c.type == JType::kObject && c.pattern_properties.empty() && c.additional.negated.empty() &&
+         c.additional.any_of.empty() && c.additional.nodes.size() == 1 &&
+         c.additional.nodes[0]->is_boolean() && !c.additional.nodes[0]->get<bool>();
+}
+}  // namespace
+
+// x less every value of y, for closed objects whose declared properties
+// share no name: an object of x with a property has one that y forbids,
+// so of x's objects y accepts at most the empty one.
+std::optional<Disj> Converter::minus_closed_objects(const Disj& xs, const Disj& ys) {
+  for (const Clause& x : xs)
+    if (!closed_object(x)) return std::nullopt;
+  Disj rest = xs;
+  for (const Clause& y : ys) {
+    if (!closed_object(y) || !y.ValueKeywords::unconstrained()) return std::nullopt;
+    for (const Clause& x : xs)
+      for (const auto& [name, schema] : x.properties)
+        if (find_property(y, name) != nullptr) return std::nullopt;
+    const bool accepts_empty = y.required.empty() && y.min_properties == 0;
+    if (!accepts_empty) continue;
+    for (Clause& x : rest) x.min_properties = std::max<uint64_t>(x.min_properties, 1);
+  }
+  Disj kept;
+  for (Clause& x : rest)
+    if (!x.max_properties || *x.max_properties >= x.min_properties) kept.push_back(std::move(x));
+  return kept;
 }
 
 bool Converter::apply_any_of_cells(Disj& d, const Json& value, const std::string& pointer) {
