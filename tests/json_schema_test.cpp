@@ -1244,6 +1244,19 @@ TEST(JsonSchemaTest, ContainsAndUnique) {
   expect_language(R"({"type": "array", "items": {"type": "integer"},
                      "not": {"items": {"maximum": 5}}, "contains": {"const": 1}})",
                   {"[1,7]", "[9,1]"}, {"[1]", "[7]", "[1,2.5,7]"});
+  // With minItems and maxItems: the items are counted beside the matches.
+  expect_language(R"({"type": "array", "contains": {"const": 5}, "minItems": 3, "maxItems": 4})",
+                  {"[5,1,2]", "[1,2,5]", "[5,5,5,5]", "[1,2,3,5]"},
+                  {"[5]", "[5,1]", "[1,2,3]", "[1,2,3,4,5]", "[5,5,5,5,5]", "[]"});
+  expect_language(
+      R"({"type": "array", "contains": {"type": "string"}, "maxContains": 1, "maxItems": 2})",
+      {"[\"a\"]", "[1,\"a\"]", "[\"a\",null]"}, {"[]", "[1]", "[\"a\",\"b\"]", "[1,2,\"a\"]"});
+  expect_language(R"({"type": "array", "minItems": 2, "allOf": [{"contains": {"multipleOf": 2}},
+                     {"contains": {"multipleOf": 3}}]})",
+                  {"[2,3]", "[6,1]", "[1,6,7]"}, {"[6]", "[]", "[2,4]", "[3,9,1]"});
+  expect_language(R"({"type": "array", "maxItems": 2, "allOf": [{"contains": {"multipleOf": 2}},
+                     {"contains": {"multipleOf": 3}}]})",
+                  {"[6]", "[2,3]", "[3,2]"}, {"[]", "[2,1,3]", "[2,4]", "[6,1,1]"});
   expect_language(R"({"type": "array", "items": {"enum": ["x", "y"]}, "uniqueItems": true})",
                   {"[]", "[\"x\"]", "[\"y\",\"x\"]"}, {"[\"x\",\"x\"]", "[\"x\",\"y\",\"x\"]"});
 }

@@ -9,10 +9,24 @@
 
 namespace grammask::internal::schema {
 
+namespace {
+// Arrays that count matches of `contains` and their items: at most this
+// many states (one rule each).
+constexpr uint64_t kMaxCountStates = 4096;
+
+// Whether `match_states` counts of matches times the item counts 0..last
+// fit within kMaxCountStates.
+bool count_states_fit(uint64_t match_states, uint64_t last) {
+  return match_states <= kMaxCountStates && last < kMaxCountStates &&
+         match_states * (last + 1) <= kMaxCountStates;
+}
+}  // namespace
+
 // Several `contains` (from allOf, or a negated `items`), each with a
 // minimum and no maximum: states count the matches of each (capped at its
-// minimum); an item may count for any set of them it matches, written as
-// the conjunction of their schemas with `items`.
+// minimum) and the items (for minItems and maxItems); an item may count for
+// any set of them it matches, written as the conjunction of their schemas
+// with `items`.
 std::string Converter::emit_contains_all(const Clause& clause, const std::string& hint,
                                          uint32_t depth) {
   const std::vector<Contains>& all = clause.contains;
@@ -31,8 +45,14 @@ std::string Converter::emit_contains_all(const Clause& clause, const std::string
           "minContains counts need more than " + std::to_string(kMaxStates) + " states together");
   }
   if (!clause.prefix.empty()) refuse("contains", all[0].pointer, "combined with prefixItems");
-  if (clause.max_items || clause.min_items > 0)
-    refuse("contains", all[0].pointer, "combined with minItems/maxItems");
+  // Items so far, capped at maxItems, else at minItems, and at least 1 so
+  // that the first item shows.
+  const std::optional<uint64_t> max_items = clause.max_items;
+  const uint64_t last = std::max<uint64_t>(max_items ? *max_items : clause.min_items, 1);
+  if (!count_states_fit(states, last))
+    refuse("contains", all[0].pointer,
+           "the counts of matches and of items need more than " + std::to_string(kMaxCountStates) +
+               " states");
   auto item_text = [&](const std::string& rule, bool first) {
     return seq({first ? "" : "\",\"", inner(depth), rule, after()});
   };
@@ -60,35 +80,36 @@ std::string Converter::emit_contains_all(const Clause& clause, const std::string
     return state;
   };
   const std::string base = unique_name("c");
-  auto name = [&](uint64_t state, bool started) {
-    std::string n = base + "-" + std::to_string(state) + (started ? "s" : "");
-    names_.insert(n);
-    return n;
+  auto name = [&](uint64_t state, uint64_t n) {
+    std::string r = base + "-" + std::to_string(state) + (n > 0 ? "-" + std::to_string(n) : "");
+    names_.insert(r);
+    return r;
   };
   for (uint64_t state = 0; state < states; ++state) {
     const std::vector<uint64_t> counts = counts_of(state);
     bool satisfied = true;
     for (size_t i = 0; i < k; ++i) satisfied = satisfied && counts[i] >= all[i].min;
-    for (bool started : {false, true}) {
+    for (uint64_t n = 0; n <= last; ++n) {
       std::vector<std::string> options;
-      for (size_t subset = 0; subset < item_rules.size(); ++subset) {
+      const bool more = !max_items || n < *max_items;
+      for (size_t subset = 0; more && subset < item_rules.size(); ++subset) {
         if (item_rules[subset].empty()) continue;
         std::vector<uint64_t> next = counts;
         for (size_t i = 0; i < k; ++i)
           if (subset & (size_t{1} << i)) next[i] = std::min(next[i] + 1, all[i].min);
-        options.push_back(
-            seq({item_text(item_rules[subset], !started), name(state_of(next), true)}));
+        options.push_back(seq(
+            {item_text(item_rules[subset], n == 0), name(state_of(next), std::min(n + 1, last))}));
       }
       std::string body = alternatives(options);
-      if (satisfied && started) body = body.empty() ? "\"\"" : "(" + body + ")?";
+      if (satisfied && n > 0 && n >= clause.min_items)
+        body = body.empty() ? "\"\"" : "(" + body + ")?";
       if (body.empty()) body = base_rule("never");
-      define_rule(name(state, started), body);
+      define_rule(name(state, n), body);
     }
   }
-  bool empty_ok = true;
+  bool empty_ok = clause.min_items == 0;
   for (const Contains& c : all) empty_ok = empty_ok && c.min == 0;
-  return add_rule(hint + "-array",
-                  wrap_container("\"[\"", "\"]\"", name(0, false), empty_ok, depth));
+  return add_rule(hint + "-array", wrap_container("\"[\"", "\"]\"", name(0, 0), empty_ok, depth));
 }
 
 std::string Converter::emit_array(const Clause& clause, const std::string& hint, uint32_t depth) {
@@ -196,8 +217,6 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
   if (!clause.contains.empty()) {
     const Contains& contains = clause.contains[0];
     if (!clause.prefix.empty()) refuse("contains", contains.pointer, "combined with prefixItems");
-    if (max_items || clause.min_items > contains.min)
-      refuse("contains", contains.pointer, "combined with minItems/maxItems");
     Sub matching = conj(clause.items, contains.schema);
     std::string match_rule = rule_for(matching, hint + "-match", depth + 1);
     std::string other_rule;
@@ -218,37 +237,44 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
       other_rule = rule_for(clause.items, hint + "-item", depth + 1);
     }
     check_repeat(contains.min, "minContains", contains.pointer);
-    // States (matches so far, capped; whether an item was written).
-    uint64_t cap = contains.max ? *contains.max : contains.min;
+    // States (matches so far, capped; items so far, capped at maxItems, else
+    // at minItems, and at least 1 so that the first item shows).
+    const uint64_t cap = contains.max ? *contains.max : contains.min;
+    const uint64_t last = std::max<uint64_t>(max_items ? *max_items : clause.min_items, 1);
+    if (!count_states_fit(cap + 1, last))
+      refuse("contains", contains.pointer,
+             "the counts of matches and of items need more than " +
+                 std::to_string(kMaxCountStates) + " states");
     std::string base = unique_name(hint + "-contains");
-    auto name = [&](uint64_t k, bool started) {
-      std::string n = base + "-" + std::to_string(k) + (started ? "s" : "");
-      names_.insert(n);
-      return n;
+    auto name = [&](uint64_t k, uint64_t n) {
+      std::string r = base + "-" + std::to_string(k) + (n > 0 ? "-" + std::to_string(n) : "");
+      names_.insert(r);
+      return r;
     };
     std::vector<std::pair<std::string, std::string>> pending;
     for (uint64_t k = 0; k <= cap; ++k) {
-      for (bool started : {false, true}) {
+      for (uint64_t n = 0; n <= last; ++n) {
         std::vector<std::string> options;
-        if (!other_rule.empty())
-          options.push_back(seq({item_text(other_rule, !started), name(k, true)}));
-        if (!match_rule.empty()) {
+        const bool more = !max_items || n < *max_items;
+        const uint64_t next = std::min(n + 1, last);
+        if (more && !other_rule.empty())
+          options.push_back(seq({item_text(other_rule, n == 0), name(k, next)}));
+        if (more && !match_rule.empty()) {
           if (k < cap)
-            options.push_back(seq({item_text(match_rule, !started), name(k + 1, true)}));
+            options.push_back(seq({item_text(match_rule, n == 0), name(k + 1, next)}));
           else if (!contains.max)
-            options.push_back(seq({item_text(match_rule, !started), name(k, true)}));
+            options.push_back(seq({item_text(match_rule, n == 0), name(k, next)}));
         }
-        bool can_end = k >= contains.min && started;
+        bool can_end = k >= contains.min && n > 0 && n >= clause.min_items;
         std::string body = alternatives(options);
         if (can_end) body = body.empty() ? "\"\"" : "(" + body + ")?";
         if (body.empty()) body = base_rule("never");
-        pending.emplace_back(name(k, started), body);
+        pending.emplace_back(name(k, n), body);
       }
     }
     for (auto& [n, b] : pending) define_rule(n, b);
-    bool empty_ok = contains.min == 0;
-    return add_rule(hint + "-array",
-                    wrap_container("\"[\"", "\"]\"", name(0, false), empty_ok, depth));
+    bool empty_ok = contains.min == 0 && clause.min_items == 0;
+    return add_rule(hint + "-array", wrap_container("\"[\"", "\"]\"", name(0, 0), empty_ok, depth));
   }
   // Positions: prefix items, then the rest with a counted repeat.
   uint64_t min_items = clause.min_items;
