@@ -1181,6 +1181,25 @@ TEST(JsonSchemaTest, Formats) {
 // (std::regex's ECMAScript grammar, and this library's parser, which also
 // compiles it with RE2); common patterns are in the subset, malformed ones
 // are not.
+TEST(JsonSchemaTest, LookaheadsAfterALeadingCaret) {
+  // Reserved names, as schema stores write them: the pattern's automaton
+  // less the strings the lookahead excludes.
+  expect_language(R"json({"type": "string", "pattern": "^(?!(foo|bar)$)[a-z]+$"})json",
+                  {R"("food")", R"("ba")", R"("xfoo")"}, {R"("foo")", R"("bar")", R"("")", "1"});
+  expect_language(R"json({"type": "object", "additionalProperties": false,
+                         "patternProperties": {"^(?!@@)[a-z@]+$": {"type": "integer"}}})json",
+                  {"{}", R"({"a":1})", R"({"a@":1,"@b":2})"},
+                  {R"({"@@a":1})", R"({"a":"x"})", R"({"A":1})"});
+  // With length bounds and another pattern on the same string.
+  expect_language(R"json({"type": "string", "pattern": "^(?=[a-z])", "maxLength": 3,
+                         "allOf": [{"pattern": "^(?!.*-$)"}]})json",
+                  {R"("a")", R"("a-b")", R"("abc")"}, {R"("-a")", R"("a-")", R"("abcd")"});
+  // Elsewhere a lookahead is refused, naming the keyword.
+  Status status = refusal(R"json({"type": "string", "pattern": "a(?!b)"})json");
+  EXPECT_EQ(status.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(status.message().find("pattern"), std::string::npos) << status.to_string();
+}
+
 TEST(JsonSchemaTest, RegexFormatAcceptsOnlyValidPatterns) {
   Checker checker(R"({"type": "string", "format": "regex"})");
   EXPECT_EQ(checker.warnings.size(), 1u);

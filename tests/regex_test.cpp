@@ -9,6 +9,7 @@
 #include <re2/re2.h>
 
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -284,6 +285,60 @@ TEST(RegexDfaTest, MatchesRe2AndTheGrammarMatchesTheDfa) {
           << suffixed_gbnf;
     }
   }
+}
+
+// Lookaheads right after a leading ^, against std::regex (ECMAScript, which
+// has them) on ASCII strings: the automaton, the searcher and the whole-match
+// automaton agree with it.
+TEST(RegexDfaTest, LookaheadsAfterALeadingCaret) {
+  struct LookaheadCase {
+    const char* pattern;
+    const char* alphabet;
+  };
+  const LookaheadCase cases[] = {
+      {"^(?!@@)[@a-z]+$", "@ab"},      {"^(?!(ab|b)$)[a-z]*$", "abc"},
+      {"^(?=.{1,3}$)[a-c]*", "abc\n"}, {"^(?!ab|ba).*", "ab\n"},
+      {"^(?=a)(?!.*c$)[a-c]+", "abc"}, {"^(?!a)b|c", "abc"},
+      {"^(?:(?!a)[ab]b|a)$", "ab"},    {"^(?!^x)(?=y)", "xy"},
+  };
+  std::mt19937 random(31);
+  for (const LookaheadCase& c : cases) {
+    auto parsed = parse_ecma_regex(c.pattern);
+    ASSERT_TRUE(parsed.ok()) << c.pattern << ": " << parsed.status().to_string();
+    EXPECT_TRUE(has_lookahead(*parsed));
+    auto dfa = dfa_from_regex(*parsed);
+    ASSERT_TRUE(dfa.ok()) << c.pattern << ": " << dfa.status().to_string();
+    auto whole = dfa_from_whole_regex(*parsed, kDefaultDfaStates);
+    ASSERT_TRUE(whole.ok()) << c.pattern << ": " << whole.status().to_string();
+    const std::regex oracle(c.pattern, std::regex::ECMAScript);
+    EcmaRegexSearcher searcher;
+    const std::string alphabet = c.alphabet;
+    for (int round = 0; round < 400; ++round) {
+      std::string text;
+      for (size_t k = random() % 7; k > 0; --k) text += alphabet[random() % alphabet.size()];
+      const bool expected = std::regex_search(text, oracle);
+      ASSERT_EQ(accepted(*dfa, text), expected) << c.pattern << " on " << json_quote(text);
+      ASSERT_EQ(*searcher.search(c.pattern, text), expected)
+          << c.pattern << " on " << json_quote(text);
+      // A whole match: the pattern matches the whole text, lookaheads at
+      // its start.
+      const bool whole_expected = std::regex_match(text, oracle);
+      ASSERT_EQ(accepted(*whole, text), whole_expected) << c.pattern << " on " << json_quote(text);
+    }
+  }
+  // Anywhere else a lookahead is refused, naming where it may be.
+  for (const char* pattern : {"a(?=b)", "(?!a)b", "^a(?!b)", "^(?!(?=a)b)c", "(^(?!a))*"}) {
+    auto parsed = parse_ecma_regex(pattern);
+    ASSERT_TRUE(parsed.ok()) << pattern;
+    auto dfa = dfa_from_regex(*parsed);
+    ASSERT_FALSE(dfa.ok()) << pattern;
+    EXPECT_EQ(dfa.status().code(), ErrorCode::kUnsupported) << pattern;
+  }
+  EXPECT_EQ(parse_ecma_regex("(?<=a)b").status().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(parse_ecma_regex("^(?!a").status().code(), ErrorCode::kSyntax);
+  EXPECT_EQ(parse_ecma_regex("^(?!a)*b").status().code(), ErrorCode::kSyntax);
+  // RE2 checks what is inside a lookahead too.
+  EXPECT_EQ(parse_ecma_regex("^(?!a{2,1})b").status().code(), ErrorCode::kSyntax);
 }
 
 TEST(RegexDfaTest, ProductsLengthsAndWords) {

@@ -208,6 +208,13 @@ word ::= Regex("[a-zé]{2,4}")
   EXPECT_FALSE(viable(r, "01"));
   EXPECT_FALSE(accepts(r, "1-2,a"));
   EXPECT_FALSE(viable(r, "1-2,abcde"));
+  // A lookahead right after a leading ^ holds at the start of the text.
+  Recognizer reserved = make(R"(root ::= Regex("^(?!(if|else)$)[a-z]+"))");
+  EXPECT_TRUE(accepts(reserved, "iff"));
+  EXPECT_TRUE(accepts(reserved, "el"));
+  EXPECT_FALSE(accepts(reserved, "if"));
+  EXPECT_FALSE(accepts(reserved, "else"));
+  EXPECT_TRUE(viable(reserved, "else"));
 }
 
 // Where a pattern cannot be enforced the error names the terminal and sits

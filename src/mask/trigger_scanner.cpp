@@ -110,6 +110,11 @@ Result<RegexNode> parse_plain(const std::string& text, const char* kind, size_t 
                               const std::string& pattern) {
   auto node = parse_ecma_regex(text);
   if (!node.ok()) return pattern_error(kind, index, pattern, node.status());
+  if (has_lookahead(*node)) {
+    return pattern_error(kind, index, pattern,
+                         Status(ErrorCode::kUnsupported,
+                                "lookahead assertions are not supported in trigger patterns"));
+  }
   if (has_anchor(*node)) {
     return pattern_error(
         kind, index, pattern,

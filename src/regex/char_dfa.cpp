@@ -63,6 +63,8 @@ class NfaBuilder {
       case RegexNode::Kind::kEmpty:
       case RegexNode::Kind::kLineStart:
       case RegexNode::Kind::kLineEnd:
+      case RegexNode::Kind::kLookahead:  // (branch_dfa takes them apart)
+      case RegexNode::Kind::kNegativeLookahead:
         return from;
       case RegexNode::Kind::kChars: {
         uint32_t to = add();
@@ -256,10 +258,15 @@ Status too_many_states_for_whole_match(size_t budget) {
 
 }  // namespace
 
-Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label, size_t max_states) {
-  Result<std::vector<RegexBranch>> branches = regex_branches(pattern);
-  if (!branches.ok()) return branches.status();
-  NfaBuilder builder(max_states * 8);
+namespace {
+
+// The automaton of `branches` (their lookaheads aside): strings that contain
+// a match of one (`whole`: that are one), labelled `label`.
+Result<CharDfa> branches_dfa(const std::vector<RegexBranch>& branches, bool whole, uint32_t label,
+                             size_t max_states) {
+  // (A whole match only needs as many NFA states as the budget; a search
+  // adds the unanchored ends, which determinize to few states.)
+  NfaBuilder builder(whole ? max_states : max_states * 8);
   const uint32_t start = builder.add();
   const uint32_t accept = builder.add();
   RegexNode anything;
@@ -270,16 +277,66 @@ Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label, size_t 
   any_char.kind = RegexNode::Kind::kChars;
   any_char.chars = all_code_points();
   anything.children.push_back(any_char);
-  for (const RegexBranch& branch : *branches) {
+  for (const RegexBranch& branch : branches) {
     uint32_t at = builder.add();
     builder.epsilon(start, at);
-    if (!branch.anchored_start) at = builder.build(anything, at);
+    if (!whole && !branch.anchored_start) at = builder.build(anything, at);
     at = builder.build(branch.body, at);
-    if (!branch.anchored_end) at = builder.build(anything, at);
+    if (!whole && !branch.anchored_end) at = builder.build(anything, at);
     builder.epsilon(at, accept);
   }
-  if (builder.over()) return too_many_states(max_states);
-  return subset_construction(builder.states(), start, accept, label, max_states, too_many_states);
+  auto too_many = whole ? too_many_states_for_whole_match : too_many_states;
+  if (builder.over()) return too_many(max_states);
+  return subset_construction(builder.states(), start, accept, label, max_states, too_many);
+}
+
+// branches_dfa, each branch narrowed by its lookaheads: the strings that
+// start with a match of a (?=X) (X ending in $: that are one), and not with
+// one of a (?!X).
+Result<CharDfa> branches_dfa_with_lookaheads(const std::vector<RegexBranch>& branches, bool whole,
+                                             uint32_t label, size_t max_states) {
+  bool any = false;
+  for (const RegexBranch& branch : branches) any = any || !branch.lookaheads.empty();
+  if (!any) return branches_dfa(branches, whole, label, max_states);
+  std::optional<CharDfa> all;
+  for (const RegexBranch& branch : branches) {
+    RegexBranch alone = branch;
+    alone.lookaheads.clear();
+    Result<CharDfa> dfa = branches_dfa({alone}, whole, 1, max_states);
+    if (!dfa.ok()) return dfa;
+    for (const RegexNode& lookahead : branch.lookaheads) {
+      RegexNode from_start;
+      from_start.kind = RegexNode::Kind::kConcat;
+      from_start.children.resize(1);
+      from_start.children[0].kind = RegexNode::Kind::kLineStart;
+      from_start.children.push_back(lookahead.children[0]);
+      Result<CharDfa> holds = dfa_from_regex(from_start, 1, max_states);
+      if (!holds.ok()) return holds;
+      if (lookahead.kind == RegexNode::Kind::kNegativeLookahead) *holds = dfa_complement(*holds);
+      dfa = dfa_intersection(*dfa, *holds, max_states);
+      if (!dfa.ok()) return dfa;
+    }
+    if (!all) {
+      all = std::move(*dfa);
+      continue;
+    }
+    Result<CharDfa> either = dfa_product(
+        *all, *dfa, [](uint32_t a, uint32_t b) -> uint32_t { return a != 0 || b != 0 ? 1 : 0; },
+        max_states);
+    if (!either.ok()) return either;
+    all = dfa_minimize(*either, [](uint32_t l) { return l != 0; });
+  }
+  for (CharDfa::State& state : all->states)
+    if (state.label != 0) state.label = label;
+  return std::move(*all);
+}
+
+}  // namespace
+
+Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label, size_t max_states) {
+  Result<std::vector<RegexBranch>> branches = regex_branches(pattern);
+  if (!branches.ok()) return branches.status();
+  return branches_dfa_with_lookaheads(*branches, false, label, max_states);
 }
 
 Result<CharDfa> dfa_from_whole_regex(const RegexNode& pattern, size_t max_states) {
@@ -287,17 +344,7 @@ Result<CharDfa> dfa_from_whole_regex(const RegexNode& pattern, size_t max_states
   // span the whole text; regex_branches refuses the others.
   Result<std::vector<RegexBranch>> branches = regex_branches(pattern);
   if (!branches.ok()) return branches.status();
-  NfaBuilder builder(max_states);
-  const uint32_t start = builder.add();
-  const uint32_t accept = builder.add();
-  for (const RegexBranch& branch : *branches) {
-    const uint32_t at = builder.add();
-    builder.epsilon(start, at);
-    builder.epsilon(builder.build(branch.body, at), accept);
-  }
-  if (builder.over()) return too_many_states_for_whole_match(max_states);
-  return subset_construction(builder.states(), start, accept, 1, max_states,
-                             too_many_states_for_whole_match);
+  return branches_dfa_with_lookaheads(*branches, true, 1, max_states);
 }
 
 CharDfa dfa_any(uint32_t label) {

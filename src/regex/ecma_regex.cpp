@@ -204,6 +204,10 @@ class RegexParser {
         *out = chars_node(dot_set());
         return {};
       case '(':
+        if (peek(1) == '?' && (peek(2) == '=' || peek(2) == '!')) {
+          *quantifiable = false;
+          return parse_lookahead(out, depth);
+        }
         return parse_group(out, depth);
       case '[':
         return parse_class(out);
@@ -242,8 +246,8 @@ class RegexParser {
         while (!at_end() && peek() != '>') ++pos_;
         if (at_end()) return error(ErrorCode::kSyntax, "unterminated group name");
         ++pos_;
-      } else if (peek(1) == '=' || peek(1) == '!' || peek(1) == '<') {
-        return error(ErrorCode::kUnsupported, "lookaround assertions are not supported");
+      } else if (peek(1) == '<') {
+        return error(ErrorCode::kUnsupported, "lookbehind assertions are not supported");
       } else {
         return error(ErrorCode::kSyntax, "invalid group");
       }
@@ -252,6 +256,20 @@ class RegexParser {
     if (!status.ok()) return status;
     if (peek() != ')') return error(ErrorCode::kSyntax, "missing ')'");
     ++pos_;
+    return {};
+  }
+
+  // (?=...) or (?!...), pos_ at the '('.
+  Status parse_lookahead(RegexNode* out, uint32_t depth) {
+    const bool negative = peek(2) == '!';
+    pos_ += 3;
+    RegexNode body;
+    Status status = parse_disjunction(&body, depth + 1);
+    if (!status.ok()) return status;
+    if (peek() != ')') return error(ErrorCode::kSyntax, "missing ')'");
+    ++pos_;
+    out->kind = negative ? RegexNode::Kind::kNegativeLookahead : RegexNode::Kind::kLookahead;
+    out->children.push_back(std::move(body));
     return {};
   }
 
@@ -483,6 +501,19 @@ uint64_t expansion(const RegexNode& node) {
   return std::min<uint64_t>(product, uint64_t{1} << 50);
 }
 
+// `node` with each lookahead made empty; the lookaheads' bodies (without
+// their own lookaheads) are appended to `bodies`.
+RegexNode without_lookaheads(const RegexNode& node, std::vector<RegexNode>* bodies) {
+  if (node.kind == RegexNode::Kind::kLookahead ||
+      node.kind == RegexNode::Kind::kNegativeLookahead) {
+    bodies->push_back(without_lookaheads(node.children[0], bodies));
+    return RegexNode{};
+  }
+  RegexNode copy = node;
+  for (RegexNode& child : copy.children) child = without_lookaheads(child, bodies);
+  return copy;
+}
+
 }  // namespace
 
 Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& limits,
@@ -500,12 +531,26 @@ Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& 
   // RE2 double-checks what we parsed (it refuses counts above 1000, which
   // we handle ourselves).
   if (check == RegexCheck::kWithRe2 && !has_large_repeat(*parsed)) {
-    RE2::Options options;
-    options.set_log_errors(false);
-    RE2 re2(regex_to_re2(*parsed), options);
-    if (!re2.ok()) return Status(ErrorCode::kSyntax, "RE2 rejects the pattern: " + re2.error());
+    // RE2 has no lookaheads: it checks the pattern without them and each
+    // lookahead's body on its own.
+    std::vector<RegexNode> parts;
+    parts.push_back(without_lookaheads(*parsed, &parts));
+    for (const RegexNode& part : parts) {
+      RE2::Options options;
+      options.set_log_errors(false);
+      RE2 re2(regex_to_re2(part), options);
+      if (!re2.ok()) return Status(ErrorCode::kSyntax, "RE2 rejects the pattern: " + re2.error());
+    }
   }
   return parsed;
+}
+
+bool has_lookahead(const RegexNode& node) {
+  if (node.kind == RegexNode::Kind::kLookahead || node.kind == RegexNode::Kind::kNegativeLookahead)
+    return true;
+  for (const RegexNode& child : node.children)
+    if (has_lookahead(child)) return true;
+  return false;
 }
 
 }  // namespace grammask::internal

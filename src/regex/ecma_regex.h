@@ -4,8 +4,9 @@
 //
 // parse_ecma_regex fails with kSyntax on a malformed pattern (or one that is
 // not UTF-8, or that RE2 refuses), kUnsupported on constructs that are not
-// regular or not expressible exactly (lookaround, backreferences, \b,
-// \p{...}), and kLimitExceeded past RegexLimits. Cost: linear in the
+// regular or not expressible exactly (lookbehind, backreferences, \b,
+// \p{...}), and kLimitExceeded past RegexLimits. Lookaheads parse; the
+// automata take them only right after a leading ^ (see regex_branches). Cost: linear in the
 // pattern, plus an RE2 compile with RegexCheck::kWithRe2. Pure functions.
 #ifndef GRAMMASK_SRC_REGEX_ECMA_REGEX_H_
 #define GRAMMASK_SRC_REGEX_ECMA_REGEX_H_
@@ -22,13 +23,15 @@ namespace grammask::internal {
 
 struct RegexNode {
   enum class Kind : uint8_t {
-    kEmpty,        // matches the empty string
-    kChars,        // one code point of `chars`
-    kConcat,       // children in order
-    kAlternation,  // one of children
-    kRepeat,       // children[0] repeated min..max times (max may be kUnbounded)
-    kLineStart,    // ^
-    kLineEnd,      // $
+    kEmpty,              // matches the empty string
+    kChars,              // one code point of `chars`
+    kConcat,             // children in order
+    kAlternation,        // one of children
+    kRepeat,             // children[0] repeated min..max times (max may be kUnbounded)
+    kLineStart,          // ^
+    kLineEnd,            // $
+    kLookahead,          // (?=children[0]): it matches here (consumes nothing)
+    kNegativeLookahead,  // (?!children[0]): it does not match here
   };
   Kind kind = Kind::kEmpty;
   CodePointSet chars;
@@ -50,6 +53,9 @@ struct RegexLimits {
 // compile, which costs more than the parse, for patterns this library writes
 // itself; the tests check those with RE2.
 enum class RegexCheck { kWithRe2, kTrusted };
+
+// Whether the pattern has a lookahead anywhere.
+bool has_lookahead(const RegexNode& node);
 
 // Parses an ECMA-262 pattern (JSON Schema dialect: code points, no flags).
 Result<RegexNode> parse_ecma_regex(std::string_view pattern, const RegexLimits& limits = {},

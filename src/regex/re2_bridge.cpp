@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "ir/gbnf_writer.h"
+#include "regex/char_dfa.h"
 
 namespace grammask::internal {
 namespace {
@@ -51,6 +53,9 @@ std::string node_to_re2(const RegexNode& node) {
     }
     case RegexNode::Kind::kRepeat:
       return "(?:" + node_to_re2(node.children[0]) + ")" + repeat_suffix(node.min, node.max);
+    case RegexNode::Kind::kLookahead:  // (RE2 has none: see regex_to_re2)
+    case RegexNode::Kind::kNegativeLookahead:
+      return "(?:)";
   }
   return "";
 }
@@ -86,10 +91,18 @@ std::string regex_to_re2(const RegexNode& pattern) {
 
 namespace {
 
-// The RE2 that ecma_regex_search runs, or why there is none.
-Status compile_for_search(std::string_view pattern, std::unique_ptr<RE2>* out) {
+// The RE2 that ecma_regex_search runs (the automaton for a pattern with
+// lookaheads, which RE2 does not have), or why there is none.
+Status compile_for_search(std::string_view pattern, std::unique_ptr<RE2>* out,
+                          std::optional<CharDfa>* automaton) {
   Result<RegexNode> parsed = parse_ecma_regex(pattern);
   if (!parsed.ok()) return parsed.status();
+  if (has_lookahead(*parsed)) {
+    Result<CharDfa> dfa = dfa_from_regex(*parsed);
+    if (!dfa.ok()) return Status(ErrorCode::kUnsupported, dfa.status().message());
+    *automaton = std::move(*dfa);
+    return Status();
+  }
   if (has_large_repeat(*parsed))
     return Status(ErrorCode::kUnsupported, "pattern too large to evaluate");
   RE2::Options options;
@@ -100,22 +113,26 @@ Status compile_for_search(std::string_view pattern, std::unique_ptr<RE2>* out) {
   return Status();
 }
 
-bool partial_match(const RE2& re2, std::string_view text) {
-  return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re2);
+bool partial_match(const RE2* re2, const std::optional<CharDfa>& automaton, std::string_view text) {
+  if (automaton)
+    return dfa_accepts(*automaton, std::string(text), [](uint32_t l) { return l != 0; });
+  return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re2);
 }
 
 }  // namespace
 
 Result<bool> ecma_regex_search(std::string_view pattern, std::string_view text) {
   std::unique_ptr<RE2> re2;
-  Status compiled = compile_for_search(pattern, &re2);
+  std::optional<CharDfa> automaton;
+  Status compiled = compile_for_search(pattern, &re2, &automaton);
   if (!compiled.ok()) return compiled;
-  return partial_match(*re2, text);
+  return partial_match(re2.get(), automaton, text);
 }
 
 struct EcmaRegexSearcher::Compiled {
   Status status;
-  std::unique_ptr<RE2> re2;  // when status is ok
+  std::unique_ptr<RE2> re2;          // when status is ok, but for
+  std::optional<CharDfa> automaton;  // a pattern with lookaheads
 };
 
 EcmaRegexSearcher::EcmaRegexSearcher() = default;
@@ -125,10 +142,10 @@ Result<bool> EcmaRegexSearcher::search(std::string_view pattern, std::string_vie
   auto it = compiled_.find(pattern);
   if (it == compiled_.end()) {
     auto compiled = std::make_unique<Compiled>();
-    compiled->status = compile_for_search(pattern, &compiled->re2);
+    compiled->status = compile_for_search(pattern, &compiled->re2, &compiled->automaton);
     it = compiled_.emplace(std::string(pattern), std::move(compiled)).first;
   }
   if (!it->second->status.ok()) return it->second->status;
-  return partial_match(*it->second->re2, text);
+  return partial_match(it->second->re2.get(), it->second->automaton, text);
 }
 }  // namespace grammask::internal

@@ -20,14 +20,16 @@ namespace grammask::internal {
 bool has_large_repeat(const RegexNode& node);
 
 // The same language in RE2 syntax (UTF-8 mode), used to validate patterns
-// and to test concrete strings. Anchors are kept as written.
+// and to test concrete strings. Anchors are kept as written; RE2 has no
+// lookaheads, which become empty groups (check has_lookahead first).
 std::string regex_to_re2(const RegexNode& pattern);
 
 // True if the decoded string `text` (UTF-8) matches the ECMA pattern under
 // JSON Schema semantics (search, not full match). Fails as parse_ecma_regex
 // does, and with kUnsupported when RE2 cannot evaluate the pattern (a repeat
-// count above 1000, or an RE2 compile error). Compiles with RE2 each call:
-// meant for schema-time checks.
+// count above 1000, or an RE2 compile error). A pattern with lookaheads runs
+// on its automaton (char_dfa.h) instead, and fails as dfa_from_regex does. Compiles with RE2 each
+// call: meant for schema-time checks.
 Result<bool> ecma_regex_search(std::string_view pattern, std::string_view text);
 
 // ecma_regex_search with each pattern parsed and compiled once, for a schema

@@ -8,8 +8,15 @@
 namespace grammask::internal {
 namespace {
 
+bool is_lookahead(const RegexNode& node) {
+  return node.kind == RegexNode::Kind::kLookahead ||
+         node.kind == RegexNode::Kind::kNegativeLookahead;
+}
+
+// Anchors and lookaheads, which only the edges of a branch may hold.
 bool contains_anchor(const RegexNode& node) {
-  if (node.kind == RegexNode::Kind::kLineStart || node.kind == RegexNode::Kind::kLineEnd)
+  if (node.kind == RegexNode::Kind::kLineStart || node.kind == RegexNode::Kind::kLineEnd ||
+      is_lookahead(node))
     return true;
   for (const RegexNode& child : node.children)
     if (contains_anchor(child)) return true;
@@ -21,6 +28,7 @@ struct Branch {
   bool anchored_start = false;
   bool anchored_end = false;
   std::vector<RegexNode> items;  // concatenated
+  std::vector<RegexNode> lookaheads;
 };
 
 std::vector<RegexNode> as_items(const RegexNode& node) {
@@ -32,12 +40,23 @@ std::vector<RegexNode> as_items(const RegexNode& node) {
 // Moves anchors at the edges of a branch into its flags; distributes
 // alternations at the edges that contain anchors (`(^a|b)c`).
 Status split_branches(std::vector<RegexNode> items, bool anchored_start, bool anchored_end,
-                      std::vector<Branch>* out) {
+                      std::vector<RegexNode> lookaheads, std::vector<Branch>* out) {
   if (out->size() > 256) return Status(ErrorCode::kLimitExceeded, "too many anchored branches");
-  while (!items.empty() && items.front().kind == RegexNode::Kind::kLineStart) {
-    anchored_start = true;
-    items.erase(items.begin());
+  // ^, then lookaheads (and more ^, which change nothing there).
+  size_t front = 0;
+  while (front < items.size()) {
+    if (items[front].kind == RegexNode::Kind::kLineStart) {
+      anchored_start = true;
+    } else if (is_lookahead(items[front]) && anchored_start) {
+      if (has_lookahead(items[front].children[0]))
+        return Status(ErrorCode::kUnsupported, "a lookahead inside a lookahead is not supported");
+      lookaheads.push_back(std::move(items[front]));
+    } else {
+      break;
+    }
+    ++front;
   }
+  items.erase(items.begin(), items.begin() + static_cast<long>(front));
   while (!items.empty() && items.back().kind == RegexNode::Kind::kLineEnd) {
     anchored_end = true;
     items.pop_back();
@@ -55,14 +74,18 @@ Status split_branches(std::vector<RegexNode> items, bool anchored_start, bool an
         std::vector<RegexNode> middle = as_items(option);
         expanded.insert(expanded.end(), middle.begin(), middle.end());
         expanded.insert(expanded.end(), items.begin() + static_cast<long>(i) + 1, items.end());
-        Status status = split_branches(std::move(expanded), anchored_start, anchored_end, out);
+        Status status =
+            split_branches(std::move(expanded), anchored_start, anchored_end, lookaheads, out);
         if (!status.ok()) return status;
       }
       return {};
     }
+    if (has_lookahead(items[i]))
+      return Status(ErrorCode::kUnsupported,
+                    "lookahead assertions are supported only right after a leading ^");
     return Status(ErrorCode::kUnsupported, "anchors inside a pattern are not supported");
   }
-  out->push_back(Branch{anchored_start, anchored_end, std::move(items)});
+  out->push_back(Branch{anchored_start, anchored_end, std::move(items), std::move(lookaheads)});
   return {};
 }
 
@@ -132,6 +155,8 @@ std::string node_to_gbnf(const RegexNode& node) {
     case RegexNode::Kind::kEmpty:
     case RegexNode::Kind::kLineStart:
     case RegexNode::Kind::kLineEnd:
+    case RegexNode::Kind::kLookahead:  // (split_branches refuses them here)
+    case RegexNode::Kind::kNegativeLookahead:
       return "";
     case RegexNode::Kind::kChars: {
       std::string expr = json_char_gbnf(node.chars);
@@ -178,6 +203,8 @@ Lengths node_lengths(const RegexNode& node) {
     case RegexNode::Kind::kEmpty:
     case RegexNode::Kind::kLineStart:
     case RegexNode::Kind::kLineEnd:
+    case RegexNode::Kind::kLookahead:
+    case RegexNode::Kind::kNegativeLookahead:
       return {0, 0};
     case RegexNode::Kind::kChars:
       return {1, 1};
@@ -341,9 +368,12 @@ Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_vie
                                    ? pattern.children
                                    : std::vector<RegexNode>{pattern};
   for (const RegexNode& option : top) {
-    Status status = split_branches(as_items(option), false, false, &branches);
+    Status status = split_branches(as_items(option), false, false, {}, &branches);
     if (!status.ok()) return status;
   }
+  for (const Branch& branch : branches)
+    if (!branch.lookaheads.empty())
+      return Status(ErrorCode::kUnsupported, "lookaheads need the pattern's automaton");
   bool bounded = min_length > 0 || max_length.has_value();
   RegexTranslation result;
   result.min_length = UINT64_MAX;
@@ -407,7 +437,7 @@ Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern) {
                                    ? pattern.children
                                    : std::vector<RegexNode>{pattern};
   for (const RegexNode& option : top) {
-    Status status = split_branches(as_items(option), false, false, &branches);
+    Status status = split_branches(as_items(option), false, false, {}, &branches);
     if (!status.ok()) return status;
   }
   std::vector<RegexBranch> out;
@@ -415,6 +445,7 @@ Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern) {
     RegexBranch b;
     b.anchored_start = branch.anchored_start;
     b.anchored_end = branch.anchored_end;
+    b.lookaheads = std::move(branch.lookaheads);
     b.body.kind = RegexNode::Kind::kConcat;
     b.body.children = std::move(branch.items);
     out.push_back(std::move(b));

@@ -45,7 +45,8 @@ struct RegexTranslation {
 // ends. With length bounds (code points of the decoded string) the result
 // is the intersection, computed exactly for anchored patterns made of
 // fixed-length parts and one repeated character class; other combinations
-// fail with kUnsupported.
+// fail with kUnsupported, as do lookaheads (the automata of char_dfa.h take
+// them).
 Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_view any_char_rule,
                                        uint64_t min_length = 0,
                                        std::optional<uint64_t> max_length = std::nullopt);
@@ -57,11 +58,14 @@ Result<RegexTranslation> ecma_regex_to_gbnf(std::string_view pattern,
                                             std::optional<uint64_t> max_length = std::nullopt);
 
 // The top-level ways a pattern can match: anchors at the edges become
-// flags (`(^a|b)c` distributes); an anchor anywhere else is kUnsupported.
+// flags (`(^a|b)c` distributes), lookaheads right after a leading ^ are
+// listed; an anchor or a lookahead anywhere else is kUnsupported.
 struct RegexBranch {
   bool anchored_start = false;
   bool anchored_end = false;
   RegexNode body;  // a concatenation without anchors
+  // kLookahead and kNegativeLookahead nodes that hold at the start.
+  std::vector<RegexNode> lookaheads;
 };
 Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern);
 

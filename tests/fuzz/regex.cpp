@@ -320,6 +320,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_translation(pattern, *parsed, strings, random.below(3), std::nullopt, raw_oracle, cache);
 
   // ecma_regex_search is the same oracle the converter uses at schema time.
+  // (RE2 has no lookaheads; regex_test checks those against std::regex.)
+  if (internal::has_lookahead(*parsed)) return 0;
   if (auto search = internal::ecma_regex_search(pattern, strings.front()); search.ok()) {
     const RE2 rendered(internal::regex_to_re2(*parsed), oracle_options());
     if (rendered.ok()) {
