@@ -1404,6 +1404,28 @@ TEST(JsonSchemaTest, OneOfBranchesWithoutType) {
                   {R"("abcd")", "1", "null", "{}", "[]"}, {R"("abc")", R"("")"});
 }
 
+TEST(JsonSchemaTest, RepeatedAnyOfsCollapse) {
+  // Eleven allOf branches with the same anyOf multiply to 2^11
+  // conjunctions, of which three differ: equal clauses are kept once
+  // before the alternatives bound applies.
+  std::string branches;
+  for (int i = 0; i < 11; ++i)
+    branches +=
+        std::string(i ? "," : "") + R"({"anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]})";
+  const std::string schema =
+      R"({"type": "object", "$defs": {"a": {"required": ["a"]}, "b": {"required": ["b"]}},
+          "allOf": [)" +
+      branches + "]}";
+  expect_language(schema, {R"({"a":1})", R"({"b":1})", R"({"a":1,"b":2})"}, {"{}", R"({"c":1})"});
+  // Distinct conjunctions past the bound are still refused.
+  std::string distinct;
+  for (int i = 0; i < 11; ++i)
+    distinct += std::string(i ? "," : "") + R"({"anyOf": [{"required": ["a)" + std::to_string(i) +
+                R"("]}, {"required": ["b)" + std::to_string(i) + R"("]}]})";
+  EXPECT_EQ(refusal(R"({"type": "object", "allOf": [)" + distinct + "]}").code(),
+            ErrorCode::kLimitExceeded);
+}
+
 TEST(JsonSchemaTest, RefsAndRecursion) {
   const char* tree = R"({"$defs": {"node": {"type": "object", "properties": {
       "value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},

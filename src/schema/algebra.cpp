@@ -4,6 +4,7 @@
 // declared in converter.h).
 #include <algorithm>
 #include <tuple>
+#include <unordered_set>
 
 #include "schema/converter.h"
 
@@ -41,22 +42,55 @@ std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause
   return c;
 }
 
+namespace {
+constexpr size_t kMaxAlternatives = 1024;
+
+// What a clause accepts and what it evaluates (for unevaluated*): equal
+// keys, interchangeable clauses.
+std::string dedup_key(const Clause& c) {
+  std::string key = clause_key(c);
+  add_key_part(key, "e" + std::to_string(c.properties_evaluated) +
+                        std::to_string(c.items_evaluated) + std::to_string(c.evaluated_prefix));
+  for (const std::string& name : c.evaluated)
+    add_key_part(key, std::to_string(name.size()) + ":" + name);
+  return key;
+}
+}  // namespace
+
 Disj Converter::intersect(const Disj& a, const Disj& b, const std::string& pointer) {
   Disj result;
   result.reserve(std::max(a.size(), b.size()));
+  // Past the bound, equal clauses are kept once (the conjunctions of
+  // anyOf branches that several allOf branches share repeat each other)
+  // before refusing.
+  std::unordered_set<std::string> keys;
+  bool deduplicating = false;
+  auto add = [&](Clause c) {
+    if (deduplicating && !keys.insert(dedup_key(c)).second) return;
+    result.push_back(std::move(c));
+    if (result.size() <= kMaxAlternatives) return;
+    if (!deduplicating) {
+      deduplicating = true;
+      Disj unique;
+      for (Clause& r : result)
+        if (keys.insert(dedup_key(r)).second) unique.push_back(std::move(r));
+      result = std::move(unique);
+    }
+    if (result.size() > kMaxAlternatives)
+      fail(ErrorCode::kLimitExceeded, "schema at " + display_pointer(pointer) +
+                                          " expands to more than " +
+                                          std::to_string(kMaxAlternatives) + " alternatives");
+  };
   for (const Clause& x : a)
     for (const Clause& y : b) {
       if (x.type != y.type) continue;
       if (y.unconstrained()) {
-        result.push_back(x);
+        add(x);
       } else if (x.unconstrained()) {
-        result.push_back(y);
+        add(y);
       } else if (auto c = intersect_clauses(x, y)) {
-        result.push_back(std::move(*c));
+        add(std::move(*c));
       }
-      if (result.size() > 1024)
-        fail(ErrorCode::kLimitExceeded,
-             "schema at " + display_pointer(pointer) + " expands to more than 1024 alternatives");
     }
   return result;
 }
