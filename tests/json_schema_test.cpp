@@ -1464,6 +1464,26 @@ TEST(JsonSchemaTest, RefsAndRecursion) {
                    R"({"ios":"a","android":{"ref":2}})"});
 }
 
+TEST(JsonSchemaTest, SchemaKeywordOnlyAtResourceRoots) {
+  // A draft-04 `$schema` beside `id` in a subschema of a root that names no
+  // dialect: not a resource root of the root's dialect (2020-12 reads
+  // `$id`), so neither keyword applies and the references resolve against
+  // the root, as python-jsonschema resolves them.
+  expect_language(R"({"definitions": {"lemon": {
+                       "$schema": "http://json-schema.org/draft-04/schema", "id": "schemata/lemon",
+                       "definitions": {"ripe": {"type": "boolean"}},
+                       "properties": {"ripe": {"$ref": "#/definitions/lemon/definitions/ripe"}}}},
+                     "properties": {"lemon": {"$ref": "#/definitions/lemon"}}})",
+                  {R"({"lemon":{"ripe":true}})", "{}"}, {R"({"lemon":{"ripe":1}})"});
+  // A resource root (its `$id`) takes its `$schema`: draft-04's boolean
+  // exclusiveMaximum.
+  expect_language(R"({"$defs": {"old": {"$id": "http://x.test/old.json",
+                       "$schema": "http://json-schema.org/draft-04/schema#",
+                       "type": "integer", "maximum": 5, "exclusiveMaximum": true}},
+                     "$ref": "http://x.test/old.json"})",
+                  {"4", "-1"}, {"5", "6"});
+}
+
 TEST(JsonSchemaTest, ExternalDocuments) {
   JsonSchemaOptions options = compact();
   options.documents["http://x.test/defs.json"] = R"({

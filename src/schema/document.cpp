@@ -186,11 +186,22 @@ void Document::walk(const Json& node, const std::string& pointer, std::string ba
     info_[&node] = NodeInfo{pointer, base, draft};
     return;
   }
+  // `$schema` names the dialect of a schema resource: a document's root
+  // (read before the walk) or a node the enclosing dialect identifies. In
+  // any other subschema it changes nothing, as in python-jsonschema (a
+  // draft-04 `$schema` beside `id` under a root without one leaves `id`
+  // unread and `$ref`s resolving against the root).
+  // The identifier is read as the enclosing dialect reads it.
+  const char* identifier = draft == Draft::kDraft4 ? "id" : "$id";
   auto schema = node.find("$schema");
-  if (schema != node.end() && schema->is_string())
-    draft = draft_from_uri(schema->get<std::string>(), draft);
+  if (schema != node.end() && schema->is_string() && depth > 0) {
+    auto named = node.find(identifier);
+    if (named != node.end() && named->is_string() && !named->get<std::string>().empty() &&
+        named->get<std::string>()[0] != '#')
+      draft = draft_from_uri(schema->get<std::string>(), draft);
+  }
   bool ref_hides_siblings = legacy(draft) && node.contains("$ref");
-  auto id = node.find(draft == Draft::kDraft4 ? "id" : "$id");
+  auto id = node.find(identifier);
   if (id != node.end() && id->is_string() && !ref_hides_siblings) {
     std::string text = id->get<std::string>();
     if (legacy(draft) && !text.empty() && text[0] == '#') {
