@@ -1398,6 +1398,14 @@ TEST(JsonSchemaTest, OneOfBranchesWithoutType) {
        "additionalProperties": false}]})",
                   {"{}", R"({"key":"a"})", R"({"keys":1})"},
                   {R"({"keys":"a"})", R"({"key":"a","keys":1})", "1"});
+  // A name both declare with disjoint schemas still sets them apart.
+  expect_language(R"({"oneOf": [
+      {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "boolean"}},
+       "additionalProperties": false},
+      {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"type": "boolean"}},
+       "additionalProperties": false}]})",
+                  {R"({"kind":"a"})", R"({"x":true})", R"({"kind":"b","y":false})"},
+                  {"{}", R"({"kind":"c"})", R"({"kind":"a","y":true})", R"({"x":1})"});
   // A typed branch beside an untyped one: the strings of both are split by
   // the length, every other value matches the untyped branch only.
   expect_language(R"({"oneOf": [{"type": "string"}, {"maxLength": 3}]})",

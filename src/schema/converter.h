@@ -147,8 +147,8 @@ class Converter {
   bool disjoint(const Disj& a, const Disj& b, int depth = 0);
   bool objects_disjoint_by_required(const Clause& x, const Clause& y, int depth);
   // The clauses of xs less every value of ys, when all are closed object
-  // clauses (no property but the declared ones) that declare no name in
-  // common and ys has no enum or const; else nullopt.
+  // clauses (no property but the declared ones) whose common names have
+  // disjoint schemas and ys has no enum or const; else nullopt.
   std::optional<Disj> minus_closed_objects(const Disj& xs, const Disj& ys);
 
   // --- keyword families -----------------------------------------------------

@@ -270,17 +270,25 @@ bool closed_object(const Clause& c) {
 }  // namespace
 
 // x less every value of y, for closed objects whose declared properties
-// share no name: an object of x with a property has one that y forbids,
-// so of x's objects y accepts at most the empty one.
+// share no name (or only names whose schemas are disjoint): an object of x
+// with a property has one that y forbids, so of x's objects y accepts at
+// most the empty one.
 std::optional<Disj> Converter::minus_closed_objects(const Disj& xs, const Disj& ys) {
   for (const Clause& x : xs)
     if (!closed_object(x)) return std::nullopt;
   Disj rest = xs;
   for (const Clause& y : ys) {
     if (!closed_object(y) || !y.ValueKeywords::unconstrained()) return std::nullopt;
+    // A name both declare still sets them apart when their schemas for it
+    // are disjoint (a discriminating const).
     for (const Clause& x : xs)
-      for (const auto& [name, schema] : x.properties)
-        if (find_property(y, name) != nullptr) return std::nullopt;
+      for (const auto& [name, schema] : x.properties) {
+        const Sub* in_y = find_property(y, name);
+        if (in_y == nullptr) continue;
+        const Disj* a = normalize_unless_in_progress(schema);
+        const Disj* b = normalize_unless_in_progress(*in_y);
+        if (a == nullptr || b == nullptr || !disjoint(*a, *b, 1)) return std::nullopt;
+      }
     const bool accepts_empty = y.required.empty() && y.min_properties == 0;
     if (!accepts_empty) continue;
     for (Clause& x : rest) x.min_properties = std::max<uint64_t>(x.min_properties, 1);
