@@ -2,7 +2,8 @@
 // grammar is exact or conversion fails.
 //
 // The converter accepts a JSON Schema (draft 2020-12; 2019-09, draft-07,
-// -06 and -04 by their `$schema`) and writes a GBNF grammar whose language
+// -06 and -04 by their `$schema`, which counts at a document's root and at
+// a subschema with an identifier) and writes a GBNF grammar whose language
 // is exactly the JSON texts (in the chosen whitespace and key-order style)
 // that the schema validates. References ($ref, $dynamicRef, $recursiveRef)
 // resolve within the schema and into the documents the caller supplies
