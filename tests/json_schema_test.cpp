@@ -1361,6 +1361,17 @@ TEST(JsonSchemaTest, OneOfTaggedUnionIsDisjoint) {
        "additionalProperties": false}]})",
                   {R"({"name":"x"})", R"({"path":"y"})", R"({"path":"y","name":1})"},
                   {"{}", R"({"name":"x","path":"y"})", R"({"name":1})"});
+  // A required tag whose patterns share no string keeps them apart too.
+  expect_language(R"json({"oneOf": [
+      {"type": "object", "required": ["id"], "additionalProperties": false, "properties": {
+         "id": {"type": "string", "pattern": "^pkg:cargo/.+@"},
+         "os": {"type": "array", "items": {"enum": ["linux", "darwin"]}}}},
+      {"type": "object", "required": ["id"], "additionalProperties": false, "properties": {
+         "id": {"type": "string", "pattern": "^pkg:npm/"},
+         "extra": {"type": "array", "items": {"type": "string"}}}}]})json",
+                  {R"({"id":"pkg:cargo/a@1","os":["linux"]})", R"({"id":"pkg:npm/b","extra":[]})"},
+                  {R"({"id":"pkg:cargo/a"})", R"({"id":"pkg:cargo/a@1","extra":[]})",
+                   R"({"id":"pkg:gem/c"})", "{}"});
   // Without a shared required tag the branches overlap: exactly one of them.
   expect_language(R"({"oneOf": [
       {"type": "object", "properties": {"kind": {"const": "file"}, "name": {"pattern": "a"}}},

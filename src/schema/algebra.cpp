@@ -102,8 +102,34 @@ bool Converter::disjoint(const Disj& a, const Disj& b, int depth) {
       if (x.type == JType::kObject && depth < kMaxDisjointDepth &&
           objects_disjoint_by_required(x, y, depth))
         continue;
+      if (x.type == JType::kString && patterns_disjoint(x, y)) continue;
       if (intersect_clauses(x, y)) return false;
     }
+  return true;
+}
+
+// Whether no string matches the patterns of both clauses (a tag such as
+// ^pkg:cargo/ against ^pkg:npm/). False when it cannot tell within the
+// automaton budget.
+bool Converter::patterns_disjoint(const Clause& x, const Clause& y) {
+  if (x.patterns.empty() || y.patterns.empty()) return false;
+  std::optional<internal::CharDfa> both;
+  for (const Clause* c : {&x, &y})
+    for (const Sourced& pattern : c->patterns) {
+      const Result<internal::RegexNode>& parsed = parsed_pattern(pattern.text);
+      if (!parsed.ok()) return false;
+      Result<internal::CharDfa> dfa = internal::dfa_from_regex(*parsed);
+      if (!dfa.ok()) return false;
+      if (!both) {
+        both = std::move(*dfa);
+        continue;
+      }
+      Result<internal::CharDfa> narrowed = internal::dfa_intersection(*both, *dfa);
+      if (!narrowed.ok()) return false;
+      both = std::move(*narrowed);
+    }
+  for (const internal::CharDfa::State& state : both->states)
+    if (state.label != 0) return false;
   return true;
 }
 

@@ -146,6 +146,9 @@ class Converter {
   static constexpr int kMaxDisjointDepth = 8;
   bool disjoint(const Disj& a, const Disj& b, int depth = 0);
   bool objects_disjoint_by_required(const Clause& x, const Clause& y, int depth);
+  // Whether no string matches the patterns of both string clauses; false
+  // when it cannot tell within the automaton budget.
+  bool patterns_disjoint(const Clause& x, const Clause& y);
   // The clauses of xs less every value of ys, when all are closed object
   // clauses (no property but the declared ones) whose common names have
   // disjoint schemas and ys has no enum or const; else nullopt.
