@@ -190,8 +190,8 @@ void Document::walk(const Json& node, const std::string& pointer, std::string ba
   // (read before the walk) or a node the enclosing dialect identifies. In
   // any other subschema it changes nothing, as in python-jsonschema (a
   // draft-04 `$schema` beside `id` under a root without one leaves `id`
-  // unread and `$ref`s resolving against the root).
-  // The identifier is read as the enclosing dialect reads it.
+  // unread and `$ref`s resolving against the root). The identifier is
+  // read as the enclosing dialect reads it.
   const char* identifier = draft == Draft::kDraft4 ? "id" : "$id";
   auto schema = node.find("$schema");
   if (schema != node.end() && schema->is_string() && depth > 0) {
