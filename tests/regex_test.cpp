@@ -107,6 +107,8 @@ const Case kCases[] = {
     {"^a{2,}$", "ab"},
     {"^[a\\-z]+$", "a-zb"},
     {"^\\.\\*\\+\\?\\(\\)\\[\\]\\{\\}\\|\\^\\$$", ".*+?()[]{}|^$"},
+    {"ab|ba|b$|^aa", "abc"},
+    {"abc|bcd|cd", "abcd"},
 };
 
 TEST(RegexTest, MatchesRe2OnRandomStrings) {
@@ -444,6 +446,23 @@ TEST(RegexDfaTest, StateBudget) {
   CharDfa nothing = dfa_minimize(regex_dfa("^[^\\s\\S]$"), [](uint32_t l) { return l != 0; });
   EXPECT_TRUE(nothing.states[0].edges.empty());
   EXPECT_EQ(nothing.states[0].label, 0u);
+}
+
+// A search for one of several words stops tracking partial matches once
+// one matched: its automaton grows with the words, not with their product.
+TEST(RegexDfaTest, SearchForSeveralWordsStaysSmall) {
+  CharDfa words = regex_dfa("nightly|beta|devedition|release|esr|unbranded-release");
+  EXPECT_LT(words.states.size(), 100u);
+  const RE2 oracle("nightly|beta|devedition|release|esr|unbranded-release");
+  std::mt19937 random(3);
+  const std::string letters = "nightlybetadevreleasur-";
+  for (int round = 0; round < 2000; ++round) {
+    std::string text;
+    if (round % 3 == 0) text = "xnightly";
+    for (size_t k = random() % 16; k > 0; --k) text += letters[random() % letters.size()];
+    if (round % 5 == 0) text += "esr";
+    ASSERT_EQ(accepted(words, text), RE2::PartialMatch(text, oracle)) << text;
+  }
 }
 
 TEST(RegexDfaTest, MinimizationIsExactAndMinimal) {

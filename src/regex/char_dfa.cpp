@@ -55,6 +55,9 @@ class NfaBuilder {
   void epsilon(uint32_t from, uint32_t to) {
     if (!over_) states_[from].epsilon.push_back(to);
   }
+  void edge(uint32_t from, CodePointSet chars, uint32_t to) {
+    if (!over_) states_[from].edges.emplace_back(std::move(chars), to);
+  }
 
   // Adds `node` starting at `from`; returns where it ends.
   uint32_t build(const RegexNode& node, uint32_t from) {
@@ -203,16 +206,28 @@ void for_each_piece(const std::vector<const CodePointSet*>& sets, Visit visit) {
 namespace {
 
 // The subset construction of a Thompson NFA: DFA state k is the closed NFA
-// state set number k; sets holding `accept` get `label`. Past `max_states`
-// DFA states, returns `over(max_states)`.
+// state set number k; sets holding `accept` get `label`. A set holding
+// `absorbing` (a state that accepts every continuation; kNoAbsorbing for
+// none) is that state's closure alone: what else the set holds cannot
+// change its future, and tracking it would multiply the states (a search
+// for several words goes on tracking partial matches after one matched).
+// Past `max_states` DFA states, returns `over(max_states)`.
+constexpr uint32_t kNoAbsorbing = UINT32_MAX;
 Result<CharDfa> subset_construction(const std::vector<NfaState>& nfa, uint32_t start,
                                     uint32_t accept, uint32_t label, size_t max_states,
-                                    Status (*over)(size_t)) {
+                                    Status (*over)(size_t), uint32_t absorbing = kNoAbsorbing) {
   CharDfa dfa;
   SequenceIndex closed_sets;
   std::vector<bool> seen(nfa.size(), false);
+  std::vector<uint32_t> absorbed;
+  if (absorbing != kNoAbsorbing) {
+    absorbed.push_back(absorbing);
+    close_over_epsilon(nfa, absorbed, seen);
+  }
   auto intern = [&](std::vector<uint32_t> set) -> std::optional<uint32_t> {
     close_over_epsilon(nfa, set, seen);
+    if (absorbing != kNoAbsorbing && std::binary_search(set.begin(), set.end(), absorbing))
+      set = absorbed;
     const auto [id, inserted] = closed_sets.intern(set.data(), set.size());
     if (!inserted) return id;
     if (id >= max_states) return std::nullopt;
@@ -277,17 +292,28 @@ Result<CharDfa> branches_dfa(const std::vector<RegexBranch>& branches, bool whol
   any_char.kind = RegexNode::Kind::kChars;
   any_char.chars = all_code_points();
   anything.children.push_back(any_char);
+  // After a match of a branch not anchored at its end, anything may follow:
+  // one state looping on every character, shared by those branches.
+  uint32_t matched = kNoAbsorbing;
   for (const RegexBranch& branch : branches) {
     uint32_t at = builder.add();
     builder.epsilon(start, at);
     if (!whole && !branch.anchored_start) at = builder.build(anything, at);
     at = builder.build(branch.body, at);
-    if (!whole && !branch.anchored_end) at = builder.build(anything, at);
+    if (!whole && !branch.anchored_end) {
+      if (matched == kNoAbsorbing) {
+        matched = builder.add();
+        builder.edge(matched, all_code_points(), matched);
+        builder.epsilon(matched, accept);
+      }
+      builder.epsilon(at, matched);
+      continue;
+    }
     builder.epsilon(at, accept);
   }
   auto too_many = whole ? too_many_states_for_whole_match : too_many_states;
   if (builder.over()) return too_many(max_states);
-  return subset_construction(builder.states(), start, accept, label, max_states, too_many);
+  return subset_construction(builder.states(), start, accept, label, max_states, too_many, matched);
 }
 
 // branches_dfa, each branch narrowed by its lookaheads: the strings that
