@@ -1136,6 +1136,15 @@ TEST(JsonSchemaTest, Patterns) {
   expect_language(
       R"({"type": "string", "pattern": "^[A-Z]-\\d*$", "minLength": 4, "maxLength": 5})",
       {R"("A-12")", R"("B-123")"}, {R"("A-1")", R"("A-1234")"});
+  // A bound the format already keeps costs nothing: an e-mail address is
+  // at most 380 characters (a local part of at most 64), so maxLength 1024
+  // is met by every one; a shorter bound still applies.
+  const std::string local64(64, 'a');
+  expect_language(R"({"type": "string", "format": "email", "maxLength": 1024})",
+                  {R"("joe.bloggs@example.com")", "\"" + local64 + "@example.com\""},
+                  {R"("joe..bloggs@example.com")", "\"a" + local64 + "@example.com\""});
+  expect_language(R"({"type": "string", "format": "hostname", "minLength": 1, "maxLength": 300})",
+                  {R"("example.com")"}, {R"("")", R"("-x.com")"});
   // Other shapes go through the intersection of automata.
   expect_language(R"({"type": "string", "pattern": "[a-z]+", "maxLength": 4})",
                   {R"("a")", R"("1a2")", R"("abcd")", R"("Ab")"},

@@ -465,6 +465,23 @@ TEST(RegexDfaTest, SearchForSeveralWordsStaysSmall) {
   }
 }
 
+TEST(RegexDfaTest, LengthsOfTheAcceptedStrings) {
+  auto lengths = [](const char* pattern) { return dfa_lengths(regex_dfa(pattern)); };
+  DfaLengths fixed = lengths("^(ab|c)d$");
+  EXPECT_FALSE(fixed.none);
+  EXPECT_EQ(fixed.min, 2u);
+  EXPECT_EQ(fixed.max, std::optional<uint64_t>(3));
+  DfaLengths loop = lengths("^a(b|c)*d$");
+  EXPECT_EQ(loop.min, 2u);
+  EXPECT_FALSE(loop.max.has_value());
+  // A cycle that leads to no accepting state leaves the bound finite.
+  DfaLengths dead_loop = lengths("^(?:ab|x+[^\\s\\S])$");
+  EXPECT_EQ(dead_loop.max, std::optional<uint64_t>(2));
+  EXPECT_EQ(lengths("^$").max, std::optional<uint64_t>(0));
+  EXPECT_TRUE(lengths("^[^\\s\\S]$").none);
+  EXPECT_FALSE(lengths("abc").max.has_value());  // unanchored: anything around
+}
+
 TEST(RegexDfaTest, MinimizationIsExactAndMinimal) {
   auto keep = [](uint32_t label) { return label != 0; };
   // "The fourth character from the end is a": 16 states at least, and a

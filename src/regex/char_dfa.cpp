@@ -488,6 +488,77 @@ Result<CharDfa> dfa_intersection(const CharDfa& a, const CharDfa& b, size_t max_
   return dfa_minimize(*product, [](uint32_t label) { return label != 0; });
 }
 
+DfaLengths dfa_lengths(const CharDfa& dfa) {
+  DfaLengths lengths;
+  const size_t n = dfa.states.size();
+  if (n == 0) return lengths;
+  // Reachable from the start, by breadth: the first accepting state met
+  // gives the shortest length.
+  std::vector<uint64_t> depth(n, UINT64_MAX);
+  std::vector<uint32_t> order{0};
+  depth[0] = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const uint32_t s = order[i];
+    if (dfa.states[s].label != 0 && lengths.none) {
+      lengths.none = false;
+      lengths.min = depth[s];
+    }
+    for (const CharDfa::Edge& e : dfa.states[s].edges) {
+      if (e.chars.empty() || depth[e.target] != UINT64_MAX) continue;
+      depth[e.target] = depth[s] + 1;
+      order.push_back(e.target);
+    }
+  }
+  if (lengths.none) return lengths;
+  // Useful: reachable and leading to a label. The longest string is the
+  // longest path through useful states, unbounded on a cycle among them.
+  std::vector<std::vector<uint32_t>> sources(n);
+  for (uint32_t s : order)
+    for (const CharDfa::Edge& e : dfa.states[s].edges)
+      if (!e.chars.empty()) sources[e.target].push_back(s);
+  std::vector<bool> useful(n, false);
+  std::vector<uint32_t> work;
+  for (uint32_t s : order)
+    if (dfa.states[s].label != 0) {
+      useful[s] = true;
+      work.push_back(s);
+    }
+  while (!work.empty()) {
+    const uint32_t t = work.back();
+    work.pop_back();
+    for (uint32_t s : sources[t])
+      if (!useful[s]) {
+        useful[s] = true;
+        work.push_back(s);
+      }
+  }
+  // Kahn's order over the useful states; states left over lie on a cycle.
+  std::vector<uint32_t> pending(n, 0);
+  for (uint32_t s : order)
+    if (useful[s])
+      for (const CharDfa::Edge& e : dfa.states[s].edges)
+        if (!e.chars.empty() && useful[e.target]) ++pending[e.target];
+  std::vector<uint64_t> longest(n, 0);
+  std::vector<uint32_t> ready;
+  if (pending[0] == 0) ready.push_back(0);
+  size_t done = 0, total = 0;
+  for (uint32_t s : order) total += useful[s] ? 1 : 0;
+  uint64_t max = 0;
+  while (!ready.empty()) {
+    const uint32_t s = ready.back();
+    ready.pop_back();
+    ++done;
+    if (dfa.states[s].label != 0) max = std::max(max, longest[s]);
+    for (const CharDfa::Edge& e : dfa.states[s].edges) {
+      if (e.chars.empty() || !useful[e.target]) continue;
+      longest[e.target] = std::max(longest[e.target], longest[s] + 1);
+      if (--pending[e.target] == 0) ready.push_back(e.target);
+    }
+  }
+  if (done == total) lengths.max = max;
+  return lengths;
+}
+
 CharDfa dfa_complement(const CharDfa& a, uint32_t label) {
   CharDfa dfa = a;
   const auto sink = static_cast<uint32_t>(dfa.states.size());

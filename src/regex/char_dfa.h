@@ -70,6 +70,16 @@ CharDfa dfa_complement(const CharDfa& a, uint32_t label = 1);
 // states from which no label in `keep` is reachable.
 CharDfa dfa_minimize(const CharDfa& a, const std::function<bool(uint32_t)>& keep);
 
+// The lengths in code points of the strings with a nonzero label: the
+// shortest, and the longest unless they are unbounded (a cycle on the way
+// to a label). `none` when no string has one. O(states + edges).
+struct DfaLengths {
+  bool none = true;
+  uint64_t min = 0;
+  std::optional<uint64_t> max;
+};
+DfaLengths dfa_lengths(const CharDfa& dfa);
+
 // True if the decoded string (UTF-8) ends in a state whose label passes
 // `keep` (tests and schema-time checks).
 bool dfa_accepts(const CharDfa& dfa, const std::string& utf8,

@@ -139,18 +139,25 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
     charge_automaton(dfa.states.size() + part->states.size(), keyword, pointer);
   };
   auto regex_dfa = [&](const std::string& text, const std::string& keyword,
-                       const std::string& pointer) {
-    return internal::dfa_from_regex(parse_pattern(text, keyword, pointer));
+                       const std::string& pointer,
+                       size_t max_states = internal::kDefaultDfaStates) {
+    return internal::dfa_from_regex(parse_pattern(text, keyword, pointer), 1, max_states);
   };
+  // Formats are a fixed set, built once per process: they get more room
+  // (e-mail's local-part bound passes 4096 states before minimization).
+  constexpr size_t kFormatDfaStates = size_t{1} << 15;
   for (const Sourced& pattern : clause.patterns)
     narrow(regex_dfa(pattern.text, "pattern", pattern.pointer), "pattern", pattern.pointer);
   for (const Sourced& format : clause.formats) {
     internal::FormatLookup lookup = lookup_format(format.text);
     if (!lookup.supported)
       refuse("format", format.pointer, "format \"" + format.text + "\" cannot be enforced exactly");
-    narrow(format_dfa(lookup.pattern,
-                      [&] { return regex_dfa(lookup.pattern, "format", format.pointer); }),
-           "format", format.pointer, internal::kDefaultDfaStates, true);
+    const std::string& pattern =
+        max_length && !lookup.bounded.empty() ? lookup.bounded : lookup.pattern;
+    narrow(
+        format_dfa(pattern,
+                   [&] { return regex_dfa(pattern, "format", format.pointer, kFormatDfaStates); }),
+        "format", format.pointer, internal::kDefaultDfaStates, true);
   }
   for (const Sourced& negated : clause.negated_patterns) {
     Result<internal::CharDfa> matching = regex_dfa(negated.text, "not", negated.pointer);
@@ -163,6 +170,15 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
     for (const Json* v : clause.excluded) names.push_back(v->get<std::string>());
     narrow(internal::dfa_complement(internal::dfa_words(names)), "not", clause.values_pointer);
   }
+  // Bounds the strings already keep (an e-mail address is never longer
+  // than 1024 characters) are dropped: intersecting with them would
+  // change nothing but multiply the states.
+  uint64_t min_length = clause.min_length;
+  if (min_length > 0 || max_length) {
+    const internal::DfaLengths lengths = internal::dfa_lengths(dfa);
+    if (lengths.min >= min_length) min_length = 0;
+    if (max_length && lengths.max && *lengths.max <= *max_length) max_length.reset();
+  }
   // A length bound multiplies the states by the bound (maxLength 1024 on
   // an e-mail address is some ten thousand).
   constexpr size_t kLengthStates = size_t{1} << 15;
@@ -174,9 +190,9 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
            "the pattern's " + std::to_string(dfa.states.size()) +
                " automaton states times the length bound are more than " +
                std::to_string(kLengthStates));
-  if (clause.min_length > 0 || max_length)
-    narrow(internal::dfa_length(clause.min_length, max_length, kLengthStates),
-           clause.min_length > 0 && !max_length ? "minLength" : "maxLength", clause.length_pointer,
+  if (min_length > 0 || max_length)
+    narrow(internal::dfa_length(min_length, max_length, kLengthStates),
+           min_length > 0 && !max_length ? "minLength" : "maxLength", clause.length_pointer,
            kLengthStates);
   return dfa;
 }

@@ -108,11 +108,15 @@ std::string hostname_pattern() {
 }
 
 // RFC 5321 mailbox: dot-atom or quoted local part; host name or address
-// literal domain.
-std::string email_pattern() {
+// literal domain. `bounded`: the local part is at most 64 characters (RFC
+// 5321 4.5.3.1.1), a dot-atom by the lookahead that bounded_email_format()
+// puts first, a quoted one by its count of characters (at most 62, an
+// escaped pair counting once), so that every address has a bounded length.
+std::string email_pattern(bool bounded) {
   std::string atext = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]";
   std::string dot_atom = atext + "+(?:\\." + atext + "+)*";
-  std::string quoted = "\"(?:[ !#-\\[\\]-~]|\\\\[ -~])*\"";
+  std::string quoted =
+      std::string("\"(?:[ !#-\\[\\]-~]|\\\\[ -~])") + (bounded ? "{0,62}" : "*") + "\"";
   std::string domain =
       hostname_pattern() + "|\\[" + ipv4_pattern() + "\\]|\\[IPv6:" + ipv6_pattern() + "\\]";
   return "(?:" + dot_atom + "|" + quoted + ")@(?:" + domain + ")";
@@ -227,6 +231,12 @@ std::string anchored(const std::string& pattern) {
   return "^(?:" + pattern + ")$";
 }
 
+// The anchored e-mail pattern with a bounded local part (a dot-atom one
+// bounded by a lookahead first).
+std::string bounded_email_format() {
+  return "^(?=[^@\"]{1,64}@|\")(?:" + email_pattern(true) + ")$";
+}
+
 }  // namespace
 
 FormatLookup format_pattern(std::string_view format) {
@@ -250,7 +260,8 @@ FormatLookup format_pattern(std::string_view format) {
   } else if (format == "hostname") {
     result.pattern = anchored(hostname_pattern());
   } else if (format == "email") {
-    result.pattern = anchored(email_pattern());
+    result.pattern = anchored(email_pattern(false));
+    result.bounded = bounded_email_format();
   } else if (format == "uri") {
     result.pattern = anchored(uri_pattern());
   } else if (format == "uri-reference") {
@@ -265,7 +276,8 @@ FormatLookup format_pattern(std::string_view format) {
     result.pattern = anchored(hostname_pattern());
     result.narrowed = "ASCII host names";
   } else if (format == "idn-email") {
-    result.pattern = anchored(email_pattern());
+    result.pattern = anchored(email_pattern(false));
+    result.bounded = bounded_email_format();
     result.narrowed = "ASCII addresses";
   } else if (format == "iri") {
     result.pattern = anchored(uri_pattern());

@@ -15,6 +15,11 @@ struct FormatLookup {
   // part of idn-hostname): never accepts an invalid value, rejects some
   // valid ones. The note says which subset.
   std::string narrowed;
+  // Set when the RFC's size limits, left out of `pattern` (they make its
+  // automaton larger), bound the length of the values: `pattern` with them.
+  // Under a length bound it is used instead, which then often costs nothing
+  // (a bound it already keeps is dropped).
+  std::string bounded;
 };
 
 FormatLookup format_pattern(std::string_view format);
