@@ -1629,6 +1629,30 @@ TEST(JsonSchemaTest, UnevaluatedSeesContainsPatternsAndConditions) {
   expect_language(R"({"anyOf": [{"type": "null"}, {"not": {"items": {"type": "string"}}}],
                      "unevaluatedItems": false})",
                   {"null"}, {"[1]", R"(["a"])", "[]"});
+  // Objects with patternProperties intersected with another object's
+  // additionalProperties: a key that one object's patterns match and the
+  // other's do not gets that other's additionalProperties too.
+  expect_language(
+      R"({"allOf": [
+                     {"patternProperties": {"^a": {"type": "integer"}}, "additionalProperties": false},
+                     {"patternProperties": {"b$": {"type": "integer"}},
+                      "additionalProperties": {"type": "string"}}]})",
+      {"{}", R"({"ab":1})", R"({"ab":1,"acb":2})"},
+      {R"({"ab":"x"})", R"({"ax":1})", R"({"ax":"s"})", R"({"xb":1})", R"({"xx":"s"})"});
+  expect_language(R"({"allOf": [{"patternProperties": {"^x-": {"type": "number"}}},
+                                {"additionalProperties": {"maximum": 5}}]})",
+                  {"{}", R"({"x-a":3})", R"({"k":"s"})", R"({"k":5,"x-b":-1})"},
+                  {R"({"x-a":7})", R"({"x-a":"s"})", R"({"k":9})"});
+  expect_language(R"({"allOf": [{"properties": {"id": {}}, "additionalProperties": false},
+                                {"patternProperties": {"^x-": {"type": "string"}}}]})",
+                  {"{}", R"({"id":1})"}, {R"({"x-a":"s"})", R"({"id":1,"x-a":"s"})"});
+  // Three objects: the extras of an intersection carry into the next.
+  expect_language(R"({"allOf": [{"patternProperties": {"^a": {"type": "integer"}}},
+                                {"patternProperties": {"^b": {"type": "integer"}},
+                                 "additionalProperties": {"minimum": 0}},
+                                {"patternProperties": {"^c": {}}, "additionalProperties": false}]})",
+                  {"{}", R"({"c":"s"})", R"({"cb":"s"})", R"({"c":1})"},
+                  {R"({"ca":-1})", R"({"a":1})", R"({"b":1})", R"({"x":1})", R"({"cb":-1})"});
   // Names a pattern matches are evaluated.
   expect_language(R"({"properties": {"foo": {"type": "string"}},
                      "allOf": [{"patternProperties": {"^bar": {"type": "string"}}}],

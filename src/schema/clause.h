@@ -148,6 +148,16 @@ struct ObjectKeywords {
   std::set<std::string> required;
   Sub additional;
   std::vector<std::pair<Sourced, Sub>> pattern_properties;
+  // What an intersection of objects adds for the keys that match some
+  // pattern: `sub` holds when the key matches none of the patterns in
+  // `patterns` (bits of pattern_properties), the additionalProperties of
+  // the object those patterns came from. (Keys that match no pattern at
+  // all get `additional`, which holds every such schema.)
+  struct UnmatchedExtra {
+    uint32_t patterns;
+    Sub sub;
+  };
+  std::vector<UnmatchedExtra> unmatched_extras;
   Sub property_names;
   std::string property_names_pointer;
   uint64_t min_properties = 0;

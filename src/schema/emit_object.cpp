@@ -453,6 +453,8 @@ std::string Converter::other_members(const Clause& clause, const std::vector<std
     } else {
       for (size_t i = 0; i < clause.pattern_properties.size(); ++i)
         if (matched & (1u << i)) value = conj(value, clause.pattern_properties[i].second);
+      for (const Clause::UnmatchedExtra& extra : clause.unmatched_extras)
+        if ((matched & extra.patterns) == 0) value = conj(value, extra.sub);
     }
     std::string value_rule = rule_for(value, hint + "-pattern-value", depth + 1);
     if (value_rule.empty()) continue;

@@ -10,8 +10,8 @@ namespace grammask::internal::schema {
 
 bool ObjectKeywords::unconstrained() const {
   return properties.empty() && required.empty() && additional.is_true() &&
-         pattern_properties.empty() && property_names.is_true() && min_properties == 0 &&
-         !max_properties && evaluated.empty() && !properties_evaluated;
+         pattern_properties.empty() && unmatched_extras.empty() && property_names.is_true() &&
+         min_properties == 0 && !max_properties && evaluated.empty() && !properties_evaluated;
 }
 
 void ObjectKeywords::add_key(std::string& key) const {
@@ -23,6 +23,8 @@ void ObjectKeywords::add_key(std::string& key) const {
   for (const auto& [pattern, sub] : pattern_properties)
     add_key_part(key,
                  "R" + std::to_string(pattern.text.size()) + ":" + pattern.text + sub_key(sub));
+  for (const UnmatchedExtra& extra : unmatched_extras)
+    add_key_part(key, "X" + std::to_string(extra.patterns) + sub_key(extra.sub));
   add_key_part(key, "N" + sub_key(property_names));
   add_key_part(key, std::to_string(min_properties) + "," + key_of_count(max_properties));
 }
@@ -38,6 +40,7 @@ bool ObjectKeywords::drop(const std::string& keyword) {
     // applies to them, so it goes too.
     dropped = !pattern_properties.empty() || !additional.is_true();
     pattern_properties.clear();
+    unmatched_extras.clear();
     additional = Sub();
   } else if (keyword == "minProperties" || keyword == "maxProperties") {
     dropped = min_properties != 0 || max_properties.has_value();
@@ -147,26 +150,48 @@ void Converter::apply_property_count(Disj& d, const Keyword& k) {
 Sub Converter::property_schema(const Clause& clause, const std::string& name) {
   if (const Sub* declared = find_property(clause, name)) return *declared;
   Sub result;
-  bool matched = false;
-  for (const auto& [pattern, sub] : clause.pattern_properties) {
+  uint32_t matched = 0;
+  for (size_t i = 0; i < clause.pattern_properties.size(); ++i) {
+    const auto& [pattern, sub] = clause.pattern_properties[i];
     auto match = pattern_searcher_.search(pattern.text, name);
     if (!match.ok()) refuse("patternProperties", pattern.pointer, match.status().message());
     if (*match) {
       result = conj(result, sub);
-      matched = true;
+      matched |= uint32_t{1} << std::min<size_t>(i, 31);
     }
   }
-  return matched ? result : clause.additional;
+  if (matched == 0) return clause.additional;
+  for (const Clause::UnmatchedExtra& extra : clause.unmatched_extras)
+    if ((matched & extra.patterns) == 0) result = conj(result, extra.sub);
+  return result;
 }
 
 bool Converter::intersect_objects(Clause& c, const Clause& a, const Clause& b) {
-  if ((!a.pattern_properties.empty() && !b.additional.is_true()) ||
-      (!b.pattern_properties.empty() && !a.additional.is_true())) {
-    const std::string& where = !a.pattern_properties.empty()
-                                   ? a.pattern_properties[0].first.pointer
-                                   : b.pattern_properties[0].first.pointer;
-    refuse("patternProperties", where, "intersection with another additionalProperties");
+  // A key that matches a pattern of one object and none of the other's
+  // gets the other's additionalProperties too: an extra for the keys
+  // that match none of the other's patterns. (Past 32 patterns the bits
+  // run out; other_members refuses more than 16 anyway.)
+  const size_t shift = a.pattern_properties.size();
+  const bool b_extra = !a.pattern_properties.empty() && !b.additional.is_true();
+  const bool a_extra = !b.pattern_properties.empty() && !a.additional.is_true();
+  const bool extras =
+      a_extra || b_extra || !a.unmatched_extras.empty() || !b.unmatched_extras.empty();
+  if (extras && shift + b.pattern_properties.size() > 32) {
+    const auto& patterns =
+        b.pattern_properties.empty() ? a.pattern_properties : b.pattern_properties;
+    refuse("patternProperties", patterns[0].first.pointer,
+           "intersection of objects with more than 32 patterns in all");
   }
+  auto bits = [](size_t first, size_t count) {
+    uint32_t mask = 0;
+    for (size_t i = first; i < first + count; ++i) mask |= uint32_t{1} << i;
+    return mask;
+  };
+  for (const Clause::UnmatchedExtra& extra : b.unmatched_extras)
+    c.unmatched_extras.push_back({extra.patterns << shift, extra.sub});
+  if (b_extra)
+    c.unmatched_extras.push_back({bits(shift, b.pattern_properties.size()), b.additional});
+  if (a_extra) c.unmatched_extras.push_back({bits(0, shift), a.additional});
   c.properties.clear();
   for (const auto& [name, sub] : a.properties)
     c.properties.emplace_back(name, conj(sub, property_schema(b, name)));
