@@ -162,6 +162,10 @@ TEST(RegexTest, EcmaSpecifics) {
   EXPECT_TRUE(*ecma_regex_search("^\\uD83D\\uDE00$", "\xF0\x9F\x98\x80"));
   EXPECT_TRUE(*ecma_regex_search("^[\\d-x]+$", "1-x"));
   EXPECT_TRUE(*ecma_regex_search("^\\cJ$", "\n"));
+  // Identity escapes of punctuation, `\_` too (Annex B, Python's re).
+  EXPECT_TRUE(*ecma_regex_search("^[a\\_]\\-\\_$", "_-_"));
+  EXPECT_FALSE(*ecma_regex_search("^\\_$", "a"));
+  EXPECT_FALSE(ecma_regex_search("^\\q$", "q").ok());
   EXPECT_TRUE(*ecma_regex_search("^(?<name>ab)+$", "abab"));
   // `[]` is the empty class in ECMA-262 (RE2 reads `[]]` differently).
   EXPECT_FALSE(*ecma_regex_search("[]]", "]"));

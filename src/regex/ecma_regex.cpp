@@ -401,10 +401,12 @@ class RegexParser {
       default:
         if (c >= '1' && c <= '9')
           return error(ErrorCode::kUnsupported, "backreferences are not supported");
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
           return error(ErrorCode::kUnsupported,
                        "unknown escape \\" + std::string(1, static_cast<char>(c)));
-        *code_point = c;  // identity escape of punctuation
+        // An identity escape of anything else, `\_` included: ECMA-262 without
+        // the u flag (Annex B) and Python's re read it as the character.
+        *code_point = c;
         return {};
     }
   }
