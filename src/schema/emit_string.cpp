@@ -134,6 +134,10 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
       Result<internal::CharDfa> both = internal::dfa_intersection(dfa, *part, budget);
       if (!both.ok()) refuse(keyword, pointer, both.status().message(), both.status().code());
       dfa = std::move(both).value();
+      // (A large product, of a format's automaton say, is minimized before
+      // it becomes rules.)
+      if (dfa.states.size() > internal::kDefaultDfaStates)
+        dfa = internal::dfa_minimize(dfa, [](uint32_t l) { return l != 0; });
     }
     any = false;
     charge_automaton(dfa.states.size() + part->states.size(), keyword, pointer);
@@ -157,7 +161,7 @@ internal::CharDfa Converter::string_dfa(const Clause& clause, std::optional<uint
     narrow(
         format_dfa(pattern,
                    [&] { return regex_dfa(pattern, "format", format.pointer, kFormatDfaStates); }),
-        "format", format.pointer, internal::kDefaultDfaStates, true);
+        "format", format.pointer, kFormatDfaStates, true);
   }
   for (const Sourced& negated : clause.negated_patterns) {
     Result<internal::CharDfa> matching = regex_dfa(negated.text, "not", negated.pointer);
