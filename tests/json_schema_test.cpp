@@ -1287,6 +1287,31 @@ TEST(JsonSchemaTest, ContainsAndUnique) {
                   {"[6]", "[2,3]", "[3,2]"}, {"[]", "[2,1,3]", "[2,4]", "[6,1,1]"});
   expect_language(R"({"type": "array", "items": {"enum": ["x", "y"]}, "uniqueItems": true})",
                   {"[]", "[\"x\"]", "[\"y\",\"x\"]"}, {"[\"x\",\"x\"]", "[\"x\",\"y\",\"x\"]"});
+  // More than 6 values: each at most once in any order (AnyOrder).
+  const std::string eight = R"("items": {"enum": ["a", "b", "c", "d", "e", "f", 1, null]})";
+  const std::vector<std::string> distinct = {"[]", R"(["a"])", R"(["h"])", R"([null,"f",1])",
+                                             R"(["f","e","d","c","b","a",null,1])"};
+  const std::vector<std::string> repeated = {R"(["a","a"])", R"([1,"b",1])", R"(["x"])",
+                                             R"([null,null])",
+                                             R"(["a","b","c","d","e","f",1,null,"a"])"};
+  expect_language(R"({"type": "array", "uniqueItems": true, )" + eight + "}",
+                  {distinct[0], distinct[1], distinct[3], distinct[4]},
+                  {distinct[2], repeated[0], repeated[1], repeated[2], repeated[3], repeated[4]});
+  expect_language(R"({"type": "array", "uniqueItems": true, "minItems": 1, )" + eight + "}",
+                  {distinct[1], distinct[3], distinct[4]},
+                  {distinct[0], repeated[0], repeated[1], repeated[4]});
+  expect_language(R"({"type": "array", "uniqueItems": true, "maxItems": 8, )" + eight + "}",
+                  {distinct[4]}, {repeated[4]});
+  Status counted =
+      refusal(R"({"type": "array", "uniqueItems": true, "maxItems": 3, )" + eight + "}");
+  EXPECT_EQ(counted.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(counted.message().find("uniqueItems"), std::string::npos) << counted.to_string();
+  Status plain = refusal(R"({"type": "array", "uniqueItems": true, )" + eight + "}", [] {
+    JsonSchemaOptions o = compact();
+    o.any_order_calls = false;
+    return o;
+  }());
+  EXPECT_EQ(plain.code(), ErrorCode::kUnsupported);
 }
 
 TEST(JsonSchemaTest, UniqueItemsWithPrefixItems) {

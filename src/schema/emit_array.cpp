@@ -14,6 +14,13 @@ namespace {
 // many states (one rule each).
 constexpr uint64_t kMaxCountStates = 4096;
 
+// uniqueItems over more than 6 values, as AnyOrder(...) calls: at most
+// kMaxAnyOrderValues values (AnyOrder counts 64 members), and with minItems
+// 1 (one call per value, all alive at once while parsing) at most
+// kMaxCertainValues.
+constexpr size_t kMaxAnyOrderValues = kMaxAnyOrderMembers;
+constexpr size_t kMaxCertainValues = 16;
+
 // Whether `match_states` counts of matches times the item counts 0..last
 // fit within kMaxCountStates.
 bool count_states_fit(uint64_t match_states, uint64_t last) {
@@ -162,12 +169,46 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
           allowed[p].push_back(index);
       }
     }
-    if (!finite || distinct.size() > 6)
-      refuse("uniqueItems", clause.unique_pointer,
-             "items are not drawn from a small finite set of values");
-    if (!clause.contains.empty())
+    if (!clause.contains.empty() && finite)
       refuse("contains", clause.contains[0].pointer, "combined with uniqueItems");
     size_t n = distinct.size();
+    if (finite && n > 6) {
+      // More values than subsets of rules can take: each value at most once
+      // in any order, as an AnyOrder(...) call (its items carry the set of
+      // values written). Without prefixItems, with minItems at most 1 (then
+      // one call per value that comes for sure) and maxItems, if any, no
+      // bound.
+      std::string why;
+      if (k > 0) why = "with prefixItems";
+      if (clause.min_items > 1 || (max_items && *max_items < n)) why = "with minItems or maxItems";
+      if (n > (clause.min_items == 1 ? kMaxCertainValues : kMaxAnyOrderValues))
+        why = "with " + std::to_string(n) + " values";
+      if (!options_.any_order_calls) why = "without AnyOrder(...) (any_order_calls)";
+      if (!why.empty())
+        refuse("uniqueItems", clause.unique_pointer,
+               "items drawn from more than 6 values need AnyOrder(...), which it is not " + why);
+      std::vector<std::string> members;
+      for (const Json* v : distinct)
+        members.push_back(seq({inner(depth), emit_value(*v, depth + 1), after()}));
+      auto call = [&](size_t certain) {
+        std::string text = "AnyOrder(\",\"";
+        for (size_t j = 0; j < n; ++j)
+          text += ", " + (j == certain ? members[j] : group(members[j]) + "?");
+        return text + ")";
+      };
+      std::vector<std::string> calls;
+      if (clause.min_items == 0) {
+        calls.push_back(call(n));
+      } else {
+        for (size_t j = 0; j < n; ++j) calls.push_back(call(j));
+      }
+      std::string body = add_rule(hint + "-set", alternatives(calls));
+      return add_rule(hint + "-array",
+                      wrap_container("\"[\"", "\"]\"", body, clause.min_items == 0, depth));
+    }
+    if (!finite)
+      refuse("uniqueItems", clause.unique_pointer,
+             "items are not drawn from a small finite set of values");
     uint64_t all = (uint64_t{1} << n) - 1;
     std::string base = unique_name(hint + "-set");
     std::vector<std::string> values;
