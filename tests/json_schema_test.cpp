@@ -1376,6 +1376,26 @@ TEST(JsonSchemaTest, Combinators) {
       {R"("a")", R"("b")", R"("xa")"}, {R"("ab")", R"("x")", "1"});
 }
 
+// A closed object is also violated by an object with a key it does not
+// declare: at least one such member, in any order.
+TEST(JsonSchemaTest, NotOfAClosedObject) {
+  expect_language(R"({"type": "object", "not": {"type": "object",
+                     "properties": {"a": {"type": "integer"}}, "additionalProperties": false}})",
+                  {R"({"b":1})", R"({"a":"s"})", R"({"a":1,"b":2})", R"({"b":2,"a":1})"},
+                  {"{}", R"({"a":1})"});
+  expect_language(R"({"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}},
+                                 "additionalProperties": false},
+                                {"type": "object", "required": ["a"]}]})",
+                  {"{}", R"({"a":"s"})", R"({"a":1,"b":2})", R"({"b":1,"a":1})"},
+                  {R"({"a":1})", R"({"b":1})", "1"});
+  // Two such complements with different names need two keys: refused.
+  Status status = refusal(R"({"type": "object", "allOf": [
+      {"not": {"type": "object", "properties": {"a": {}}, "additionalProperties": false}},
+      {"not": {"type": "object", "properties": {"b": {}}, "additionalProperties": false}}]})");
+  EXPECT_EQ(status.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(status.message().find("\"not\""), std::string::npos) << status.to_string();
+}
+
 TEST(JsonSchemaTest, OneOfTaggedUnionIsDisjoint) {
   // Branches that both require "kind" with different constants cannot
   // overlap, even with patterns elsewhere that could not be negated.

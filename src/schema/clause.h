@@ -158,6 +158,9 @@ struct ObjectKeywords {
     Sub sub;
   };
   std::vector<UnmatchedExtra> unmatched_extras;
+  // At least one member whose key `properties` does not declare: what the
+  // complement of a closed object adds (an object with a key it forbids).
+  bool some_undeclared = false;
   Sub property_names;
   std::string property_names_pointer;
   uint64_t min_properties = 0;

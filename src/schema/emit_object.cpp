@@ -510,7 +510,13 @@ std::string Converter::emit_object(const Clause& clause, const std::string& hint
     if (!value_rule.empty())
       additional_member = unshared_rule("m", seq({additional_key, colon(), value_rule}));
   }
-  bool empty_ok = clause.required.empty() && clause.min_properties == 0;
+  if (clause.some_undeclared) {
+    // At least one member with an undeclared key: one that must come, in
+    // any order, besides those that may.
+    if (additional_member.empty()) return "";
+    members.push_back({additional_member, true, false});
+  }
+  bool empty_ok = clause.required.empty() && clause.min_properties == 0 && !clause.some_undeclared;
   std::string body = emit_members(
       members, additional_member, clause.min_properties, clause.max_properties, hint, depth,
       clause.properties_count_pointer, "the object at " + display_pointer(clause.members_pointer));

@@ -2,6 +2,7 @@
 // patternProperties, propertyNames, minProperties, maxProperties):
 // ObjectKeywords' own functions and the Converter members for its keywords.
 #include <algorithm>
+#include <set>
 
 #include "schema/converter.h"
 #include "schema/keywords.h"
@@ -10,8 +11,9 @@ namespace grammask::internal::schema {
 
 bool ObjectKeywords::unconstrained() const {
   return properties.empty() && required.empty() && additional.is_true() &&
-         pattern_properties.empty() && unmatched_extras.empty() && property_names.is_true() &&
-         min_properties == 0 && !max_properties && evaluated.empty() && !properties_evaluated;
+         pattern_properties.empty() && unmatched_extras.empty() && !some_undeclared &&
+         property_names.is_true() && min_properties == 0 && !max_properties && evaluated.empty() &&
+         !properties_evaluated;
 }
 
 void ObjectKeywords::add_key(std::string& key) const {
@@ -25,6 +27,7 @@ void ObjectKeywords::add_key(std::string& key) const {
                  "R" + std::to_string(pattern.text.size()) + ":" + pattern.text + sub_key(sub));
   for (const UnmatchedExtra& extra : unmatched_extras)
     add_key_part(key, "X" + std::to_string(extra.patterns) + sub_key(extra.sub));
+  if (some_undeclared) add_key_part(key, "U");
   add_key_part(key, "N" + sub_key(property_names));
   add_key_part(key, std::to_string(min_properties) + "," + key_of_count(max_properties));
 }
@@ -192,6 +195,22 @@ bool Converter::intersect_objects(Clause& c, const Clause& a, const Clause& b) {
   if (b_extra)
     c.unmatched_extras.push_back({bits(shift, b.pattern_properties.size()), b.additional});
   if (a_extra) c.unmatched_extras.push_back({bits(0, shift), a.additional});
+  // "Some key outside the declared names" stays one flag only while the
+  // declared names stay the flagged sides' own.
+  if (a.some_undeclared || b.some_undeclared) {
+    std::set<std::string> names_a, names_b;
+    for (const auto& property : a.properties) names_a.insert(property.first);
+    for (const auto& property : b.properties) names_b.insert(property.first);
+    const bool b_within_a =
+        std::includes(names_a.begin(), names_a.end(), names_b.begin(), names_b.end());
+    const bool a_within_b =
+        std::includes(names_b.begin(), names_b.end(), names_a.begin(), names_a.end());
+    if ((a.some_undeclared && !b_within_a) || (b.some_undeclared && !a_within_b))
+      refuse("not", a.members_pointer.empty() ? b.members_pointer : a.members_pointer,
+             "an object with a key outside a closed object's names, intersected with an object "
+             "that declares other names");
+    c.some_undeclared = true;
+  }
   c.properties.clear();
   for (const auto& [name, sub] : a.properties)
     c.properties.emplace_back(name, conj(sub, property_schema(b, name)));
@@ -235,7 +254,19 @@ bool Converter::negate_object(const Clause& clause, const Clause& base, Disj& co
         std::remove_if(probe.pattern_properties.begin(), probe.pattern_properties.end(),
                        [](const std::pair<Sourced, Sub>& p) { return p.second.is_true(); }),
         probe.pattern_properties.end());
+  // A closed object (no key but the declared ones) is also violated by an
+  // object with some other key.
+  const bool closed =
+      std::any_of(probe.additional.nodes.begin(), probe.additional.nodes.end(),
+                  [](const Json* node) { return node->is_boolean() && !node->get<bool>(); });
+  if (closed) probe.additional = Sub();
   if (!probe.unconstrained()) return false;
+  if (closed) {
+    Clause c = base;
+    for (const auto& property : clause.properties) c.properties.emplace_back(property.first, Sub());
+    c.some_undeclared = true;
+    complement.push_back(std::move(c));
+  }
   for (const std::string& name : clause.required) {
     Clause c = base;
     c.properties.emplace_back(name, Sub::never());
@@ -268,6 +299,10 @@ bool Converter::object_accepts(const Clause& c, const Json& value) {
     return false;
   for (const std::string& name : c.required)
     if (!value.contains(name)) return false;
+  if (c.some_undeclared &&
+      std::all_of(value.items().begin(), value.items().end(),
+                  [&](const auto& member) { return find_property(c, member.key()) != nullptr; }))
+    return false;
   for (auto it = value.begin(); it != value.end(); ++it) {
     if (!c.property_names.is_true() && !accepts(c.property_names, Json(it.key()))) return false;
     if (!accepts(property_schema(c, it.key()), it.value())) return false;
