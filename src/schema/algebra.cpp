@@ -3,6 +3,7 @@
 // makes their results independent of node addresses (members of Converter,
 // declared in converter.h).
 #include <algorithm>
+#include <set>
 #include <tuple>
 #include <unordered_set>
 
@@ -44,6 +45,10 @@ std::optional<Clause> Converter::intersect_clauses(const Clause& a, const Clause
 
 namespace {
 constexpr size_t kMaxAlternatives = 1024;
+// Objects split by Converter::declaring: at most this many names in all
+// (one clause per name each side lacks; past it the work multiplies
+// across nested negations).
+constexpr size_t kMaxSplitNames = 8;
 
 // What a clause accepts and what it evaluates (for unevaluated*): equal
 // keys, interchangeable clauses.
@@ -88,6 +93,21 @@ Disj Converter::intersect(const Disj& a, const Disj& b, const std::string& point
         add(x);
       } else if (x.unconstrained()) {
         add(y);
+      } else if (undeclared_names_differ(x, y)) {
+        // Split the "some undeclared key" clauses until both sides declare
+        // every name either does.
+        std::set<std::string> names;
+        for (const Clause* side : {&x, &y})
+          for (const auto& property : side->properties) names.insert(property.first);
+        if (names.size() > kMaxSplitNames)
+          refuse("not", x.members_pointer.empty() ? y.members_pointer : x.members_pointer,
+                 "an object with a key outside a closed object's names, intersected with an "
+                 "object that declares other names, " +
+                     std::to_string(names.size()) + " in all (more than " +
+                     std::to_string(kMaxSplitNames) + ")");
+        for (const Clause& xi : declaring(x, names))
+          for (const Clause& yi : declaring(y, names))
+            if (auto c = intersect_clauses(xi, yi)) add(std::move(*c));
       } else if (auto c = intersect_clauses(x, y)) {
         add(std::move(*c));
       }
@@ -102,6 +122,9 @@ bool Converter::disjoint(const Disj& a, const Disj& b, int depth) {
       if (x.type == JType::kObject && depth < kMaxDisjointDepth &&
           objects_disjoint_by_required(x, y, depth))
         continue;
+      // (Clauses intersect_clauses cannot intersect as they are count as
+      // overlapping: the safe answer.)
+      if (undeclared_names_differ(x, y)) return false;
       if (!intersect_clauses(x, y)) continue;
       // (Only then the automata: intersect_clauses proves most pairs apart.)
       if (x.type == JType::kString && patterns_disjoint(x, y)) continue;

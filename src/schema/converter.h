@@ -179,6 +179,12 @@ class Converter {
   bool intersect_strings(Clause& c, const Clause& b);
   bool intersect_arrays(Clause& c, const Clause& a, const Clause& b);
   bool intersect_objects(Clause& c, const Clause& a, const Clause& b);
+  // Objects x and y that intersect_objects cannot intersect as they are: one
+  // with some_undeclared while the other declares names it does not.
+  static bool undeclared_names_differ(const Clause& x, const Clause& y);
+  // `x` as clauses that together accept what it does, each with
+  // some_undeclared declaring every name in `names`, or without it.
+  Disj declaring(const Clause& x, const std::set<std::string>& names);
 
   // The complement of `clause` within its type: appends clauses (each
   // `base`, of the clause's type, narrowed) to `complement`; false when it

@@ -169,6 +169,40 @@ Sub Converter::property_schema(const Clause& clause, const std::string& name) {
   return result;
 }
 
+namespace {
+std::set<std::string> declared_names(const Clause& c) {
+  std::set<std::string> names;
+  for (const auto& property : c.properties) names.insert(property.first);
+  return names;
+}
+}  // namespace
+
+bool Converter::undeclared_names_differ(const Clause& x, const Clause& y) {
+  if (x.type != JType::kObject || (!x.some_undeclared && !y.some_undeclared)) return false;
+  const std::set<std::string> in_x = declared_names(x), in_y = declared_names(y);
+  const bool y_within_x = std::includes(in_x.begin(), in_x.end(), in_y.begin(), in_y.end());
+  const bool x_within_y = std::includes(in_y.begin(), in_y.end(), in_x.begin(), in_x.end());
+  return (x.some_undeclared && !y_within_x) || (y.some_undeclared && !x_within_y);
+}
+
+Disj Converter::declaring(const Clause& x, const std::set<std::string>& names) {
+  if (!x.some_undeclared) return {x};
+  // Some key outside the declared names S: some key outside S and
+  // `names`, or one of the names outside S present.
+  Disj result;
+  Clause wider = x;
+  for (const std::string& name : names) {
+    if (find_property(x, name)) continue;
+    wider.properties.emplace_back(name, property_schema(x, name));
+    Clause present = x;
+    present.some_undeclared = false;
+    present.required.insert(name);
+    result.push_back(std::move(present));
+  }
+  result.insert(result.begin(), std::move(wider));
+  return result;
+}
+
 bool Converter::intersect_objects(Clause& c, const Clause& a, const Clause& b) {
   // A key that matches a pattern of one object and none of the other's
   // gets the other's additionalProperties too: an extra for the keys
