@@ -233,6 +233,10 @@ class Converter {
   // The schema of property `name` in an object clause: declared, else the
   // matching patternProperties, else additionalProperties.
   Sub property_schema(const Clause& clause, const std::string& name);
+  // The schema of an undeclared key that matches the patternProperties in
+  // `matched` (bits): their schemas and the unmatched extras that apply,
+  // or additionalProperties when it matches none.
+  static Sub pattern_value(const Clause& clause, uint32_t matched);
 
   // --- validation of concrete values (validate.cpp) --------------------------
   bool accepts(const Sub& sub, const Json& value);

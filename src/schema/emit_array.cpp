@@ -169,10 +169,13 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
           allowed[p].push_back(index);
       }
     }
-    if (!clause.contains.empty() && finite)
+    if (!finite)
+      refuse("uniqueItems", clause.unique_pointer,
+             "items are not drawn from a small finite set of values");
+    if (!clause.contains.empty())
       refuse("contains", clause.contains[0].pointer, "combined with uniqueItems");
     size_t n = distinct.size();
-    if (finite && n > 6) {
+    if (n > 6) {
       // More values than subsets of rules can take: each value at most once
       // in any order, as an AnyOrder(...) call (its items carry the set of
       // values written). Without prefixItems, with minItems at most 1 (then
@@ -206,9 +209,6 @@ std::string Converter::emit_array(const Clause& clause, const std::string& hint,
       return add_rule(hint + "-array",
                       wrap_container("\"[\"", "\"]\"", body, clause.min_items == 0, depth));
     }
-    if (!finite)
-      refuse("uniqueItems", clause.unique_pointer,
-             "items are not drawn from a small finite set of values");
     uint64_t all = (uint64_t{1} << n) - 1;
     std::string base = unique_name(hint + "-set");
     std::vector<std::string> values;

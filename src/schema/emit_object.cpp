@@ -446,16 +446,7 @@ std::string Converter::other_members(const Clause& clause, const std::vector<std
     if (state.label & kKey) labels.insert(state.label);
   std::vector<std::string> options;
   for (uint32_t label : labels) {
-    Sub value;
-    const uint32_t matched = label & ~kKey;
-    if (matched == 0) {
-      value = clause.additional;
-    } else {
-      for (size_t i = 0; i < clause.pattern_properties.size(); ++i)
-        if (matched & (1u << i)) value = conj(value, clause.pattern_properties[i].second);
-      for (const Clause::UnmatchedExtra& extra : clause.unmatched_extras)
-        if ((matched & extra.patterns) == 0) value = conj(value, extra.sub);
-    }
+    const Sub value = pattern_value(clause, label & ~kKey);
     std::string value_rule = rule_for(value, hint + "-pattern-value", depth + 1);
     if (value_rule.empty()) continue;
     std::string key = dfa_rules(

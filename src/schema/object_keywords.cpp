@@ -152,18 +152,24 @@ void Converter::apply_property_count(Disj& d, const Keyword& k) {
 
 Sub Converter::property_schema(const Clause& clause, const std::string& name) {
   if (const Sub* declared = find_property(clause, name)) return *declared;
-  Sub result;
+  // (Patterns past the 32nd share the last bit: only intersections, which
+  // refuse more than 32 patterns, add extras that read the bits.)
   uint32_t matched = 0;
   for (size_t i = 0; i < clause.pattern_properties.size(); ++i) {
-    const auto& [pattern, sub] = clause.pattern_properties[i];
+    const Sourced& pattern = clause.pattern_properties[i].first;
     auto match = pattern_searcher_.search(pattern.text, name);
     if (!match.ok()) refuse("patternProperties", pattern.pointer, match.status().message());
-    if (*match) {
-      result = conj(result, sub);
-      matched |= uint32_t{1} << std::min<size_t>(i, 31);
-    }
+    if (*match) matched |= uint32_t{1} << std::min<size_t>(i, 31);
   }
+  return pattern_value(clause, matched);
+}
+
+Sub Converter::pattern_value(const Clause& clause, uint32_t matched) {
   if (matched == 0) return clause.additional;
+  Sub result;
+  for (size_t i = 0; i < clause.pattern_properties.size(); ++i)
+    if (matched & (uint32_t{1} << std::min<size_t>(i, 31)))
+      result = conj(result, clause.pattern_properties[i].second);
   for (const Clause::UnmatchedExtra& extra : clause.unmatched_extras)
     if ((matched & extra.patterns) == 0) result = conj(result, extra.sub);
   return result;
@@ -232,14 +238,7 @@ bool Converter::intersect_objects(Clause& c, const Clause& a, const Clause& b) {
   // "Some key outside the declared names" stays one flag only while the
   // declared names stay the flagged sides' own.
   if (a.some_undeclared || b.some_undeclared) {
-    std::set<std::string> names_a, names_b;
-    for (const auto& property : a.properties) names_a.insert(property.first);
-    for (const auto& property : b.properties) names_b.insert(property.first);
-    const bool b_within_a =
-        std::includes(names_a.begin(), names_a.end(), names_b.begin(), names_b.end());
-    const bool a_within_b =
-        std::includes(names_b.begin(), names_b.end(), names_a.begin(), names_a.end());
-    if ((a.some_undeclared && !b_within_a) || (b.some_undeclared && !a_within_b))
+    if (undeclared_names_differ(a, b))
       refuse("not", a.members_pointer.empty() ? b.members_pointer : a.members_pointer,
              "an object with a key outside a closed object's names, intersected with an object "
              "that declares other names");
