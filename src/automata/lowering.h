@@ -73,6 +73,14 @@ struct ClassRun {
   uint32_t target;
 };
 
+// Where a state's transitions are in ByteGrammar's transition table: the
+// row at `offset` (a multiple of the number of byte classes), whose entries
+// are the targets minus `base`.
+struct TransitionRow {
+  uint32_t offset = 0;
+  uint32_t base = 0;
+};
+
 inline constexpr uint32_t kNoTokenTerminal = UINT32_MAX;
 inline constexpr uint32_t kNoAnyOrder = UINT32_MAX;
 
@@ -192,10 +200,14 @@ class ByteGrammar {
 
   // Target of `state` on `byte`, or kNoState. O(1).
   uint32_t next(uint32_t state, uint8_t byte) const noexcept {
-    const size_t at = static_cast<size_t>(state) * num_classes_ + byte_class_[byte];
-    if (narrow_next_.empty()) return wide_next_[at];
-    const uint16_t target = narrow_next_[at];
-    return target == kNarrowNoState ? kNoState : target;
+    const TransitionRow row = transition_rows_[state];
+    const size_t at = row.offset + byte_class_[byte];
+    if (narrow_next_.empty()) {
+      const uint32_t entry = wide_next_[at];
+      return entry == kNoState ? kNoState : row.base + entry;
+    }
+    const uint16_t entry = narrow_next_[at];
+    return entry == kNarrowNoState ? kNoState : row.base + entry;
   }
   // The call of rule edge `edge`'s rule from the edge's target: the next
   // link of a call chain (a string body whose characters are calls), or
@@ -207,17 +219,28 @@ class ByteGrammar {
       if (rule_edges_[e].rule == rule_edges_[edge].rule) return e;
     return kNoEdge;
   }
-  // The transition table, states x classes, for loops that read it
-  // directly (the trie walks): entries of 16 bits, kNarrowNoState where
-  // there is no transition, while every state number fits in them (almost
-  // every grammar: half the memory and cache lines of 32 bits); else null,
-  // and wide_table() has entries of 32 bits, kNoState where none.
+  // The transition table, for loops that read it directly (the trie
+  // walks): rows of num_classes() entries, shared by every state whose
+  // transitions are the same relative to its row's base (the states of a
+  // keyword share one row, whatever they are followed by); see
+  // transition_rows(). Entries are of 16 bits, kNarrowNoState where there
+  // is no transition, while every entry fits in them (almost every
+  // grammar); else narrow_table() is null, and wide_table() has entries of
+  // 32 bits, kNoState where none.
   static constexpr uint16_t kNarrowNoState = UINT16_MAX;
   const uint16_t* narrow_table() const noexcept {
     return narrow_next_.empty() ? nullptr : narrow_next_.data();
   }
   const uint32_t* wide_table() const noexcept {
     return wide_next_.empty() ? nullptr : wide_next_.data();
+  }
+  // Per state, its row of the transition table: the target of state s on a
+  // byte of class c is transition_rows()[s].base + the entry at
+  // transition_rows()[s].offset + c, unless the entry is the no-state value.
+  const TransitionRow* transition_rows() const noexcept { return transition_rows_.data(); }
+  // The number of distinct rows of the transition table.
+  size_t num_transition_rows() const noexcept {
+    return (narrow_next_.size() + wide_next_.size()) / num_classes_;
   }
   // The same transitions as runs: [runs_begin, runs_end), in class order
   // from class 0, consecutive runs with different targets.
@@ -230,9 +253,10 @@ class ByteGrammar {
 
   // Heap bytes of the tables and rules.
   size_t memory_bytes() const noexcept {
-    size_t bytes = heap_bytes(narrow_next_) + heap_bytes(wide_next_) + heap_bytes(run_begin_) +
-                   heap_bytes(runs_) + heap_bytes(states_) + heap_bytes(rule_edges_) +
-                   heap_bytes(rules_) + heap_bytes(token_terminals_) + heap_bytes(any_orders_);
+    size_t bytes = heap_bytes(narrow_next_) + heap_bytes(wide_next_) +
+                   heap_bytes(transition_rows_) + heap_bytes(run_begin_) + heap_bytes(runs_) +
+                   heap_bytes(states_) + heap_bytes(rule_edges_) + heap_bytes(rules_) +
+                   heap_bytes(token_terminals_) + heap_bytes(any_orders_);
     for (const LoweredRule& rule : rules_) bytes += heap_bytes(rule.name);
     for (const TokenTerminal& terminal : token_terminals_) {
       bytes += heap_bytes(terminal.names) + heap_bytes(terminal.written);
@@ -247,9 +271,11 @@ class ByteGrammar {
   uint64_t max_work_per_byte_ = 0;
   uint32_t num_classes_ = 1;
   uint8_t byte_class_[256] = {};
-  // The transition table (one of the two; see narrow_table()).
+  // The transition table (one of the two; see narrow_table()) and each
+  // state's row of it.
   std::vector<uint16_t> narrow_next_;
   std::vector<uint32_t> wide_next_;
+  std::vector<TransitionRow> transition_rows_;
   std::vector<uint32_t> run_begin_;  // states + 1
   std::vector<ClassRun> runs_;
   std::vector<AutomatonState> states_;

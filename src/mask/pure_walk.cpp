@@ -11,6 +11,7 @@ PureTransitions::PureTransitions(const ByteGrammar& grammar,
   for (int b = 0; b < 256; ++b) byte_class[b] = grammar.byte_class(static_cast<uint8_t>(b));
   narrow_table = grammar.narrow_table();
   wide_table = grammar.wide_table();
+  rows = grammar.transition_rows();
   width = grammar.num_classes();
 }
 
@@ -48,14 +49,14 @@ class WalkLoop {
         nodes_(trie.nodes().data()),
         ids_(trie.token_ids().data()),
         pure_(transitions.pure),
+        rows_(transitions.rows),
         byte_class_(transitions.byte_class),
-        width_(transitions.width),
         depth_cap_(depth_cap),
         n_(last),
-        row_at_(trie.max_depth() + 2, 0),
+        row_at_(trie.max_depth() + 2),
         path_(trie.max_depth() + 2, 0),
         i_(first) {
-    row_at_[depth] = start * width_;
+    row_at_[depth] = rows_[start];
     if (depth > 0) std::copy(path + 1, path + depth + 1, path_.begin() + 1);  // (path may be null)
   }
 
@@ -64,7 +65,7 @@ class WalkLoop {
   // runs out (false, over_budget()).
   bool run_sparse(PureWalk& walk, size_t max_sparse, uint64_t budget) {
     const TokenTrie::Node* const nodes = nodes_;
-    size_t* const row_at = row_at_.data();
+    TransitionRow* const row_at = row_at_.data();
     uint32_t i = i_;
     uint64_t count = count_;
     bool done = true;
@@ -76,11 +77,13 @@ class WalkLoop {
       }
       const TokenTrie::Node& node = nodes[i];
       const size_t depth = node.depth;
-      const uint32_t next = table_[row_at[depth - 1] + byte_class_[node.byte]];
-      if (next == kNone) {
+      const TransitionRow row = row_at[depth - 1];
+      const Entry entry = table_[row.offset + byte_class_[node.byte]];
+      if (entry == kNone) {
         i = node.subtree_end;
         continue;
       }
+      const uint32_t next = row.base + entry;
       for (uint32_t t = node.tokens_begin, end = nodes[i + 1].tokens_begin; t < end; ++t)
         walk.tokens.push_back(ids_[t]);
       if (node.subtree_end == i + 1 || depth >= depth_cap_) {
@@ -91,7 +94,7 @@ class WalkLoop {
           walk.add_frontier(i, path_, depth);
           i = node.subtree_end;
         } else {
-          row_at[depth] = next * width_;
+          row_at[depth] = rows_[next];
           ++i;
         }
       }
@@ -112,7 +115,7 @@ class WalkLoop {
   bool run_dense(PureWalk& walk, uint32_t* bits, uint64_t budget) {
     const TokenTrie::Node* const nodes = nodes_;
     const uint32_t* const ids = ids_;
-    size_t* const row_at = row_at_.data();
+    TransitionRow* const row_at = row_at_.data();
     uint32_t i = i_;
     uint64_t count = count_;
     bool done = true;
@@ -124,12 +127,14 @@ class WalkLoop {
       }
       const TokenTrie::Node& node = nodes[i];
       const size_t depth = node.depth;
-      const uint32_t next = table_[row_at[depth - 1] + byte_class_[node.byte]];
-      const bool alive = next != kNone;
+      const TransitionRow row = row_at[depth - 1];
+      const Entry entry = table_[row.offset + byte_class_[node.byte]];
+      const bool alive = entry != kNone;
+      const uint32_t next = alive ? row.base + entry : 0;
       set_node_tokens(bits, ids, node.tokens_begin, nodes[i + 1].tokens_begin, alive);
       const bool goes_on = alive && depth < depth_cap_;
       path_[depth] = node.byte;
-      row_at[depth] = next * width_;  // (unread unless the walk goes below)
+      row_at[depth] = rows_[next];  // (unread unless the walk goes below)
       if (goes_on && !pure_[next] && node.subtree_end != i + 1) [[unlikely]] {
         walk.add_frontier(i, path_, depth);
         i = node.subtree_end;
@@ -149,11 +154,11 @@ class WalkLoop {
   const TokenTrie::Node* nodes_;
   const uint32_t* ids_;
   const uint8_t* pure_;
+  const TransitionRow* rows_;
   const uint8_t* byte_class_;
-  size_t width_;
   size_t depth_cap_;
   uint32_t n_;
-  std::vector<size_t> row_at_;  // the row after depth d
+  std::vector<TransitionRow> row_at_;  // the row after depth d
   std::vector<uint8_t> path_;
   uint32_t i_;
   uint64_t count_ = 0;

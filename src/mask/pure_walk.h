@@ -150,9 +150,11 @@ inline void set_node_tokens(uint32_t* bits, const uint32_t* ids, uint32_t first,
 // engine). Built once per CompiledGrammar.
 struct PureTransitions {
   uint8_t byte_class[256] = {};
-  // ByteGrammar::narrow_table() or, when that is null, wide_table().
+  // ByteGrammar::narrow_table() or, when that is null, wide_table(), and
+  // each state's row of it.
   const uint16_t* narrow_table = nullptr;
   const uint32_t* wide_table = nullptr;
+  const TransitionRow* rows = nullptr;
   uint32_t width = 0;             // byte classes
   const uint8_t* pure = nullptr;  // CompiledGrammarData::pure, which outlives this
 
