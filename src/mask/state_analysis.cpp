@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_map>
 
 #include "base/sequence_index.h"
-#include "mask/key_hash.h"
 
 namespace grammask {
 namespace internal {
@@ -14,16 +12,21 @@ std::vector<uint32_t> waiter_classes(const ByteGrammar& grammar) {
   const auto& states = grammar.states();
   const auto& edges = grammar.rule_edges();
   std::vector<uint32_t> classes(states.size(), kNotWaiting);
-  std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> ids;
-  std::vector<uint64_t> key;
+  SequenceIndex ids;  // the sorted (rule, target) pairs of a class
+  ids.reset(64);
+  std::vector<uint64_t> pairs;
+  std::vector<uint32_t> key;
   for (size_t s = 0; s < states.size(); ++s) {
     const AutomatonState& state = states[s];
     if (state.rule_edges_begin == state.rule_edges_end) continue;
-    key.clear();
+    pairs.clear();
     for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e)
-      key.push_back((uint64_t{edges[e].rule} << 32) | edges[e].target);
-    std::sort(key.begin(), key.end());
-    classes[s] = ids.emplace(key, static_cast<uint32_t>(ids.size() + 1)).first->second;
+      pairs.push_back((uint64_t{edges[e].rule} << 32) | edges[e].target);
+    std::sort(pairs.begin(), pairs.end());
+    key.clear();
+    for (const uint64_t pair : pairs)
+      key.insert(key.end(), {static_cast<uint32_t>(pair >> 32), static_cast<uint32_t>(pair)});
+    classes[s] = ids.intern(key.data(), key.size()).first + 1;
   }
   return classes;
 }
