@@ -155,11 +155,10 @@ void Lowering::finish() {
   };
   auto find_row = [&](uint32_t state, uint32_t begin, uint32_t end, uint32_t base) {
     uint64_t h = end - begin;
-    for (uint32_t r = begin; r < end; ++r) {
-      h = (h ^ (uint64_t{runs[r].first_class} << 32 | run_delta(runs[r], base))) *
+    for (uint32_t r = begin; r < end; ++r)
+      h = (h + (uint64_t{runs[r].first_class} << 32 | run_delta(runs[r], base))) *
           0x9E3779B97F4A7C15ull;
-      h ^= h >> 29;
-    }
+    h ^= h >> 32;
     size_t mask = slots.size() - 1;
     for (size_t at = h & mask;; at = (at + 1) & mask) {
       const uint32_t row = slots[at];
