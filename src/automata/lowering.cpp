@@ -84,7 +84,9 @@ void Lowering::start_over(uint32_t root_index) {
   next_rule_ = 0;
   out_->root_rule_ = lowered_rule_for_source(root_index);
   out_->max_work_per_byte_ = options_.max_work_per_byte;
+  building_first_nfas_ = true;
   build_pending_nfas();
+  building_first_nfas_ = false;
   if (status_.ok()) compute_byte_classes();
   // Room for the automata, so that the largest arrays are not copied as
   // they grow (each copy is fresh pages to fault in): the subset
@@ -153,7 +155,7 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
   // without the factor, if it changed anything, then with the frugal
   // limit, then, if that is still past max_states, with no copies of
   // rules named from several places (inlining.h); a large grammar past
-  // max_states goes to the last at once.
+  // max_states, or whose NFAs pass half of it, goes to the last at once.
   const int root_index = grammar.find_rule(root);
   if (root_index < 0) {
     return Status(ErrorCode::kInvalidArgument,
@@ -169,13 +171,17 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
   if (first->copies_exceeded()) {
     copy_budget = kLargeGrammarCopyBudget;
     first = std::make_unique<Lowering>(grammar, options, kGenerousInlineLimit, kCycleInlineFactor,
-                                       copy_budget);
+                                       copy_budget, SIZE_MAX, options.max_states / 2);
     lowered = first->run(root_rule, cycles);
   }
   if (lowered.ok() || lowered.status().code() != ErrorCode::kLimitExceeded) return lowered;
   // A large grammar past max_states is past it by its copies, which
-  // smaller inline limits do not remove: straight to no copies.
-  if (copy_budget == kLargeGrammarCopyBudget && first->states_exceeded())
+  // smaller inline limits do not remove: straight to no copies. So is one
+  // whose NFAs alone pass half of max_states (its DFA states would mostly
+  // take it past: MaskBench's largest grammars that lower with copies make
+  // at most 460k NFA states, and one that made 941k failed).
+  if (copy_budget == kLargeGrammarCopyBudget &&
+      (first->states_exceeded() || first->copies_exceeded()))
     return Lowering(grammar, options, kFrugalInlineLimit, 1, 0).run(root_rule, cycles);
   if (first->cycle_limit_used()) {
     lowered =

@@ -66,14 +66,18 @@ class Lowering {
   // rule named from several places (see Lowering::within_limit).
   // `max_copied_nfa_states`: run() stops with kLimitExceeded and
   // copies_exceeded() once its NFAs have more states (SIZE_MAX: never).
+  // `max_first_nfa_states`: the same, counting only the NFAs built before
+  // the first subset construction.
   Lowering(const Grammar& grammar, const RecognizerOptions& options, size_t inline_limit,
-           size_t cycle_inline_factor, size_t copy_budget, size_t max_copied_nfa_states = SIZE_MAX)
+           size_t cycle_inline_factor, size_t copy_budget, size_t max_copied_nfa_states = SIZE_MAX,
+           size_t max_first_nfa_states = SIZE_MAX)
       : grammar_(grammar),
         options_(options),
         inline_limit_(inline_limit),
         cycle_inline_factor_(cycle_inline_factor),
         copy_budget_(copy_budget),
-        max_copied_nfa_states_(max_copied_nfa_states) {}
+        max_copied_nfa_states_(max_copied_nfa_states),
+        max_first_nfa_states_(max_first_nfa_states) {}
 
   // Whether some rule was inlined only thanks to the cycle factor.
   bool cycle_limit_used() const { return cycle_limit_used_; }
@@ -126,7 +130,9 @@ class Lowering {
                            std::to_string(options_.max_states) +
                            " automaton states; see RecognizerOptions::max_states)");
     }
-    if (total_nfa_states_ > max_copied_nfa_states_ && status_.ok()) {
+    if ((total_nfa_states_ > max_copied_nfa_states_ ||
+         (building_first_nfas_ && total_nfa_states_ > max_first_nfa_states_)) &&
+        status_.ok()) {
       copies_exceeded_ = true;
       status_ = Status(ErrorCode::kLimitExceeded, "too many NFA states with these copies");
     }
@@ -222,6 +228,8 @@ class Lowering {
   const size_t cycle_inline_factor_;
   const size_t copy_budget_;
   const size_t max_copied_nfa_states_;
+  const size_t max_first_nfa_states_;
+  bool building_first_nfas_ = false;  // (start_over's NFAs, before any DFA state)
   bool cycle_limit_used_ = false;
   bool states_exceeded_ = false;
   bool copies_exceeded_ = false;
