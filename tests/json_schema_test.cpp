@@ -247,6 +247,22 @@ TEST(JsonSchemaTest, Scalars) {
   expect_language(R"({"type": ["string", "null"]})", {"null", "\"a\""}, {"1", "true"});
 }
 
+// An anchor inside a pattern holds only at the start (^) or the end ($) of
+// the string, as ECMA-262 reads it without flags.
+TEST(JsonSchemaTest, AnchorsInsideAPattern) {
+  expect_language(R"js({"type": "string", "pattern": "^(?:(?:^[*]|[a-z]+)\\.)*[a-z]+$"})js",
+                  {R"("*.example.com")", R"("a.b")", R"("ab")"},
+                  {R"("a.*.b")", R"("*.*.a")", R"("*")", R"("a.")"});
+  expect_language(R"js({"type": "string", "pattern": "(^|,)ab(,|$)"})js",
+                  {R"("ab")", R"("x,ab")", R"("ab,x")", R"("x,ab,y")"},
+                  {R"("xab")", R"("abx")", R"("x,abx")", R"("")"});
+  expect_language(R"js({"patternProperties": {"^$[a-z]*$": {"type": "integer"}}})js",
+                  {R"({"":1})", R"({"a":"s"})"}, {R"({"":"s"})"});
+  expect_language(
+      R"js({"anyOf": [{"type": "string", "pattern": "/^[0-9]{4}$/"}, {"type": "integer"}]})js",
+      {"2001"}, {R"("/2001/")", R"("2001")", R"("")"});
+}
+
 TEST(JsonSchemaTest, StringsAndEscapes) {
   expect_language(R"({"type": "string"})",
                   {R"("")", R"("a b")", R"("\"\\\/\b\f\n\r\t")", R"("\u00e9")", R"("\ud83d\ude00")",

@@ -293,6 +293,52 @@ TEST(RegexDfaTest, MatchesRe2AndTheGrammarMatchesTheDfa) {
   }
 }
 
+// Anchors inside a branch (^ holds at the start of the text only, $ at its
+// end only) against RE2, whose reading without the multiline flag is
+// ECMA-262's: the search automaton agrees with PartialMatch, the whole-match
+// automaton with FullMatch, on random strings.
+TEST(RegexDfaTest, AnchorsInsideABranch) {
+  const Case cases[] = {
+      {"a^b", "ab"},
+      {"(^a)*b", "ab"},
+      {"(?:^x|y)z", "xyz"},
+      {"a$b", "ab"},
+      {"x(a$|b)", "xab"},
+      {"(a$)?b", "ab"},
+      {"(a|^)b", "abc"},
+      {"b($|c)", "abc"},
+      {"x*^y", "xy"},
+      {"(^|,)ab(,|$)", "ab,"},
+      {"^$[a-z]*$", "ab"},
+      {"/^[0-9]{2}$/", "/12"},
+      {"^(?:(?:^[*]|[a-z])\\.)*[a-z]+$", "*a."},
+      {"(?:a|^b)+c", "abc"},
+  };
+  std::mt19937 random(4242);
+  for (const Case& c : cases) {
+    auto parsed = parse_ecma_regex(c.pattern);
+    ASSERT_TRUE(parsed.ok()) << c.pattern << ": " << parsed.status().to_string();
+    auto search = dfa_from_regex(*parsed);
+    ASSERT_TRUE(search.ok()) << c.pattern << ": " << search.status().to_string();
+    auto whole = dfa_from_whole_regex(*parsed, kDefaultDfaStates);
+    ASSERT_TRUE(whole.ok()) << c.pattern << ": " << whole.status().to_string();
+    // regex_to_gbnf still refuses them; the converter takes the automaton.
+    EXPECT_EQ(ecma_regex_to_gbnf(c.pattern, "char").ok(), !has_inner_anchor(*parsed)) << c.pattern;
+    RE2 oracle(c.pattern);
+    ASSERT_TRUE(oracle.ok()) << c.pattern;
+    std::vector<std::string> letters = split_utf8(c.alphabet);
+    for (int round = 0; round < 400; ++round) {
+      size_t length = random() % 7;
+      std::string text;
+      for (size_t k = 0; k < length; ++k) text += letters[random() % letters.size()];
+      ASSERT_EQ(accepted(*search, text), RE2::PartialMatch(text, oracle))
+          << c.pattern << " on " << json_quote(text);
+      ASSERT_EQ(accepted(*whole, text), RE2::FullMatch(text, oracle))
+          << "whole " << c.pattern << " on " << json_quote(text);
+    }
+  }
+}
+
 // Lookaheads right after a leading ^, against std::regex (ECMAScript, which
 // has them) on ASCII strings: the automaton, the searcher and the whole-match
 // automaton agree with it.

@@ -37,6 +37,9 @@ Status too_many_states(size_t budget) {
 
 struct NfaState {
   std::vector<uint32_t> epsilon;
+  // Epsilon edges that hold only at the start of the text (^) or only at
+  // its end ($).
+  std::vector<uint32_t> at_start, at_end;
   std::vector<std::pair<CodePointSet, uint32_t>> edges;
 };
 
@@ -64,11 +67,17 @@ class NfaBuilder {
     if (over_) return from;
     switch (node.kind) {
       case RegexNode::Kind::kEmpty:
-      case RegexNode::Kind::kLineStart:
-      case RegexNode::Kind::kLineEnd:
       case RegexNode::Kind::kLookahead:  // (branch_dfa takes them apart)
       case RegexNode::Kind::kNegativeLookahead:
         return from;
+      case RegexNode::Kind::kLineStart:
+      case RegexNode::Kind::kLineEnd: {
+        uint32_t to = add();
+        if (!over_)
+          (node.kind == RegexNode::Kind::kLineStart ? states_[from].at_start : states_[from].at_end)
+              .push_back(to);
+        return to;
+      }
       case RegexNode::Kind::kChars: {
         uint32_t to = add();
         if (!over_ && !node.chars.empty()) states_[from].edges.emplace_back(node.chars, to);
@@ -119,21 +128,28 @@ class NfaBuilder {
   std::vector<NfaState> states_;
 };
 
-// `seen` has one entry per NFA state, all false, and is left that way (a
-// fresh one per call would cost the NFA's size per DFA state).
+// Closes `set` over epsilon edges, and over the ^ edges if `at_start` and
+// the $ edges if `at_end`. `seen` has one entry per NFA state, all false,
+// and is left that way (a fresh one per call would cost the NFA's size per
+// DFA state).
 void close_over_epsilon(const std::vector<NfaState>& nfa, std::vector<uint32_t>& set,
-                        std::vector<bool>& seen) {
+                        std::vector<bool>& seen, bool at_start = false, bool at_end = false) {
   std::vector<uint32_t> stack = set;
   for (uint32_t s : set) seen[s] = true;
-  while (!stack.empty()) {
-    uint32_t s = stack.back();
-    stack.pop_back();
-    for (uint32_t t : nfa[s].epsilon) {
+  auto follow = [&](const std::vector<uint32_t>& targets) {
+    for (uint32_t t : targets) {
       if (seen[t]) continue;
       seen[t] = true;
       set.push_back(t);
       stack.push_back(t);
     }
+  };
+  while (!stack.empty()) {
+    uint32_t s = stack.back();
+    stack.pop_back();
+    follow(nfa[s].epsilon);
+    if (at_start) follow(nfa[s].at_start);
+    if (at_end) follow(nfa[s].at_end);
   }
   for (uint32_t s : set) seen[s] = false;
   std::sort(set.begin(), set.end());
@@ -224,21 +240,35 @@ Result<CharDfa> subset_construction(const std::vector<NfaState>& nfa, uint32_t s
     absorbed.push_back(absorbing);
     close_over_epsilon(nfa, absorbed, seen);
   }
-  auto intern = [&](std::vector<uint32_t> set) -> std::optional<uint32_t> {
-    close_over_epsilon(nfa, set, seen);
+  // (^ and $ edges, rare, make the start state a set of its own, closed
+  // over the ^ edges, and acceptance a closure over the $ edges.)
+  bool anchors = false;
+  for (const NfaState& state : nfa) anchors |= !state.at_start.empty() || !state.at_end.empty();
+  constexpr uint32_t kStartMark = UINT32_MAX;  // (no NFA state has that number)
+  std::vector<uint32_t> at_end;
+  auto intern = [&](std::vector<uint32_t> set, bool is_start) -> std::optional<uint32_t> {
+    close_over_epsilon(nfa, set, seen, is_start);
     if (absorbing != kNoAbsorbing && std::binary_search(set.begin(), set.end(), absorbing))
       set = absorbed;
+    bool accepting = std::binary_search(set.begin(), set.end(), accept);
+    if (anchors && !accepting) {
+      at_end = set;
+      close_over_epsilon(nfa, at_end, seen, is_start, true);
+      accepting = std::binary_search(at_end.begin(), at_end.end(), accept);
+    }
+    if (anchors && is_start) set.push_back(kStartMark);
     const auto [id, inserted] = closed_sets.intern(set.data(), set.size());
     if (!inserted) return id;
     if (id >= max_states) return std::nullopt;
     dfa.states.emplace_back();
-    if (std::binary_search(set.begin(), set.end(), accept)) dfa.states[id].label = label;
+    if (accepting) dfa.states[id].label = label;
     return id;
   };
-  if (!intern({start})) return over(max_states);
+  if (!intern({start}, true)) return over(max_states);
   std::vector<uint32_t> members;
   for (uint32_t next = 0; next < closed_sets.count(); ++next) {
     members.assign(closed_sets.data(next), closed_sets.data(next) + closed_sets.size(next));
+    if (!members.empty() && members.back() == kStartMark) members.pop_back();
     std::vector<const CodePointSet*> sets;
     std::vector<uint32_t> targets;
     for (uint32_t s : members)
@@ -253,7 +283,7 @@ Result<CharDfa> subset_construction(const std::vector<NfaState>& nfa, uint32_t s
       for (uint32_t i : which) to.push_back(targets[i]);
       std::sort(to.begin(), to.end());
       to.erase(std::unique(to.begin(), to.end()), to.end());
-      std::optional<uint32_t> id = intern(std::move(to));
+      std::optional<uint32_t> id = intern(std::move(to), false);
       if (!id) {
         over_budget = true;
         return;

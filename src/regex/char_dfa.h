@@ -44,7 +44,7 @@ Result<CharDfa> dfa_from_regex(const RegexNode& pattern, uint32_t label = 1,
                                size_t max_states = kDefaultDfaStates);
 // Strings that the pattern matches as a whole (anchored at both ends,
 // whatever its own anchors say), labelled 1. Fails as regex_branches does
-// (an anchor inside a branch is kUnsupported), and with kLimitExceeded when
+// (a lookahead not right after a leading ^ is kUnsupported), and with kLimitExceeded when
 // the Thompson NFA or the DFA would pass `max_states` states (checked as
 // they grow: memory and time stay linear in the budget).
 Result<CharDfa> dfa_from_whole_regex(const RegexNode& pattern, size_t max_states);

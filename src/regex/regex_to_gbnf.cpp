@@ -38,9 +38,12 @@ std::vector<RegexNode> as_items(const RegexNode& node) {
 }
 
 // Moves anchors at the edges of a branch into its flags; distributes
-// alternations at the edges that contain anchors (`(^a|b)c`).
+// alternations at the edges that contain anchors (`(^a|b)c`). Anchors left
+// inside the branch are refused, unless `inner_anchors` (then they stay in
+// its items, for the automata of char_dfa.h).
 Status split_branches(std::vector<RegexNode> items, bool anchored_start, bool anchored_end,
-                      std::vector<RegexNode> lookaheads, std::vector<Branch>* out) {
+                      std::vector<RegexNode> lookaheads, bool inner_anchors,
+                      std::vector<Branch>* out) {
   if (out->size() > 256) return Status(ErrorCode::kLimitExceeded, "too many anchored branches");
   // ^, then lookaheads (and more ^, which change nothing there).
   size_t front = 0;
@@ -74,8 +77,8 @@ Status split_branches(std::vector<RegexNode> items, bool anchored_start, bool an
         std::vector<RegexNode> middle = as_items(option);
         expanded.insert(expanded.end(), middle.begin(), middle.end());
         expanded.insert(expanded.end(), items.begin() + static_cast<long>(i) + 1, items.end());
-        Status status =
-            split_branches(std::move(expanded), anchored_start, anchored_end, lookaheads, out);
+        Status status = split_branches(std::move(expanded), anchored_start, anchored_end,
+                                       lookaheads, inner_anchors, out);
         if (!status.ok()) return status;
       }
       return {};
@@ -83,7 +86,8 @@ Status split_branches(std::vector<RegexNode> items, bool anchored_start, bool an
     if (has_lookahead(items[i]))
       return Status(ErrorCode::kUnsupported,
                     "lookahead assertions are supported only right after a leading ^");
-    return Status(ErrorCode::kUnsupported, "anchors inside a pattern are not supported");
+    if (!inner_anchors)
+      return Status(ErrorCode::kUnsupported, "anchors inside a pattern are not supported");
   }
   out->push_back(Branch{anchored_start, anchored_end, std::move(items), std::move(lookaheads)});
   return {};
@@ -368,7 +372,7 @@ Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_vie
                                    ? pattern.children
                                    : std::vector<RegexNode>{pattern};
   for (const RegexNode& option : top) {
-    Status status = split_branches(as_items(option), false, false, {}, &branches);
+    Status status = split_branches(as_items(option), false, false, {}, false, &branches);
     if (!status.ok()) return status;
   }
   for (const Branch& branch : branches)
@@ -431,13 +435,21 @@ Result<RegexTranslation> ecma_regex_to_gbnf(std::string_view pattern,
   return regex_to_gbnf(*parsed, any_char_rule, min_length, max_length);
 }
 
+bool has_inner_anchor(const RegexNode& pattern) {
+  Result<std::vector<RegexBranch>> branches = regex_branches(pattern);
+  if (!branches.ok()) return false;
+  for (const RegexBranch& branch : *branches)
+    if (contains_anchor(branch.body)) return true;
+  return false;
+}
+
 Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern) {
   std::vector<Branch> branches;
   std::vector<RegexNode> top = pattern.kind == RegexNode::Kind::kAlternation
                                    ? pattern.children
                                    : std::vector<RegexNode>{pattern};
   for (const RegexNode& option : top) {
-    Status status = split_branches(as_items(option), false, false, {}, &branches);
+    Status status = split_branches(as_items(option), false, false, {}, true, &branches);
     if (!status.ok()) return status;
   }
   std::vector<RegexBranch> out;

@@ -59,15 +59,20 @@ Result<RegexTranslation> ecma_regex_to_gbnf(std::string_view pattern,
 
 // The top-level ways a pattern can match: anchors at the edges become
 // flags (`(^a|b)c` distributes), lookaheads right after a leading ^ are
-// listed; an anchor or a lookahead anywhere else is kUnsupported.
+// listed; a lookahead anywhere else is kUnsupported. Anchors inside a
+// branch stay in its body: ^ holds at the start of the text, $ at its end
+// (no multiline flag), as the automata of char_dfa.h read them.
 struct RegexBranch {
   bool anchored_start = false;
   bool anchored_end = false;
-  RegexNode body;  // a concatenation without anchors
+  RegexNode body;  // a concatenation; anchors only inside
   // kLookahead and kNegativeLookahead nodes that hold at the start.
   std::vector<RegexNode> lookaheads;
 };
 Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern);
+// Whether a branch of `pattern` holds an anchor inside (`(^a)*b`, `a$|b`
+// is not): regex_to_gbnf refuses it, the automata take it.
+bool has_inner_anchor(const RegexNode& pattern);
 
 }  // namespace grammask::internal
 

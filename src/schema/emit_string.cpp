@@ -40,13 +40,15 @@ std::string Converter::emit_string(const Clause& clause, const std::string& hint
     for (const Json* v : clause.excluded) names.push_back(v->get<std::string>());
     return key_not_in(names, hint + "-str");
   }
-  // A pattern with lookaheads goes to the automaton, which intersects them.
-  auto has_lookahead = [&](const std::string& text) {
+  // A pattern with lookaheads goes to the automaton, which intersects them;
+  // so does one with an anchor inside a branch (`(^a|b)+`), which only the
+  // automaton reads.
+  auto needs_automaton = [&](const std::string& text) {
     const Result<internal::RegexNode>& parsed = parsed_pattern(text);
-    return parsed.ok() && internal::has_lookahead(*parsed);
+    return parsed.ok() && (internal::has_lookahead(*parsed) || internal::has_inner_anchor(*parsed));
   };
   if (regexes.size() == 1 && clause.excluded.empty() && clause.negated_patterns.empty() &&
-      !has_lookahead(regexes[0].text)) {
+      !needs_automaton(regexes[0].text)) {
     // ecma_regex_to_gbnf with the parse shared with the rest of the conversion.
     const Result<internal::RegexNode>& parsed = parsed_pattern(regexes[0].text);
     auto translate = [&](uint64_t min_length,
