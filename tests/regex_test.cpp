@@ -379,7 +379,8 @@ TEST(RegexDfaTest, LookaheadsAfterALeadingCaret) {
     }
   }
   // Anywhere else a lookahead is refused, naming where it may be.
-  for (const char* pattern : {"a(?=b)", "(?!a)b", "^a(?!b)", "^(?!(?=a)b)c", "(^(?!a))*"}) {
+  for (const char* pattern :
+       {"a(?!b)", "(?!a)b", "^a(?!b)", "^(?!(?=a)b)c", "(^(?!a))*", "a(?=b)c", "a(?=(?=b))"}) {
     auto parsed = parse_ecma_regex(pattern);
     ASSERT_TRUE(parsed.ok()) << pattern;
     auto dfa = dfa_from_regex(*parsed);
@@ -391,6 +392,38 @@ TEST(RegexDfaTest, LookaheadsAfterALeadingCaret) {
   EXPECT_EQ(parse_ecma_regex("^(?!a)*b").status().code(), ErrorCode::kSyntax);
   // RE2 checks what is inside a lookahead too.
   EXPECT_EQ(parse_ecma_regex("^(?!a{2,1})b").status().code(), ErrorCode::kSyntax);
+}
+
+// A positive lookahead that ends a branch not anchored at its end: a search
+// finds what the branch followed by the lookahead's text finds, as
+// std::regex (ECMAScript) does; a whole match refuses it.
+TEST(RegexDfaTest, LookaheadEndingASearch) {
+  const struct {
+    const char* pattern;
+    const char* alphabet;
+  } cases[] = {
+      {"a(?=b)", "abc"},        {"((?:[^/]*/)*)(?=\\.(yaml|json))", "/.yamljsonx"},
+      {"^[a-c]+(?=c$)", "abc"}, {"x(?=y)|^z", "xyz"},
+      {"^(?!b)a*(?=b)", "ab"},
+  };
+  std::mt19937 random(57);
+  for (const auto& c : cases) {
+    auto parsed = parse_ecma_regex(c.pattern);
+    ASSERT_TRUE(parsed.ok()) << c.pattern << ": " << parsed.status().to_string();
+    auto dfa = dfa_from_regex(*parsed);
+    ASSERT_TRUE(dfa.ok()) << c.pattern << ": " << dfa.status().to_string();
+    EXPECT_EQ(dfa_from_whole_regex(*parsed, kDefaultDfaStates).status().code(),
+              ErrorCode::kUnsupported)
+        << c.pattern;
+    const std::regex oracle(c.pattern, std::regex::ECMAScript);
+    const std::string alphabet = c.alphabet;
+    for (int round = 0; round < 400; ++round) {
+      std::string text;
+      for (size_t k = random() % 9; k > 0; --k) text += alphabet[random() % alphabet.size()];
+      ASSERT_EQ(accepted(*dfa, text), std::regex_search(text, oracle))
+          << c.pattern << " on " << json_quote(text);
+    }
+  }
 }
 
 TEST(RegexDfaTest, ProductsLengthsAndWords) {

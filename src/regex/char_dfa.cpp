@@ -326,10 +326,16 @@ Result<CharDfa> branches_dfa(const std::vector<RegexBranch>& branches, bool whol
   // one state looping on every character, shared by those branches.
   uint32_t matched = kNoAbsorbing;
   for (const RegexBranch& branch : branches) {
+    if (whole && !branch.followed_by.empty())
+      return Status(ErrorCode::kUnsupported,
+                    "a lookahead at the end of a pattern that must match the whole text is not "
+                    "supported");
     uint32_t at = builder.add();
     builder.epsilon(start, at);
     if (!whole && !branch.anchored_start) at = builder.build(anything, at);
     at = builder.build(branch.body, at);
+    for (const RegexNode& lookahead : branch.followed_by)
+      at = builder.build(lookahead.children[0], at);
     if (!whole && !branch.anchored_end) {
       if (matched == kNoAbsorbing) {
         matched = builder.add();

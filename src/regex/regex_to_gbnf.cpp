@@ -29,6 +29,7 @@ struct Branch {
   bool anchored_end = false;
   std::vector<RegexNode> items;  // concatenated
   std::vector<RegexNode> lookaheads;
+  std::vector<RegexNode> followed_by;  // see RegexBranch
 };
 
 std::vector<RegexNode> as_items(const RegexNode& node) {
@@ -64,6 +65,15 @@ Status split_branches(std::vector<RegexNode> items, bool anchored_start, bool an
     anchored_end = true;
     items.pop_back();
   }
+  // A lookahead that ends a branch not anchored at its end (`x(?=\.json)`).
+  std::vector<RegexNode> followed_by;
+  if (inner_anchors && !anchored_end && !items.empty() &&
+      items.back().kind == RegexNode::Kind::kLookahead) {
+    if (has_lookahead(items.back().children[0]))
+      return Status(ErrorCode::kUnsupported, "a lookahead inside a lookahead is not supported");
+    followed_by.push_back(std::move(items.back()));
+    items.pop_back();
+  }
   for (size_t i = 0; i < items.size(); ++i) {
     if (!contains_anchor(items[i])) continue;
     bool edge = i == 0 || i + 1 == items.size();
@@ -89,7 +99,8 @@ Status split_branches(std::vector<RegexNode> items, bool anchored_start, bool an
     if (!inner_anchors)
       return Status(ErrorCode::kUnsupported, "anchors inside a pattern are not supported");
   }
-  out->push_back(Branch{anchored_start, anchored_end, std::move(items), std::move(lookaheads)});
+  out->push_back(Branch{anchored_start, anchored_end, std::move(items), std::move(lookaheads),
+                        std::move(followed_by)});
   return {};
 }
 
@@ -458,6 +469,7 @@ Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern) {
     b.anchored_start = branch.anchored_start;
     b.anchored_end = branch.anchored_end;
     b.lookaheads = std::move(branch.lookaheads);
+    b.followed_by = std::move(branch.followed_by);
     b.body.kind = RegexNode::Kind::kConcat;
     b.body.children = std::move(branch.items);
     out.push_back(std::move(b));

@@ -59,7 +59,8 @@ Result<RegexTranslation> ecma_regex_to_gbnf(std::string_view pattern,
 
 // The top-level ways a pattern can match: anchors at the edges become
 // flags (`(^a|b)c` distributes), lookaheads right after a leading ^ are
-// listed; a lookahead anywhere else is kUnsupported. Anchors inside a
+// listed, and so is a positive lookahead that ends a branch not anchored at
+// its end; a lookahead anywhere else is kUnsupported. Anchors inside a
 // branch stay in its body: ^ holds at the start of the text, $ at its end
 // (no multiline flag), as the automata of char_dfa.h read them.
 struct RegexBranch {
@@ -68,6 +69,10 @@ struct RegexBranch {
   RegexNode body;  // a concatenation; anchors only inside
   // kLookahead and kNegativeLookahead nodes that hold at the start.
   std::vector<RegexNode> lookaheads;
+  // A kLookahead that ends a branch not anchored at its end, or none: in a
+  // search, `x(?=y)` finds what `xy` finds (what follows is free either
+  // way); a whole match refuses it.
+  std::vector<RegexNode> followed_by;
 };
 Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern);
 // Whether a branch of `pattern` holds an anchor inside (`(^a)*b`, `a$|b`
