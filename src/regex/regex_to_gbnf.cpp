@@ -296,17 +296,30 @@ std::string json_char_gbnf(const CodePointSet& set) {
   if (control_count == 32) {
     pieces.push_back("\"\\\\u00\" [01] [0-9a-fA-F]");
   } else {
+    // The others \u00XY, one piece per X: the digits Y as one class (a
+    // piece per character made every automaton state's body several
+    // times larger).
+    std::string low_digits[2];
     for (const CodePointRange& range : controls) {
       for (uint32_t cp = range.first; cp <= range.last; ++cp) {
         bool has_short = cp == 0x08 || cp == 0x0C || cp == 0x0A || cp == 0x0D || cp == 0x09;
         if (has_short) continue;
-        uint32_t low = cp & 0xF;
-        std::string low_digit = low < 10 ? std::string("\"") + static_cast<char>('0' + low) + "\""
-                                         : std::string("[") + static_cast<char>('a' + low - 10) +
-                                               static_cast<char>('A' + low - 10) + "]";
-        pieces.push_back(std::string("\"\\\\u00") + static_cast<char>('0' + (cp >> 4)) + "\" " +
-                         low_digit);
+        const uint32_t low = cp & 0xF;
+        std::string& digits = low_digits[cp >> 4];
+        if (low < 10) {
+          digits += static_cast<char>('0' + low);
+        } else {
+          digits += static_cast<char>('a' + low - 10);
+          digits += static_cast<char>('A' + low - 10);
+        }
       }
+    }
+    for (int high = 0; high < 2; ++high) {
+      const std::string& digits = low_digits[high];
+      if (digits.empty()) continue;
+      const std::string low_digit = digits.size() == 1 ? "\"" + digits + "\"" : "[" + digits + "]";
+      pieces.push_back(std::string("\"\\\\u00") + static_cast<char>('0' + high) + "\" " +
+                       low_digit);
     }
   }
   if (pieces.empty()) return "";
