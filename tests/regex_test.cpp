@@ -398,16 +398,13 @@ TEST(RegexDfaTest, LookaheadsAfterALeadingCaret) {
 // finds what the branch followed by the lookahead's text finds, as
 // std::regex (ECMAScript) does; a whole match refuses it.
 TEST(RegexDfaTest, LookaheadEndingASearch) {
-  const struct {
-    const char* pattern;
-    const char* alphabet;
-  } cases[] = {
+  const Case cases[] = {
       {"a(?=b)", "abc"},        {"((?:[^/]*/)*)(?=\\.(yaml|json))", "/.yamljsonx"},
       {"^[a-c]+(?=c$)", "abc"}, {"x(?=y)|^z", "xyz"},
       {"^(?!b)a*(?=b)", "ab"},
   };
   std::mt19937 random(57);
-  for (const auto& c : cases) {
+  for (const Case& c : cases) {
     auto parsed = parse_ecma_regex(c.pattern);
     ASSERT_TRUE(parsed.ok()) << c.pattern << ": " << parsed.status().to_string();
     auto dfa = dfa_from_regex(*parsed);

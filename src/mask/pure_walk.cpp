@@ -12,7 +12,6 @@ PureTransitions::PureTransitions(const ByteGrammar& grammar,
   narrow_table = grammar.narrow_table();
   wide_table = grammar.wide_table();
   rows = grammar.transition_rows();
-  width = grammar.num_classes();
 }
 
 namespace {

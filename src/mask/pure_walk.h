@@ -155,7 +155,6 @@ struct PureTransitions {
   const uint16_t* narrow_table = nullptr;
   const uint32_t* wide_table = nullptr;
   const TransitionRow* rows = nullptr;
-  uint32_t width = 0;             // byte classes
   const uint8_t* pure = nullptr;  // CompiledGrammarData::pure, which outlives this
 
   PureTransitions(const ByteGrammar& grammar, const std::vector<uint8_t>& pure_states);

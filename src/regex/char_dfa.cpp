@@ -250,16 +250,17 @@ Result<CharDfa> subset_construction(const std::vector<NfaState>& nfa, uint32_t s
     close_over_epsilon(nfa, set, seen, is_start);
     if (absorbing != kNoAbsorbing && std::binary_search(set.begin(), set.end(), absorbing))
       set = absorbed;
+    if (anchors && is_start) set.push_back(kStartMark);
+    const auto [id, inserted] = closed_sets.intern(set.data(), set.size());
+    if (!inserted) return id;
+    if (id >= max_states) return std::nullopt;
+    if (anchors && is_start) set.pop_back();
     bool accepting = std::binary_search(set.begin(), set.end(), accept);
     if (anchors && !accepting) {
       at_end = set;
       close_over_epsilon(nfa, at_end, seen, is_start, true);
       accepting = std::binary_search(at_end.begin(), at_end.end(), accept);
     }
-    if (anchors && is_start) set.push_back(kStartMark);
-    const auto [id, inserted] = closed_sets.intern(set.data(), set.size());
-    if (!inserted) return id;
-    if (id >= max_states) return std::nullopt;
     dfa.states.emplace_back();
     if (accepting) dfa.states[id].label = label;
     return id;
