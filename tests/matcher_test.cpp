@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "automata/lowering.h"
+#include "counted_chain.h"
 #include "grammask/bitmask.h"
 #include "grammask/gbnf.h"
 #include "grammask/json_schema.h"
@@ -223,6 +224,23 @@ t ::= ( [^{}\\] | "\\" [{}x] ){0,400} ( "ab" | "c" ))gm",
 
 INSTANTIATE_TEST_SUITE_P(PrecomputeBudgets, MasksMatchOracle,
                          ::testing::Values(CompileOptions{}.precompute_budget, 0.0, 0.1, 1.0));
+
+// A bounded string written one rule per automaton state, past the inline
+// limits as a whole: lowered as plain states of the rule that names it
+// (a tail group), named at the root and where something follows.
+TEST(Matcher, TailGroupMasksMatchOracle) {
+  const std::string text =
+      "root ::= \"\\\"\" str | \"[\\\"\" str \"]\"\n" + testing::counted_chain_gbnf(200, "str");
+  auto grammar = parse_gbnf(text);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  const Vocabulary vocab = small_vocab();
+  auto compiled = CompiledGrammar::compile(*grammar, vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  int compared = 0;
+  for (uint32_t seed = 1; seed <= 30; ++seed)
+    compared += random_walk_compare(*grammar, *compiled, vocab, seed, 60, 1);
+  EXPECT_GT(compared, 600);
+}
 
 // Five rules of 1,202 pure states each, in a grammar of more than
 // WalkClasses::kEagerStates: each rule is classed on first use, and a set

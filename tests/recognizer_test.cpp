@@ -9,7 +9,9 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "counted_chain.h"
 #include "earley/earley_engine.h"
 #include "earley/recognizer_access.h"
 #include "grammask/gbnf.h"
@@ -646,6 +648,49 @@ TEST(Lowering, SharedTailChainsBecomePlainStates) {
   for (const internal::AutomatonState& state : (*lowered)->states())
     EXPECT_EQ(state.rule_edges_begin, state.rule_edges_end);
   EXPECT_LT((*lowered)->states().size(), 1000u);
+}
+
+// Such an automaton lowers to plain states of the rule that names it,
+// however long: its state rules are named only last, all below one entry
+// rule, so one copy of each is inlined whatever the inline limits say
+// (thousands deep, past the depth at which nested lowering stops). The
+// entry, named in three places where something follows, stays a rule.
+TEST(Lowering, TailGroupsInlineWholeIntoTheirEntry) {
+  constexpr int kBound = 1000;
+  const std::string text = "root ::= \"[\\\"\" str \",\\\"\" str \",\\\"\" str \"]\"\n" +
+                           testing::counted_chain_gbnf(kBound, "str");
+  auto grammar = parse_gbnf(text);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+  ASSERT_TRUE(lowered.ok()) << lowered.status().to_string();
+  ASSERT_EQ((*lowered)->rules().size(), 2u);  // root and str
+  EXPECT_EQ((*lowered)->rules()[1].name, "str");
+  for (const internal::AutomatonState& state : (*lowered)->states())
+    if (state.rule == 1) EXPECT_EQ(state.rule_edges_begin, state.rule_edges_end);
+  Recognizer r = make(text);
+  const std::string full(kBound - 1, 'a');
+  EXPECT_EQ(judge(r, "[\"x\",\"x\",\"abx\u00E9\u65E5\"]"), A);
+  EXPECT_EQ(judge(r, "[\"x\",\"x\",\"" + full + "x\"]"), A);
+  EXPECT_EQ(judge(r, "[\"x\",\"x\",\"" + full + "ax\"]"), R);  // one past the bound
+  EXPECT_EQ(judge(r, "[\"x\",\"x\",\"abc\"]"), R);             // no "x"
+  EXPECT_EQ(judge(r, "[\"x\",\"x\",\"" + full), P);
+}
+
+// The states named from two entries (two rules named where something
+// follows) are copied per entry or stay rules; either way the language is
+// the same.
+TEST(Lowering, RulesNamedFromTwoEntriesAreExact) {
+  const std::string text =
+      "root ::= \"<\" a \">\" | \"[\" b \"]\" a\n"
+      "a ::= \"\\\"\" c\nb ::= \"'\" c\n" +
+      testing::counted_chain_gbnf(300, "c");
+  Recognizer r = make(text);
+  const std::string full(299, 'a');
+  EXPECT_EQ(judge(r, "<\"ax\">"), A);
+  EXPECT_EQ(judge(r, "['ax\"]\"" + full + "x\""), A);
+  EXPECT_EQ(judge(r, "['ax\"]\"" + full + "ax\""), R);
+  EXPECT_EQ(judge(r, "<\"a\">"), R);
+  EXPECT_EQ(judge(r, "['" + full + "x\"]\"x"), P);
 }
 
 // The rules on a cycle of references other than the one that stays a rule

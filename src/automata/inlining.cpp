@@ -12,9 +12,106 @@ namespace grammask::internal {
 
 namespace {
 
-void collect_refs(const Expr& e, std::vector<uint32_t>& out) {
-  if (e.kind == Expr::Kind::kRuleRef) out.push_back(e.rule);
-  for (const Expr& c : e.children) collect_refs(c, out);
+// The references of `e`, each as (rule << 1) | whether it is in tail
+// position: the last part of a sequence, an alternative, an optional part
+// (as build_tail builds them). Not in tail position past the estimates'
+// depth guard.
+void collect_refs(const Expr& e, bool tail, int depth, std::vector<uint32_t>& out) {
+  if (e.kind == Expr::Kind::kRuleRef) {
+    out.push_back(e.rule << 1 | (tail ? 1u : 0u));
+    return;
+  }
+  tail = tail && depth <= 200;
+  switch (e.kind) {
+    case Expr::Kind::kSequence:
+      for (size_t i = 0; i < e.children.size(); ++i)
+        collect_refs(e.children[i], tail && i + 1 == e.children.size(), depth + 1, out);
+      return;
+    case Expr::Kind::kAlternation:
+      for (const Expr& c : e.children) collect_refs(c, tail, depth + 1, out);
+      return;
+    case Expr::Kind::kRepeat:
+      for (const Expr& c : e.children) collect_refs(c, tail && e.max <= 1, depth + 1, out);
+      return;
+    default:
+      for (const Expr& c : e.children) collect_refs(c, false, depth + 1, out);
+  }
+}
+
+// The rules whose every copy lies in one tail context: named only last, by
+// rules that are all in the context of one entry rule (see
+// ReferenceCycles::in_tail_group). `refs` as collect_refs() makes them.
+// Parents are resolved before children by an explicit stack, since a chain
+// of them may be as long as the grammar.
+std::vector<bool> find_tail_groups(const std::vector<std::vector<uint32_t>>& refs,
+                                   const ReferenceCycles& cycles, uint32_t root) {
+  const size_t n = refs.size();
+  // Only the rules the root reaches name rules in the lowered grammar (a
+  // pattern's automaton written in full may have states nothing enters).
+  std::vector<bool> reached(n, false);
+  std::vector<uint32_t> stack{root};
+  reached[root] = true;
+  while (!stack.empty()) {
+    const uint32_t v = stack.back();
+    stack.pop_back();
+    for (uint32_t ref : refs[v])
+      if (!reached[ref >> 1]) {
+        reached[ref >> 1] = true;
+        stack.push_back(ref >> 1);
+      }
+  }
+  // The rules naming each rule, in one array (a rule naming another twice
+  // is listed twice).
+  std::vector<uint32_t> parent_begin(n + 1, 0), parents;
+  std::vector<bool> candidate(n, true);
+  for (uint32_t r = 0; r < n; ++r) {
+    if (!reached[r]) continue;
+    for (uint32_t ref : refs[r]) {
+      ++parent_begin[(ref >> 1) + 1];
+      if ((ref & 1) == 0) candidate[ref >> 1] = false;
+    }
+  }
+  for (size_t r = 0; r < n; ++r) parent_begin[r + 1] += parent_begin[r];
+  parents.resize(parent_begin[n]);
+  std::vector<uint32_t> fill(parent_begin.begin(), parent_begin.end() - 1);
+  for (uint32_t r = 0; r < n; ++r)
+    if (reached[r])
+      for (uint32_t ref : refs[r]) parents[fill[ref >> 1]++] = r;
+  for (uint32_t r = 0; r < n; ++r)
+    if (parent_begin[r] == parent_begin[r + 1] || cycles.recursive[r] || cycles.on_cycle[r])
+      candidate[r] = false;
+  // entry[r]: r itself when it is not in a group, else its group's entry.
+  constexpr uint32_t kUnknown = UINT32_MAX;
+  std::vector<uint32_t> entry(n, kUnknown);
+  for (uint32_t r = 0; r < n; ++r) {
+    if (entry[r] != kUnknown) continue;
+    stack.push_back(r);
+    while (!stack.empty()) {
+      const uint32_t v = stack.back();
+      if (!candidate[v]) {
+        entry[v] = v;
+        stack.pop_back();
+        continue;
+      }
+      // A candidate's parents are not on a cycle with it, so this ends.
+      const uint32_t* first = parents.data() + parent_begin[v];
+      const uint32_t* last = parents.data() + parent_begin[v + 1];
+      bool ready = true;
+      for (const uint32_t* p = first; p != last; ++p)
+        if (entry[*p] == kUnknown) {
+          stack.push_back(*p);
+          ready = false;
+        }
+      if (!ready) continue;
+      bool one = true;
+      for (const uint32_t* p = first; p != last; ++p) one = one && entry[*p] == entry[*first];
+      entry[v] = one ? entry[*first] : v;
+      stack.pop_back();
+    }
+  }
+  std::vector<bool> member(n, false);
+  for (uint32_t r = 0; r < n; ++r) member[r] = entry[r] != r;
+  return member;
 }
 
 }  // namespace
@@ -33,14 +130,14 @@ void collect_refs(const Expr& e, std::vector<uint32_t>& out) {
 // grammars cannot overflow the stack.
 ReferenceCycles find_reference_cycles(const Grammar& grammar, uint32_t root) {
   const size_t n = grammar.rules().size();
-  std::vector<std::vector<uint32_t>> refs(n);
-  for (size_t i = 0; i < n; ++i) collect_refs(grammar.rules()[i].body, refs[i]);
+  std::vector<std::vector<uint32_t>> refs(n);  // (rule << 1) | in tail position
+  for (size_t i = 0; i < n; ++i) collect_refs(grammar.rules()[i].body, true, 0, refs[i]);
   ReferenceCycles cycles;
   cycles.recursive.assign(n, false);
   cycles.on_cycle.assign(n, false);
   cycles.places.assign(n, 0);
   for (const std::vector<uint32_t>& r : refs)
-    for (uint32_t target : r) ++cycles.places[target];
+    for (uint32_t ref : r) ++cycles.places[ref >> 1];
   constexpr uint32_t kUnvisited = UINT32_MAX;
   std::vector<uint32_t> index(n, kUnvisited), low(n, 0);
   // on_path: on the search's current path; in_component: on Tarjan's
@@ -66,7 +163,7 @@ ReferenceCycles find_reference_cycles(const Grammar& grammar, uint32_t root) {
       Frame& f = frames.back();
       const uint32_t v = f.rule;
       if (f.next < refs[v].size()) {
-        const uint32_t w = refs[v][f.next++];
+        const uint32_t w = refs[v][f.next++] >> 1;
         if (on_path[w]) cycles.recursive[w] = true;  // a back edge: w closes a cycle
         if (w == v) cycles.on_cycle[v] = true;
         if (index[w] == kUnvisited) {
@@ -93,6 +190,7 @@ ReferenceCycles find_reference_cycles(const Grammar& grammar, uint32_t root) {
   };
   search_from(root);
   for (uint32_t r = 0; r < n; ++r) search_from(r);
+  cycles.in_tail_group = find_tail_groups(refs, cycles, root);
   return cycles;
 }
 
@@ -137,6 +235,7 @@ size_t Lowering::estimated_size(const Expr& e, int depth) {
 // state), as the estimates see it: copied_here() for the rules that are not
 // recursive, with the estimate's depth guard.
 bool Lowering::inlined_here(uint32_t rule, int depth) {
+  if (in_tail_group_[rule]) return true;
   return !recursive_[rule] && within_limit(rule, inline_size(rule, depth + 1));
 }
 
@@ -258,6 +357,7 @@ size_t Lowering::inline_size(uint32_t rule, int depth) {
 }
 
 bool Lowering::copied_here(uint32_t rule) {
+  if (in_tail_group_[rule]) return true;
   if (recursive_[rule] && (copying_recursive_[rule] || !right_linear_cycle(rule))) return false;
   return within_limit(rule, inline_size(rule, 0));
 }

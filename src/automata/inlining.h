@@ -9,7 +9,8 @@
 // number of places times its estimated size. So a grammar need not mark
 // the rules to keep whole: a part named between every two members of a
 // long list, the states of a large automaton named from many places, the
-// whitespace of a huge grammar stay rules by their size and places. The
+// whitespace of a huge grammar stay rules by their size and places. A rule
+// in a tail group (ReferenceCycles::in_tail_group) is always inlined. The
 // estimates are Lowering members (inlining.cpp); docs/lowering.md gives
 // the reasons.
 #ifndef GRAMMASK_SRC_AUTOMATA_INLINING_H_
@@ -59,6 +60,13 @@ struct ReferenceCycles {
   // How many places (references in the bodies of all the rules) name each
   // rule: the copies of a rule inlined everywhere.
   std::vector<uint32_t> places;
+  // The rules that are not on a cycle, are named only in tail position (see
+  // build_tail), and whose namers all belong to the tail context of one
+  // entry rule (itself not in a group): the states of an automaton written
+  // one rule per state, below the rule that starts it. Every copy of the
+  // entry holds one copy of each, whatever their sizes, so they are always
+  // inlined and only the entry meets the inline limits.
+  std::vector<bool> in_tail_group;
 };
 
 // Both sets and the places for `grammar` (one entry per rule) searched from rule `root`,

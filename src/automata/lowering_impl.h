@@ -47,9 +47,13 @@ class Lowering {
   // reference continues at `end`, so one copy of the rule's body serves
   // them all (the right-linear grammar to NFA construction): a chain of
   // rules naming one another last is inlined in linear size.
+  // The bodies of rules in a tail group (ReferenceCycles::in_tail_group)
+  // wait in `deferred` and are built after the context's root, at its depth:
+  // a chain of thousands of them does not nest.
   struct TailContext {
     uint32_t end;
-    std::unordered_map<uint32_t, uint32_t> rule_starts;  // source rule -> fragment start
+    std::unordered_map<uint32_t, uint32_t> rule_starts;   // source rule -> fragment start
+    std::vector<std::pair<uint32_t, uint32_t>> deferred;  // source rule, fragment start
   };
 
   struct TailSummary {
@@ -148,6 +152,7 @@ class Lowering {
   uint32_t new_lowered_rule(std::string name, const Expr* body);
   uint32_t build(const Expr& e, uint32_t from, Nfa& nfa, int depth);
   const std::vector<Utf8Sequence>& utf8_sequences_of(const Expr& e);
+  void build_context(const Expr& e, uint32_t from, Nfa& nfa, int depth, TailContext& tail);
   uint32_t build_in_new_context(const Expr& e, uint32_t from, Nfa& nfa, int depth);
   void build_tail(const Expr& e, uint32_t from, Nfa& nfa, int depth, TailContext& tail);
   template <typename Part>
@@ -235,9 +240,10 @@ class Lowering {
   bool copies_exceeded_ = false;
   Status status_;
   std::shared_ptr<ByteGrammar> out_;
-  std::vector<bool> recursive_;   // (see find_reference_cycles())
-  std::vector<bool> on_cycle_;    // (likewise)
-  std::vector<uint32_t> places_;  // (see ReferenceCycles::places)
+  std::vector<bool> recursive_;      // (see find_reference_cycles())
+  std::vector<bool> on_cycle_;       // (likewise)
+  std::vector<uint32_t> places_;     // (see ReferenceCycles::places)
+  std::vector<bool> in_tail_group_;  // (see ReferenceCycles::in_tail_group)
   // The recursive rules whose copies are being built (build_tail): a
   // context nested inside one does not copy the rule again.
   std::vector<bool> copying_recursive_;

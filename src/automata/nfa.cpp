@@ -93,8 +93,8 @@ void Lowering::build_nfa(uint32_t i) {
   } else if (built_split_[i]) {
     nfa.accept = build_split(body, nfa.start, nfa, 0);
   } else {
-    TailContext tail{nfa.add(), {}};
-    build_tail(body, nfa.start, nfa, 0, tail);
+    TailContext tail{nfa.add(), {}, {}};
+    build_context(body, nfa.start, nfa, 0, tail);
     nfa.accept = tail.end;
   }
   nfa_charge_[i] = total_nfa_states_ - charged_before;
@@ -309,10 +309,21 @@ const std::vector<Utf8Sequence>& Lowering::utf8_sequences_of(const Expr& e) {
 // A part with tail positions, built where something follows it: a tail
 // context of its own, ending at a fresh state.
 uint32_t Lowering::build_in_new_context(const Expr& e, uint32_t from, Nfa& nfa, int depth) {
-  TailContext tail{nfa.add(), {}};
+  TailContext tail{nfa.add(), {}, {}};
   charge(1);
-  build_tail(e, from, nfa, depth, tail);
+  build_context(e, from, nfa, depth, tail);
   return tail.end;
+}
+
+// `e` in tail position of `tail`, then the deferred bodies of the tail
+// group rules it reaches (each may defer more).
+void Lowering::build_context(const Expr& e, uint32_t from, Nfa& nfa, int depth, TailContext& tail) {
+  build_tail(e, from, nfa, depth, tail);
+  while (!tail.deferred.empty() && status_.ok()) {
+    const auto [rule, start] = tail.deferred.back();
+    tail.deferred.pop_back();
+    build_tail(grammar_.rules()[rule].body, start, nfa, depth + 1, tail);
+  }
 }
 
 // Adds the fragment for `e` starting at `from` and ending at `tail.end`.
@@ -349,6 +360,10 @@ void Lowering::build_tail(const Expr& e, uint32_t from, Nfa& nfa, int depth, Tai
       charge(1);
       tail.rule_starts.emplace(e.rule, start);
       nfa.add_epsilon(from, start);
+      if (in_tail_group_[e.rule]) {
+        tail.deferred.emplace_back(e.rule, start);
+        return;
+      }
       const bool recursive = recursive_[e.rule];
       if (recursive) copying_recursive_[e.rule] = true;
       build_tail(grammar_.rules()[e.rule].body, start, nfa, depth + 1, tail);
