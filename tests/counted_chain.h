@@ -9,14 +9,15 @@
 
 namespace grammask::testing {
 
-// Rules for the strings of at most `bound` characters of [a-c é 日 本 x]
-// that hold an "x", then a quote: one rule per (seen an "x", length) pair,
-// each naming the next ones last. `entry` names the first state.
+// Rules for a quote, then at most `bound` characters of [a-c é 日 本 x]
+// holding an "x", then a quote: one rule per (seen an "x", length) pair,
+// each naming the next ones last. `entry` reads the opening quote and
+// names the first state, s0-0.
 inline std::string counted_chain_gbnf(int bound, const std::string& entry) {
   auto state = [](int seen_x, int length) {
     return "s" + std::to_string(seen_x) + "-" + std::to_string(length);
   };
-  std::string g = entry + " ::= " + state(0, 0) + "\n";
+  std::string g = entry + " ::= \"\\\"\" " + state(0, 0) + "\n";
   for (int length = 0; length <= bound; ++length) {
     for (int seen_x = 0; seen_x < 2; ++seen_x) {
       if (seen_x == 0 && length == bound) continue;  // (a dead end: never named)

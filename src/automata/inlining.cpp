@@ -12,29 +12,58 @@ namespace grammask::internal {
 
 namespace {
 
-// The references of `e`, each as (rule << 1) | whether it is in tail
-// position: the last part of a sequence, an alternative, an optional part
-// (as build_tail builds them). Not in tail position past the estimates'
-// depth guard.
-void collect_refs(const Expr& e, bool tail, int depth, std::vector<uint32_t>& out) {
+// Whether every text `e` matches is non-empty, as far as its own parts
+// tell (a rule reference counts as possibly empty).
+bool surely_consumes(const Expr& e) {
+  switch (e.kind) {
+    case Expr::Kind::kLiteral:
+      return !e.literal.empty();
+    case Expr::Kind::kCharClass:
+    case Expr::Kind::kAnyChar:
+    case Expr::Kind::kToken:
+      return true;
+    case Expr::Kind::kSequence:
+      return std::any_of(e.children.begin(), e.children.end(), surely_consumes);
+    case Expr::Kind::kAlternation:
+      return !e.children.empty() &&
+             std::all_of(e.children.begin(), e.children.end(), surely_consumes);
+    case Expr::Kind::kRepeat:
+      return e.min >= 1 && surely_consumes(e.children[0]);
+    default:
+      return false;
+  }
+}
+
+// The references of `e`, each as (rule << 1) | whether it is a guarded
+// tail reference: in tail position (the last part of a sequence, an
+// alternative, an optional part, as build_tail builds them) after some part
+// of the body that surely reads a character. A chain of such references
+// reads a character per rule, so an automaton state of it holds a few of
+// its rules, not a run of them (`("," m1)? a2` names a2 unguarded, and
+// inlining a chain of those makes each state hold every later member).
+// Not guarded past the estimates' depth guard.
+void collect_refs(const Expr& e, bool tail, bool guarded, int depth, std::vector<uint32_t>& out) {
   if (e.kind == Expr::Kind::kRuleRef) {
-    out.push_back(e.rule << 1 | (tail ? 1u : 0u));
+    out.push_back(e.rule << 1 | (tail && guarded ? 1u : 0u));
     return;
   }
   tail = tail && depth <= 200;
   switch (e.kind) {
     case Expr::Kind::kSequence:
-      for (size_t i = 0; i < e.children.size(); ++i)
-        collect_refs(e.children[i], tail && i + 1 == e.children.size(), depth + 1, out);
+      for (size_t i = 0; i < e.children.size(); ++i) {
+        const bool last = i + 1 == e.children.size();
+        collect_refs(e.children[i], tail && last, guarded, depth + 1, out);
+        guarded = guarded || (tail && !last && surely_consumes(e.children[i]));
+      }
       return;
     case Expr::Kind::kAlternation:
-      for (const Expr& c : e.children) collect_refs(c, tail, depth + 1, out);
+      for (const Expr& c : e.children) collect_refs(c, tail, guarded, depth + 1, out);
       return;
     case Expr::Kind::kRepeat:
-      for (const Expr& c : e.children) collect_refs(c, tail && e.max <= 1, depth + 1, out);
+      for (const Expr& c : e.children) collect_refs(c, tail && e.max <= 1, guarded, depth + 1, out);
       return;
     default:
-      for (const Expr& c : e.children) collect_refs(c, false, depth + 1, out);
+      for (const Expr& c : e.children) collect_refs(c, false, false, depth + 1, out);
   }
 }
 
@@ -130,8 +159,8 @@ std::vector<bool> find_tail_groups(const std::vector<std::vector<uint32_t>>& ref
 // grammars cannot overflow the stack.
 ReferenceCycles find_reference_cycles(const Grammar& grammar, uint32_t root) {
   const size_t n = grammar.rules().size();
-  std::vector<std::vector<uint32_t>> refs(n);  // (rule << 1) | in tail position
-  for (size_t i = 0; i < n; ++i) collect_refs(grammar.rules()[i].body, true, 0, refs[i]);
+  std::vector<std::vector<uint32_t>> refs(n);  // (rule << 1) | guarded tail reference
+  for (size_t i = 0; i < n; ++i) collect_refs(grammar.rules()[i].body, true, false, 0, refs[i]);
   ReferenceCycles cycles;
   cycles.recursive.assign(n, false);
   cycles.on_cycle.assign(n, false);

@@ -61,11 +61,12 @@ struct ReferenceCycles {
   // rule: the copies of a rule inlined everywhere.
   std::vector<uint32_t> places;
   // The rules that are not on a cycle, are named only in tail position (see
-  // build_tail), and whose namers all belong to the tail context of one
-  // entry rule (itself not in a group): the states of an automaton written
-  // one rule per state, below the rule that starts it. Every copy of the
-  // entry holds one copy of each, whatever their sizes, so they are always
-  // inlined and only the entry meets the inline limits.
+  // build_tail) after a part that surely reads a character, and whose
+  // namers all belong to the tail context of one entry rule (itself not in
+  // a group): the states of an automaton written one rule per state, below
+  // the rule that starts it. Every copy of the entry holds one copy of
+  // each, whatever their sizes, so they are always inlined and only the
+  // entry meets the inline limits.
   std::vector<bool> in_tail_group;
 };
 
