@@ -28,9 +28,9 @@ Result<std::shared_ptr<const ByteGrammar>> Lowering::run(uint32_t root_index,
   right_linear_cycle_.assign(recursive_.size(), -1);
   on_cycle_ = cycles.on_cycle;
   places_ = cycles.places;
-  // A large grammar (a smaller copy budget) keeps the rules of its tail
-  // groups as the inline limits decide: inlined whole, they made some of
-  // MaskBench's largest grammars compile 20-30% slower (docs/lowering.md).
+  // A large grammar (a smaller copy budget) leaves its tail groups to the
+  // inline limits: inlined whole there, they made MaskBench's slowest masks
+  // slower (docs/lowering.md).
   if (copy_budget_ >= kCopyBudget)
     in_tail_group_ = cycles.in_tail_group;
   else
