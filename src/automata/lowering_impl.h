@@ -204,10 +204,10 @@ class Lowering {
   const TailSummary& tail_summary(uint32_t rule, int depth);
   size_t inline_size(uint32_t rule, int depth);
   // Whether a reference to `rule` copies its body here (else it is a rule
-  // edge): the rule is within the inline limits and either not recursive,
-  // or on a right-linear cycle whose copy is not already being built
-  // around this place (build_tail links the copy's references in tail
-  // position back to it).
+  // edge): the rule is in a tail group, or it is within the inline limits
+  // and either not recursive, or on a right-linear cycle whose copy is not
+  // already being built around this place (build_tail links the copy's
+  // references in tail position back to it).
   bool copied_here(uint32_t rule);
   // Whether the rules on cycles that `rule` leads to by references in tail
   // position name rules on cycles only in tail position (a pattern's
