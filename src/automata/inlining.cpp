@@ -107,8 +107,7 @@ std::vector<bool> find_tail_groups(const std::vector<std::vector<uint32_t>>& ref
     if (reached[r])
       for (uint32_t ref : refs[r]) parents[fill[ref >> 1]++] = r;
   for (uint32_t r = 0; r < n; ++r)
-    if (parent_begin[r] == parent_begin[r + 1] || cycles.recursive[r] || cycles.on_cycle[r])
-      candidate[r] = false;
+    if (parent_begin[r] == parent_begin[r + 1] || cycles.on_cycle[r]) candidate[r] = false;
   // entry[r]: r itself when it is not in a group, else its group's entry.
   constexpr uint32_t kUnknown = UINT32_MAX;
   std::vector<uint32_t> entry(n, kUnknown);

@@ -104,6 +104,19 @@ Status split_branches(std::vector<RegexNode> items, bool anchored_start, bool an
   return {};
 }
 
+// The branches of a whole pattern: each top-level alternative, split as
+// split_branches() does.
+Status split_pattern(const RegexNode& pattern, bool inner_anchors, std::vector<Branch>* out) {
+  const std::vector<RegexNode> top = pattern.kind == RegexNode::Kind::kAlternation
+                                         ? pattern.children
+                                         : std::vector<RegexNode>{pattern};
+  for (const RegexNode& option : top) {
+    Status status = split_branches(as_items(option), false, false, {}, inner_anchors, out);
+    if (!status.ok()) return status;
+  }
+  return {};
+}
+
 std::string parenthesize(const std::string& expr) {
   // Already atomic: a class, a literal, a rule name, or a balanced group.
   if (expr.empty()) return expr;
@@ -392,13 +405,7 @@ bool narrow_branch(std::vector<RegexNode>* items, uint64_t min_length,
 Result<RegexTranslation> regex_to_gbnf(const RegexNode& pattern, std::string_view any_char_rule,
                                        uint64_t min_length, std::optional<uint64_t> max_length) {
   std::vector<Branch> branches;
-  std::vector<RegexNode> top = pattern.kind == RegexNode::Kind::kAlternation
-                                   ? pattern.children
-                                   : std::vector<RegexNode>{pattern};
-  for (const RegexNode& option : top) {
-    Status status = split_branches(as_items(option), false, false, {}, false, &branches);
-    if (!status.ok()) return status;
-  }
+  if (Status status = split_pattern(pattern, false, &branches); !status.ok()) return status;
   for (const Branch& branch : branches)
     if (!branch.lookaheads.empty())
       return Status(ErrorCode::kUnsupported, "lookaheads need the pattern's automaton");
@@ -469,13 +476,7 @@ bool has_inner_anchor(const RegexNode& pattern) {
 
 Result<std::vector<RegexBranch>> regex_branches(const RegexNode& pattern) {
   std::vector<Branch> branches;
-  std::vector<RegexNode> top = pattern.kind == RegexNode::Kind::kAlternation
-                                   ? pattern.children
-                                   : std::vector<RegexNode>{pattern};
-  for (const RegexNode& option : top) {
-    Status status = split_branches(as_items(option), false, false, {}, true, &branches);
-    if (!status.ok()) return status;
-  }
+  if (Status status = split_pattern(pattern, true, &branches); !status.ok()) return status;
   std::vector<RegexBranch> out;
   for (Branch& branch : branches) {
     RegexBranch b;
