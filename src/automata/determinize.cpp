@@ -109,15 +109,17 @@ bool Lowering::determinize(uint32_t rule) {
       AutomatonState& st = out_->states_.emplace_back();
       st.rule = rule;
       st.is_final = std::binary_search(set, set + size, nfa.accept);
-      // (Grown in steps, not by a call per state; the slack stays zero.)
-      if (pending_pred_count_.size() <= first_id + k)
-        pending_pred_count_.resize(first_id + k + 1024);
+      // (Grown in steps, not by a call per state; the slack stays zero.
+      // A step is at most the rule's NFA size: a grammar of thousands of
+      // small rules zeroed 1024 entries per rule.)
+      const size_t grown = first_id + k + std::min<size_t>(1024, nfa.num_states + 1);
+      if (pending_pred_count_.size() <= first_id + k) pending_pred_count_.resize(grown);
       // (Room for the state's run and edge beginnings likewise: written
       // by index below, not pushed, a call per state; cut to size at the
       // end.)
       if (pending_run_begin_.size() <= first_id + k) {
-        pending_run_begin_.resize(first_id + k + 1024);
-        pending_edge_begin_.resize(first_id + k + 1024);
+        pending_run_begin_.resize(grown);
+        pending_edge_begin_.resize(grown);
       }
     }
     return first_id + k;
