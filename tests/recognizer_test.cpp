@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "automata/inlining.h"
+#include "automata/lowering_impl.h"
 #include "counted_chain.h"
 #include "earley/earley_engine.h"
 #include "earley/recognizer_access.h"
@@ -810,6 +811,54 @@ TEST(Lowering, LargeGrammarsKeepSharedPartsAsRules) {
     std::string bad = object;
     bad.replace(bad.find("-1.5"), 4, "01.5");  // a number with a leading zero
     EXPECT_EQ(judge(r, bad + "}"), R) << members;
+  }
+}
+
+// A grammar whose copies of shared rules the size estimates put far past
+// the copy bound goes to the large-grammar budget without a first attempt:
+// it is past the bound indeed. A small grammar is estimated far under it.
+TEST(Lowering, EstimatesTellLargeGrammarsApart) {
+  for (const int places : {2, 160}) {
+    // Each of 16 words of 40 letters named `places` times, 16 to a rule.
+    std::string text = "root ::=";
+    for (int i = 0; i < places; ++i) text += " a" + std::to_string(i);
+    text += "\n";
+    for (int i = 0; i < places; ++i) {
+      text += "a" + std::to_string(i) + " ::=";
+      for (int k = 0; k < 16; ++k) text += " w" + std::to_string(k);
+      text += "\n";
+    }
+    for (int k = 0; k < 16; ++k)
+      text += "w" + std::to_string(k) +
+              R"( ::= "\"" [a-z]{40} "\"")"
+              "\n";
+    auto grammar = parse_gbnf(text);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+    const auto root = static_cast<uint32_t>(grammar->find_rule("root"));
+    const internal::ReferenceCycles cycles = internal::find_reference_cycles(*grammar, root);
+    const RecognizerOptions options;  // (a Lowering keeps a reference)
+    internal::Lowering estimating(*grammar, options, internal::kGenerousInlineLimit,
+                                  internal::kCycleInlineFactor, internal::kCopyBudget);
+    const size_t estimate = estimating.estimated_nfa_states(root, cycles);
+    internal::Lowering attempt(*grammar, options, internal::kGenerousInlineLimit,
+                               internal::kCycleInlineFactor, internal::kCopyBudget,
+                               internal::kCopiedNfaStates);
+    const bool lowered = attempt.run(root, cycles).ok();
+    if (places == 2) {
+      EXPECT_LT(estimate, internal::kCopiedNfaStates / 4);
+      EXPECT_TRUE(lowered);
+    } else {
+      EXPECT_GT(estimate, internal::kSurelyLargeEstimate);
+      EXPECT_FALSE(lowered);
+      EXPECT_TRUE(attempt.copies_exceeded());
+    }
+    auto large = internal::ByteGrammar::lower(*grammar, "root", {});
+    ASSERT_TRUE(large.ok()) << large.status().to_string();
+    Recognizer r = make(text);
+    std::string words;
+    for (int i = 0; i < places * 16; ++i) words += "\"" + std::string(40, 'a' + i % 26) + "\"";
+    EXPECT_EQ(judge(r, words), A) << places;
+    EXPECT_EQ(judge(r, words.substr(0, words.size() - 2) + "\""), R) << places;
   }
 }
 

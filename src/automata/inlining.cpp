@@ -219,6 +219,13 @@ ReferenceCycles find_reference_cycles(const Grammar& grammar, uint32_t root) {
   search_from(root);
   for (uint32_t r = 0; r < n; ++r) search_from(r);
   cycles.in_tail_group = find_tail_groups(refs, cycles, root);
+  cycles.reference_begin.assign(n + 1, 0);
+  for (size_t r = 0; r < n; ++r)
+    cycles.reference_begin[r + 1] =
+        cycles.reference_begin[r] + static_cast<uint32_t>(refs[r].size());
+  cycles.references.reserve(cycles.reference_begin[n]);
+  for (const std::vector<uint32_t>& r : refs)
+    for (uint32_t ref : r) cycles.references.push_back(ref >> 1);
   return cycles;
 }
 
@@ -379,9 +386,43 @@ size_t Lowering::inline_size(uint32_t rule, int depth) {
   if (inline_size_[rule] < 0) {
     const TailSummary& summary = tail_summary(rule, depth);
     inline_size_[rule] = static_cast<long long>(std::min<size_t>(
-        with_shared_rules(summary.local_size, summary.tail_refs, depth), 1u << 30));
+        with_shared_rules(summary.local_size, summary.tail_refs, depth), kGaveUpSize));
   }
   return static_cast<size_t>(inline_size_[rule]);
+}
+
+size_t Lowering::estimated_nfa_states(uint32_t root_index, const ReferenceCycles& cycles) {
+  use_cycles(cycles);
+  const size_t n = grammar_.rules().size();
+  // lowered: a rule of its own; scanned: a copied rule whose references
+  // were looked at (its copies name the same rules).
+  std::vector<uint8_t> lowered(n, 0), scanned(n, 0);
+  std::vector<uint32_t> rules{root_index}, bodies;
+  lowered[root_index] = 1;
+  size_t total = 0;
+  while (!rules.empty()) {
+    const uint32_t rule = rules.back();
+    rules.pop_back();
+    if (const size_t size = inline_size(rule, 0); size < kGaveUpSize) total += size;
+    bodies.assign(1, rule);
+    while (!bodies.empty()) {
+      const uint32_t body = bodies.back();
+      bodies.pop_back();
+      for (uint32_t i = cycles.reference_begin[body]; i < cycles.reference_begin[body + 1]; ++i) {
+        const uint32_t named = cycles.references[i];
+        if (copied_here(named)) {
+          if (!scanned[named]) {
+            scanned[named] = 1;
+            bodies.push_back(named);
+          }
+        } else if (!lowered[named]) {
+          lowered[named] = 1;
+          rules.push_back(named);
+        }
+      }
+    }
+  }
+  return total;
 }
 
 bool Lowering::copied_here(uint32_t rule) {

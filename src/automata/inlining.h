@@ -48,6 +48,14 @@ inline constexpr size_t kCopyBudget = size_t{1} << 17;
 // grammar's text.
 inline constexpr size_t kCopiedNfaStates = size_t{1} << 17;
 inline constexpr size_t kLargeGrammarCopyBudget = size_t{1} << 10;
+// A grammar whose NFAs the size estimates put past this many states with
+// kCopyBudget is lowered with kLargeGrammarCopyBudget at once, without
+// first building NFAs up to kCopiedNfaStates (which takes longer than the
+// whole large-grammar lowering of most such grammars). The estimates err
+// both ways, so this is far above kCopiedNfaStates: over MaskBench, the
+// grammars that fit estimate at most 288k states, and 243 of the 424 that
+// do not estimate more than this.
+inline constexpr size_t kSurelyLargeEstimate = size_t{1} << 19;
 
 // The rules of a grammar seen from a start rule through its references.
 struct ReferenceCycles {
@@ -68,6 +76,10 @@ struct ReferenceCycles {
   // each, whatever their sizes, so they are always inlined and only the
   // entry meets the inline limits.
   std::vector<bool> in_tail_group;
+  // The rules each rule names: rule r's are
+  // references[reference_begin[r], reference_begin[r + 1]), in the order
+  // its body names them (a rule named twice is listed twice).
+  std::vector<uint32_t> reference_begin, references;
 };
 
 // Both sets and the places for `grammar` (one entry per rule) searched from rule `root`,

@@ -21,8 +21,7 @@ constexpr int kMaxSplitRetries = 256;
 
 }  // namespace
 
-Result<std::shared_ptr<const ByteGrammar>> Lowering::run(uint32_t root_index,
-                                                         const ReferenceCycles& cycles) {
+void Lowering::use_cycles(const ReferenceCycles& cycles) {
   recursive_ = cycles.recursive;
   copying_recursive_.assign(recursive_.size(), false);
   right_linear_cycle_.assign(recursive_.size(), -1);
@@ -37,6 +36,11 @@ Result<std::shared_ptr<const ByteGrammar>> Lowering::run(uint32_t root_index,
     in_tail_group_.assign(grammar_.rules().size(), false);
   inline_size_.assign(grammar_.rules().size(), -1);
   tail_summaries_.assign(grammar_.rules().size(), TailSummary{});
+}
+
+Result<std::shared_ptr<const ByteGrammar>> Lowering::run(uint32_t root_index,
+                                                         const ReferenceCycles& cycles) {
+  use_cycles(cycles);
   // A rule whose automaton blows up is lowered again with its parts split
   // into rules of their own (the Earley engine then carries the
   // nondeterminism). Only that rule's automaton is rebuilt: the rules
@@ -174,8 +178,15 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
   size_t copy_budget = kCopyBudget;
   auto first = std::make_unique<Lowering>(grammar, options, kGenerousInlineLimit,
                                           kCycleInlineFactor, copy_budget, kCopiedNfaStates);
-  auto lowered = first->run(root_rule, cycles);
-  if (first->copies_exceeded()) {
+  // (Estimated by a Lowering of its own: estimates memoized at another
+  // depth than run() asks for them may differ past the depth guard.)
+  const bool surely_large =
+      Lowering(grammar, options, kGenerousInlineLimit, kCycleInlineFactor, copy_budget)
+          .estimated_nfa_states(root_rule, cycles) > kSurelyLargeEstimate;
+  auto lowered = surely_large ? Result<std::shared_ptr<const ByteGrammar>>(Status(
+                                    ErrorCode::kLimitExceeded, "estimated past the copies' bound"))
+                              : first->run(root_rule, cycles);
+  if (surely_large || first->copies_exceeded()) {
     copy_budget = kLargeGrammarCopyBudget;
     first = std::make_unique<Lowering>(grammar, options, kGenerousInlineLimit, kCycleInlineFactor,
                                        copy_budget, SIZE_MAX, options.max_states / 2);

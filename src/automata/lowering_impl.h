@@ -94,13 +94,23 @@ class Lowering {
   // cycles are `cycles`, of a grammar that validates. Once per Lowering.
   Result<std::shared_ptr<const ByteGrammar>> run(uint32_t root_index,
                                                  const ReferenceCycles& cycles);
+  // An estimate of the NFA states run() builds, from the size estimates
+  // that decide inlining: inline_size() of every rule that stays a rule,
+  // over the rules reachable from the root (a rule whose estimate gave up
+  // counts nothing). One pass over the references. Instead of run(), not
+  // before it.
+  size_t estimated_nfa_states(uint32_t root_index, const ReferenceCycles& cycles);
 
  private:
   static constexpr size_t kAllFit = SIZE_MAX;
   // The largest estimated size that an inlining or lifting decision looks at.
   static constexpr size_t kLiftProduct = 65536;
 
+  // An estimate past its depth guard (inline_size's cap).
+  static constexpr size_t kGaveUpSize = size_t{1} << 30;
+
   // The driver, lowering.cpp.
+  void use_cycles(const ReferenceCycles& cycles);
   void start_over(uint32_t root_index);
   size_t determinize_from(uint32_t root_index);
   void truncate_states(size_t n);
