@@ -161,7 +161,8 @@ Result<std::shared_ptr<const ByteGrammar>> ByteGrammar::lower(const Grammar& gra
   // kCycleInlineFactor (see Lowering::within_limit), the others the
   // generous limit, all within the copy budget: kCopyBudget, or
   // kLargeGrammarCopyBudget for a grammar whose NFAs pass
-  // kCopiedNfaStates with the first. A grammar that this takes past
+  // kCopiedNfaStates with the first (at once where the size estimates put
+  // them past kSurelyLargeEstimate). A grammar that this takes past
   // RecognizerOptions::max_states (or max_lowering_work) is lowered again
   // without the factor, if it changed anything, then with the frugal
   // limit, then, if that is still past max_states, with no copies of
