@@ -1183,6 +1183,19 @@ TEST(JsonSchemaTest, Patterns) {
 TEST(JsonSchemaTest, Formats) {
   expect_language(R"({"format": "date"})", {R"("2024-02-29")", R"("2023-12-31")", "5"},
                   {R"("2023-02-29")", R"("2024-13-01")", R"("2024-04-31")", R"("24-01-01")"});
+  // An e-mail domain: labels of at most 63 characters, as many as written
+  // (the Mailbox rule bounds no length); under maxLength, a host name of at
+  // most 253 characters, so the address has a bounded length.
+  const std::string label63(63, 'd'), label64(64, 'd');
+  std::string long_domain = label63;
+  for (int i = 0; i < 4; ++i) long_domain += "." + label63;  // 319 characters
+  expect_language(R"({"type": "string", "format": "email"})",
+                  {"\"joe@" + label63 + ".com\"", "\"joe@" + long_domain + "\"",
+                   R"("joe@a-b.example.com")", R"("joe@[127.0.0.1]")"},
+                  {"\"joe@" + label64 + ".com\"", R"("joe@-ab.com")", R"("joe@ab-.com")",
+                   R"("joe@ab..com")", R"("joe@ab.com.")"});
+  expect_language(R"({"type": "string", "format": "email", "maxLength": 1024})",
+                  {"\"joe@" + label63 + ".com\""}, {"\"joe@" + long_domain + "\""});
   expect_language(R"({"type": "string", "format": "uuid"})",
                   {R"("123e4567-e89b-12d3-a456-426614174000")"},
                   {R"("123e4567e89b12d3a456426614174000")"});
