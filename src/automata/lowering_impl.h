@@ -97,8 +97,9 @@ class Lowering {
   // An estimate of the NFA states run() builds, from the size estimates
   // that decide inlining: inline_size() of every rule that stays a rule,
   // over the rules reachable from the root (a rule whose estimate gave up
-  // counts nothing). One pass over the references. Instead of run(), not
-  // before it.
+  // counts nothing). One pass over the references. For a Lowering that
+  // does not run(): the estimates it memoizes at depth 0 may differ past
+  // the depth guard from those run() makes.
   size_t estimated_nfa_states(uint32_t root_index, const ReferenceCycles& cycles);
 
  private:

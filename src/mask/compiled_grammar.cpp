@@ -152,19 +152,17 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   // automata that refuse some text) spent 100 ms here. Past it, states
   // whose cover is not yet known are walked on first use.
   uint64_t search_budget = internal::kPrecomputeSearchSteps;
-  // The states of a rule of many (a format's automaton, a bounded string)
-  // are first visited one by one as an output goes through it, each a walk
-  // of much of the trie; the budget goes further on the few states of the
-  // other rules (keys, keywords, numbers, separators).
-  std::vector<uint32_t> pure_in_rule(byte_grammar.rules().size(), 0);
-  for (size_t s = 0; s < byte_grammar.states().size(); ++s)
-    pure_in_rule[byte_grammar.states()[s].rule] += data->pure[s];
   internal::BreadthFirstStates nearest_first(byte_grammar);
   for (uint32_t s = nearest_first.next(); s != internal::kNoState && budget > 0;
        s = nearest_first.next()) {
     const uint32_t cls = data->walk_classes->known(s);
     if (cls == internal::kImpureClass || cls == internal::WalkClasses::kNotYet) continue;
-    if (pure_in_rule[byte_grammar.states()[s].rule] > internal::kPrecomputedRuleStates) continue;
+    // (The states of a rule of many, a format's automaton or a bounded
+    // string, are met one by one, each a walk of much of the trie; the
+    // budget goes further on the states of keys, keywords and numbers.)
+    if (data->walk_classes->pure_states_in_rule(byte_grammar.states()[s].rule) >
+        internal::kPrecomputedRuleStates)
+      continue;
     // (A state whose cover needs a proof search is walked on first use: the
     // searches of a large grammar's string states took seconds.)
     const std::optional<internal::TextCover> known_cover =

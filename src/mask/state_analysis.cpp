@@ -442,28 +442,28 @@ WalkClasses::WalkClasses(const ByteGrammar& grammar, const std::vector<uint8_t>&
     : grammar_(grammar), pure_(pure), depth_(depth) {
   const auto& states = grammar.states();
   const size_t n = states.size();
-  std::vector<uint32_t> pure_in_rule(grammar.rules().size(), 0);
+  pure_in_rule_.assign(grammar.rules().size(), 0);
   size_t total_pure = 0;
   for (size_t s = 0; s < n; ++s) {
-    pure_in_rule[states[s].rule] += pure[s];
+    pure_in_rule_[states[s].rule] += pure[s];
     total_pure += pure[s];
   }
   const uint32_t largest_now = total_pure <= kEagerStates ? UINT32_MAX : kLazyRuleStates;
   const auto later = [&](uint32_t rule) {
-    return pure_in_rule[rule] > largest_now && pure_in_rule[rule] <= kMaxLazyRuleStates;
+    return pure_in_rule_[rule] > largest_now && pure_in_rule_[rule] <= kMaxLazyRuleStates;
   };
   std::vector<uint8_t> now(n);
   for (size_t s = 0; s < n; ++s) now[s] = pure[s] && !later(states[s].rule);
   std::vector<uint32_t> classes =
       compute_walk_classes(grammar, depth, now, num_classes_, short_class_, num_short_classes_);
   split_ = split_classes(classes, num_classes_, short_class_, num_short_classes_);
-  large_index_.assign(pure_in_rule.size(), kSmallRule);
-  for (uint32_t r = 0; r < pure_in_rule.size(); ++r) {
+  large_index_.assign(pure_in_rule_.size(), kSmallRule);
+  for (uint32_t r = 0; r < pure_in_rule_.size(); ++r) {
     if (!later(r)) continue;
     large_index_[r] = static_cast<uint32_t>(large_.size());
     large_.push_back({r, num_classes_ - 1, num_short_classes_ - 1});
-    num_classes_ += pure_in_rule[r];
-    num_short_classes_ += pure_in_rule[r];
+    num_classes_ += pure_in_rule_[r];
+    num_short_classes_ += pure_in_rule_[r];
   }
   split_.resize(num_classes_, 0);
   classed_ = std::make_unique<std::once_flag[]>(large_.size());

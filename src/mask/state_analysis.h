@@ -129,6 +129,8 @@ class WalkClasses {
   // walks of its class are split (the short class holds another class).
   uint32_t short_of(uint32_t s) const { return short_class_[s]; }
   bool split(uint32_t cls) const { return split_[cls] != 0; }
+  // How many pure states rule `rule` has.
+  uint32_t pure_states_in_rule(uint32_t rule) const { return pure_in_rule_[rule]; }
   // Bounds of the ids (kImpureClass included).
   uint32_t num_classes() const noexcept { return num_classes_; }
   uint32_t num_short_classes() const noexcept { return num_short_classes_; }
@@ -136,7 +138,7 @@ class WalkClasses {
   size_t memory_bytes() const noexcept {
     return grammar_.states().size() * sizeof(uint32_t) + heap_bytes(short_class_) +
            heap_bytes(split_) + heap_bytes(large_index_) + heap_bytes(large_) +
-           large_.size() * sizeof(std::once_flag);
+           heap_bytes(pure_in_rule_) + large_.size() * sizeof(std::once_flag);
   }
 
  private:
@@ -155,7 +157,8 @@ class WalkClasses {
   mutable std::vector<uint32_t> short_class_;       // per state
   mutable std::vector<uint8_t> split_;              // per class
   static constexpr uint32_t kSmallRule = UINT32_MAX;
-  std::vector<uint32_t> large_index_;  // per rule: into large_, or kSmallRule
+  std::vector<uint32_t> pure_in_rule_;  // per rule
+  std::vector<uint32_t> large_index_;   // per rule: into large_, or kSmallRule
   std::vector<LargeRule> large_;
   std::unique_ptr<std::once_flag[]> classed_;  // per large rule
   uint32_t num_classes_ = 1;

@@ -116,8 +116,8 @@ std::string hostname_pattern() {
 // characters (at most 62, an escaped pair counting once), and the domain is
 // an RFC 1123 host name (at most 253 characters), so that every address has
 // a bounded length (a maxLength past it is dropped, not multiplied in).
-// Unbounded, the domain's length is not counted: the host name's shapes
-// made the automaton 2,700 states instead of a few hundred.
+// Unbounded, the domain's length is not counted (the host name's shapes
+// take the format's automaton from 833 states to 2,733).
 std::string email_pattern(bool bounded) {
   std::string atext = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]";
   std::string dot_atom = atext + "+(?:\\." + atext + "+)*";
