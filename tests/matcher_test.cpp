@@ -20,6 +20,7 @@
 #include "mask/state_analysis.h"
 #include "mask/text_closure.h"
 #include "mask_oracle.h"
+#include "vocab/vocabulary_access.h"
 
 namespace grammask {
 namespace {
@@ -526,6 +527,81 @@ ws ::= " "?)gm",
     ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
     EXPECT_EQ(words, oracle_mask(*grammar, vocab, text, words.size())) << text;
   }
+}
+
+// The positions of a bounded repeat differ only to a token that begins
+// with more repeated bytes than the later position has left: with tokens
+// of at most three spaces, [ ]{0,8} has positions 0 to 5 alike.
+TEST(CounterPositions, AlikeWhileNoTokenReachesTheBound) {
+  for (const auto& [spaces, alike] :
+       std::vector<std::pair<std::string, size_t>>{{"   ", 5}, {" ", 7}, {"        ", 0}}) {
+    const Vocabulary vocab = *Vocabulary::from_token_bytes({"{", "}", " ", spaces, "</s>"}, {4});
+    auto grammar = parse_gbnf(R"(root ::= "{" [ ]{0,8} "}")");
+    ASSERT_TRUE(grammar.ok());
+    auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+    ASSERT_TRUE(lowered.ok());
+    const internal::ByteGrammar& g = **lowered;
+    const auto pairs =
+        internal::counter_positions_alike(g, internal::VocabularyAccess::trie(vocab));
+    EXPECT_EQ(pairs.size(), alike) << spaces.size() << " spaces";
+    // Each pair is a position and the next: the first one after "{".
+    uint32_t position = g.next(g.rules()[g.root_rule()].start, '{');
+    for (const auto& [a, b] : pairs) {
+      EXPECT_EQ(a, position);
+      EXPECT_EQ(b, g.next(a, ' '));
+      position = b;
+    }
+  }
+}
+
+// Masks at counter positions that share their context class (indentation
+// of a recursive node, the schema-tree shape) match the oracle, also near
+// the bound where tokens of many spaces tell positions apart.
+TEST(Matcher, MasksAtAlikeCounterPositionsMatchOracle) {
+  const std::vector<std::string> tokens = {
+      "{",   "}",  "[",   "]",   ",",    "\"c\":", " ",        "  ",
+      "   ", "\t", " \t", "\n",  "\n  ", "\n ",    "  }",      "   ]",
+      " ,",  "},", "}\n", "]\n", "[]",   "\n   {", "  \"c\":", "<eos>"};
+  const Vocabulary vocab =
+      *Vocabulary::from_token_bytes(tokens, {static_cast<uint32_t>(tokens.size() - 1)});
+  auto grammar = parse_gbnf(R"gm(root ::= node
+node ::= "{" ws "\"c\":" ws "[" ws ( node ws ( "," ws node ws )* )? "]" ws "}"
+ws ::= [ \t]{0,6} | "\n" [ \t]{0,9})gm");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto lowered = internal::ByteGrammar::lower(*grammar, "root", {});
+  ASSERT_TRUE(lowered.ok());
+  EXPECT_FALSE(internal::counter_positions_alike(**lowered, internal::VocabularyAccess::trie(vocab))
+                   .empty());
+  int compared = 0;
+  for (double budget : {CompileOptions{}.precompute_budget, 0.0}) {
+    CompileOptions options;
+    options.precompute_budget = budget;
+    auto compiled = CompiledGrammar::compile(*grammar, vocab, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    for (uint32_t seed = 0; seed < 30; ++seed) {
+      Matcher m(*compiled);
+      std::mt19937 rng(seed);
+      std::string text;
+      std::vector<uint32_t> words(compiled->mask_words());
+      for (int step = 0; step < 60 && !m.is_terminated(); ++step) {
+        ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+        ASSERT_EQ(words, oracle_mask(*grammar, vocab, text, words.size()))
+            << "after '" << text << "'";
+        ++compared;
+        auto ids = allowed_ids(words, vocab.size());
+        if (ids.empty()) break;
+        // Whitespace runs long enough to reach the bounds, then anything.
+        uint32_t pick = ids[rng() % ids.size()];
+        for (int tries = 0;
+             tries < 4 && vocab.token_bytes(pick).find_first_of(" \t\n") == std::string_view::npos;
+             ++tries)
+          pick = ids[rng() % ids.size()];
+        ASSERT_TRUE(m.accept_token(pick).ok());
+        if (!vocab.is_stop(pick)) text += std::string(vocab.token_bytes(pick));
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
 }
 
 // Two rules with the same string body, followed by the same text, are

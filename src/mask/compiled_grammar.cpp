@@ -85,7 +85,8 @@ void CompiledGrammarData::measure_tables() {
                  heap_bytes(plain_callee_bytes) + sizeof(PureTransitions) + sizeof(TextClosure) +
                  text_closure->memory_bytes() + sizeof(ClassWalks) + class_walks->slot_bytes() +
                  sizeof(ClassWalks) + short_class_walks->slot_bytes() + sizeof(SharedWalks) +
-                 heap_bytes(local_class) + heap_bytes(short_local_class);
+                 heap_bytes(local_class) + heap_bytes(short_local_class) +
+                 heap_bytes(local_key_class) + heap_bytes(context_class);
   table_bytes = bytes;
 }
 
@@ -126,6 +127,18 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
   data->text_closure = std::make_unique<internal::TextClosure>(
       byte_grammar, internal::VocabularyAccess::text_slice(vocabulary).max_length,
       local_classes ? &data->local_class : nullptr);
+  // Counter positions that no token tells apart share their walks and
+  // masks (the indentation of a pretty-printed document, where a
+  // vocabulary's whitespace tokens are short).
+  const auto alike = internal::counter_positions_alike(byte_grammar, trie);
+  data->context_class = internal::identity_classes(byte_grammar);
+  internal::join_labels(alike, data->context_class);
+  if (local_classes) {
+    data->local_key_class = data->local_class;
+    internal::join_labels(alike, data->local_key_class);
+  } else {
+    data->local_key_class = data->context_class;
+  }
   data->waiter_class = internal::waiter_classes(byte_grammar);
   internal::plain_callers(byte_grammar, *data->text_closure, data->plain_caller,
                           data->plain_callee_bytes);

@@ -105,6 +105,12 @@ struct CompiledGrammarData {
   // local classes are the states).
   std::vector<uint32_t> local_class;
   std::vector<uint32_t> short_local_class;
+  // The labels that key what a set's items do from the next token on:
+  // local_class (for local walks) and the states themselves (for context
+  // ids), with the positions of counters that no token tells apart joined
+  // (join_counter_positions).
+  std::vector<uint32_t> local_key_class;
+  std::vector<uint32_t> context_class;
 
   // walk_from_state from pure state `s`, over the trie trie_for picks; a
   // split walk when its class is split, taking the short part from

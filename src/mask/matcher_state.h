@@ -28,7 +28,7 @@ class MatcherState {
   explicit MatcherState(std::shared_ptr<const CompiledGrammarData> data)
       : data_(std::move(data)),
         engine_(data_->grammar),
-        ids_(data_->waiter_class),
+        ids_(data_->waiter_class, data_->context_class),
         masks_(data_->max_matcher_cache_bytes / 2),
         walker_(*data_) {}
 

@@ -394,6 +394,209 @@ std::vector<uint32_t> identity_classes(const ByteGrammar& grammar) {
   return identity;
 }
 
+namespace {
+
+// Whether states a and b agree in everything but their transitions.
+bool same_but_transitions(const ByteGrammar& grammar, uint32_t a, uint32_t b) {
+  const AutomatonState& x = grammar.states()[a];
+  const AutomatonState& y = grammar.states()[b];
+  if (x.rule != y.rule || x.is_final != y.is_final || x.is_tail != y.is_tail || x.in_any_order ||
+      y.in_any_order ||
+      x.rule_edges_end - x.rule_edges_begin != y.rule_edges_end - y.rule_edges_begin)
+    return false;
+  const auto& edges = grammar.rule_edges();
+  for (uint32_t i = 0; i < x.rule_edges_end - x.rule_edges_begin; ++i) {
+    const RuleEdge& e = edges[x.rule_edges_begin + i];
+    const RuleEdge& f = edges[y.rule_edges_begin + i];
+    if (e.rule != f.rule || e.target != f.target) return false;
+  }
+  return true;
+}
+
+// Whether s -> t is a counter's link: t goes alike on every byte class
+// where s does not go to t, and on those where it does, to one state
+// (`after`, kNoState for none) other than t. O(runs of s and t).
+bool counter_link(const ByteGrammar& grammar, uint32_t s, uint32_t t, uint32_t& after) {
+  const uint32_t width = grammar.num_classes();
+  const ClassRun *a = grammar.runs_begin(s), *a_last = grammar.runs_end(s);
+  const ClassRun *b = grammar.runs_begin(t), *b_last = grammar.runs_end(t);
+  after = t;  // (t: not seen yet)
+  for (uint32_t c = 0; c < width;) {
+    const uint32_t a_end = a + 1 != a_last ? (a + 1)->first_class : width;
+    const uint32_t b_end = b + 1 != b_last ? (b + 1)->first_class : width;
+    if (a->target == t) {
+      if (after == t) after = b->target;
+      if (b->target != after || after == t) return false;
+    } else if (a->target != b->target) {
+      return false;
+    }
+    c = std::min(a_end, b_end);
+    if (c == a_end) ++a;
+    if (c == b_end) ++b;
+  }
+  return true;
+}
+
+// The bytes on which `s` goes to `t`; class_begin[c]: the first byte of
+// byte class c (classes are ranges of bytes numbered in byte order), and
+// class_begin[num_classes] = 256.
+ByteSet bytes_to(const ByteGrammar& grammar, uint32_t s, uint32_t t,
+                 const std::vector<uint32_t>& class_begin) {
+  ByteSet bytes;
+  const ClassRun* end = grammar.runs_end(s);
+  for (const ClassRun* run = grammar.runs_begin(s); run != end; ++run) {
+    if (run->target != t) continue;
+    const uint32_t last = run + 1 != end ? (run + 1)->first_class : grammar.num_classes();
+    bytes.set_range(static_cast<uint8_t>(class_begin[run->first_class]),
+                    static_cast<uint8_t>(class_begin[last] - 1));
+  }
+  return bytes;
+}
+
+// The longest run of bytes of `bytes` that a token of `trie` begins with,
+// or a number past `cap` when that is longer.
+uint32_t longest_leading_run(const TokenTrie& trie, const ByteSet& bytes, uint32_t cap) {
+  const auto nodes = trie.nodes();
+  uint32_t longest = 0;
+  for (uint32_t i = 1; i < nodes.size() && longest <= cap;) {
+    if (!bytes.test(nodes[i].byte)) {
+      i = nodes[i].subtree_end;  // (its subtree leaves the run at its first byte)
+      continue;
+    }
+    longest = std::max<uint32_t>(longest, nodes[i].depth);
+    ++i;  // its children continue the run
+  }
+  return longest;
+}
+
+}  // namespace
+
+std::vector<std::pair<uint32_t, uint32_t>> counter_positions_alike(const ByteGrammar& grammar,
+                                                                   const TokenTrie& trie) {
+  const uint32_t n = static_cast<uint32_t>(grammar.states().size());
+  // A cheap guess first: next[s], the first state s goes to that agrees
+  // with it in all but transitions, on byte class first_class[s]. Guesses
+  // on one class chain into counters; ahead[s] bounds s's links.
+  std::vector<uint32_t> next(n, kNoState);
+  std::vector<uint16_t> first_class(n, 0);
+  for (uint32_t s = 0; s < n; ++s) {
+    if (grammar.is_token_state(s) || grammar.states()[s].in_any_order) continue;
+    const ClassRun* end = grammar.runs_end(s);
+    for (const ClassRun* run = grammar.runs_begin(s); run != end; ++run) {
+      const uint32_t t = run->target;
+      if (t == kNoState || t == s || !same_but_transitions(grammar, s, t)) continue;
+      next[s] = t;
+      first_class[s] = static_cast<uint16_t>(run->first_class);
+      break;
+    }
+  }
+  auto chained = [&](uint32_t s) {
+    const uint32_t t = next[s];
+    return next[t] != kNoState && first_class[t] == first_class[s];
+  };
+  constexpr uint32_t kUnknown = UINT32_MAX, kOnPath = UINT32_MAX - 1;
+  std::vector<uint32_t> ahead(n, kUnknown);
+  std::vector<uint8_t> has_before(n, 0);
+  std::vector<uint32_t> path;
+  for (uint32_t first = 0; first < n; ++first) {
+    if (next[first] == kNoState) continue;
+    if (chained(first)) has_before[next[first]] = 1;
+    if (ahead[first] != kUnknown) continue;
+    path.clear();
+    uint32_t s = first;
+    uint32_t tail = 0;
+    while (true) {
+      if (ahead[s] == kOnPath) {  // (a cycle: no counter)
+        tail = 0;
+        break;
+      }
+      if (ahead[s] != kUnknown) {
+        tail = ahead[s];
+        break;
+      }
+      ahead[s] = kOnPath;
+      path.push_back(s);
+      if (!chained(s)) break;
+      s = next[s];
+    }
+    for (size_t i = path.size(); i-- > 0;) ahead[path[i]] = ++tail;
+  }
+
+  // Then each counter from its first position, where a join is possible:
+  // positions s and t = next[s] agree to every token when the R + 1 links
+  // from s are a counter's (R: the longest run of L bytes a token begins
+  // with), since a token's run from t then ends within them. The run of
+  // the guessed class alone bounds R from below, and rules out most
+  // guesses before their L is known.
+  std::vector<uint32_t> class_begin(grammar.num_classes() + 1, 256);
+  for (uint32_t byte = 256; byte-- > 0;)
+    class_begin[grammar.byte_class(static_cast<uint8_t>(byte))] = byte;
+  std::vector<uint32_t> class_run(grammar.num_classes(), kUnknown);
+  std::vector<uint32_t> most_ahead(grammar.num_classes(), 0);  // (runs past it are alike)
+  for (uint32_t s = 0; s < n; ++s)
+    if (next[s] != kNoState && !has_before[s])
+      most_ahead[first_class[s]] = std::max(most_ahead[first_class[s]], ahead[s]);
+  std::vector<std::pair<uint32_t, uint32_t>> alike;
+  std::vector<ByteSet> sets;
+  std::vector<uint32_t> runs;  // per set
+  std::vector<uint32_t> positions;
+  for (uint32_t head = 0; head < n; ++head) {
+    if (next[head] == kNoState || has_before[head] || ahead[head] < 2) continue;
+    uint32_t& lower = class_run[first_class[head]];
+    if (lower == kUnknown) {
+      ByteSet bytes;
+      bytes.set_range(static_cast<uint8_t>(class_begin[first_class[head]]),
+                      static_cast<uint8_t>(class_begin[first_class[head] + 1] - 1));
+      lower = longest_leading_run(trie, bytes, most_ahead[first_class[head]]);
+    }
+    if (ahead[head] < lower + 1) continue;
+    const ByteSet bytes = bytes_to(grammar, head, next[head], class_begin);
+    size_t set = std::find(sets.begin(), sets.end(), bytes) - sets.begin();
+    if (set == sets.size()) {
+      sets.push_back(bytes);
+      runs.push_back(longest_leading_run(trie, bytes, n));
+    }
+    const uint32_t run = runs[set];
+    if (ahead[head] < run + 1) continue;
+    // The links that are a counter's indeed, over one L.
+    positions.assign(1, head);
+    for (uint32_t s = head; positions.size() <= ahead[head];) {
+      uint32_t after = kNoState;
+      if (!counter_link(grammar, s, next[s], after)) break;
+      positions.push_back(next[s]);
+      const ClassRun* end = grammar.runs_end(s);
+      const bool same_set = after != kNoState && next[next[s]] == after &&
+                            std::none_of(grammar.runs_begin(s), end, [&](const ClassRun& other) {
+                              return other.target == after;
+                            });
+      if (!same_set) break;
+      s = next[s];
+    }
+    const size_t links = positions.size() - 1;
+    for (size_t i = 0; i + run + 1 <= links; ++i)
+      alike.emplace_back(positions[i], positions[i + 1]);
+  }
+  return alike;
+}
+
+void join_labels(const std::vector<std::pair<uint32_t, uint32_t>>& alike,
+                 std::vector<uint32_t>& labels) {
+  if (alike.empty()) return;
+  uint32_t count = 0;
+  for (uint32_t label : labels) count = std::max(count, label + 1);
+  std::vector<uint32_t> parent(count);
+  for (uint32_t i = 0; i < count; ++i) parent[i] = i;
+  auto find = [&](uint32_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (const auto& [s, t] : alike) {
+    const uint32_t a = find(labels[s]), b = find(labels[t]);
+    parent[std::max(a, b)] = std::min(a, b);
+  }
+  for (uint32_t& label : labels) label = find(label);
+}
+
 std::vector<uint8_t> split_classes(const std::vector<uint32_t>& walk_class, uint32_t num_classes,
                                    const std::vector<uint32_t>& short_class,
                                    uint32_t num_short_classes) {

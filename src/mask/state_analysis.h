@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "automata/lowering.h"
@@ -18,6 +19,7 @@
 #include "base/memory_bytes.h"
 #include "mask/text_closure.h"
 #include "vocab/text_slice.h"
+#include "vocab/token_trie.h"
 
 namespace grammask {
 namespace internal {
@@ -63,6 +65,23 @@ std::vector<uint32_t> compute_local_classes(const ByteGrammar& grammar, size_t d
 // and no two share a class.
 bool has_call_chains(const ByteGrammar& grammar, size_t depth);
 std::vector<uint32_t> identity_classes(const ByteGrammar& grammar);
+// Counter positions that no token tells apart. A counter is a chain of states
+// s0 -L-> s1 -L-> ... a bounded repeat of a set L of bytes (the indentation
+// [ \t]{0,84}) whose states agree in rule, finality, rule edges and every
+// transition off L. Two consecutive positions s, t agree on every token
+// when the R + 1 links from s are the counter's, R being the longest run of
+// L bytes that a token of `trie` begins with: the token's run from t ends
+// within them, and off L both go alike. Returns such pairs (s, t): a walk
+// or a mask from the first byte of a token is the same from either. Finds
+// a counter where the first state a position goes to (in byte order) that
+// agrees with it is the next position; misses others, never joins wrongly.
+// O(transition runs), plus a trie walk per class that starts a counter.
+std::vector<std::pair<uint32_t, uint32_t>> counter_positions_alike(const ByteGrammar& grammar,
+                                                                   const TokenTrie& trie);
+// Joins the labels of each pair of states in `alike` (union-find; each
+// joined group takes its smallest label).
+void join_labels(const std::vector<std::pair<uint32_t, uint32_t>>& alike,
+                 std::vector<uint32_t>& labels);
 // See CompiledGrammarData::waiter_class.
 constexpr uint32_t kNotWaiting = 0;
 std::vector<uint32_t> waiter_classes(const ByteGrammar& grammar);

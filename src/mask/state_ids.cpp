@@ -74,7 +74,9 @@ uint32_t StateIds::context_id(const EarleyEngine& engine, size_t k, size_t d) {
     unknown.fill(kUnknownId);
     context_ids_.resize(k + 1, unknown);
   }
-  return set_id(engine, k, d - 1, kContextTag | d, [](uint32_t state) { return uint64_t{state}; });
+  const auto& context_class = *context_class_;
+  return set_id(engine, k, d - 1, kContextTag | d,
+                [&](uint32_t state) { return uint64_t{context_class[state]}; });
 }
 
 uint64_t StateIds::waiter_id(const EarleyEngine& engine, size_t s, size_t j) {

@@ -29,9 +29,10 @@ inline constexpr size_t kMaxContextDepth = 8;
 // copy of it, after a copy of this).
 class StateIds {
  public:
-  // `waiter_class`: CompiledGrammarData::waiter_class, which must outlive
-  // this.
-  explicit StateIds(const std::vector<uint32_t>& waiter_class) : waiter_class_(&waiter_class) {}
+  // `waiter_class` and `context_class`: CompiledGrammarData's, which must
+  // outlive this.
+  StateIds(const std::vector<uint32_t>& waiter_class, const std::vector<uint32_t>& context_class)
+      : waiter_class_(&waiter_class), context_class_(&context_class) {}
 
   // Structural id of Earley set k: its items with each origin replaced by the
   // origin set's id. Two stacks whose top sets have one structural id have
@@ -39,7 +40,8 @@ class StateIds {
   uint32_t structure_id(const EarleyEngine& engine, size_t k);
 
   // Context id of the top set k at depth d, 1 <= d <= kMaxContextDepth:
-  // its items, each origin replaced by the origin set's waiter id at depth
+  // its items by context class (states that no token tells apart share
+  // one), each origin replaced by the origin set's waiter id at depth
   // d - 1. The waiter id of set s at depth j: the waiters among its items,
   // by waiter class (the rules they wait on and where each leads: all that
   // completing into s reads), each origin replaced by its set's waiter id
@@ -103,6 +105,7 @@ class StateIds {
                                       uint64_t word);
 
   const std::vector<uint32_t>* waiter_class_;
+  const std::vector<uint32_t>* context_class_;
   std::vector<uint32_t> structure_ids_;  // per set
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> interned_;
   size_t interned_key_bytes_ = 0;  // of interned_'s keys

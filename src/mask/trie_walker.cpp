@@ -601,7 +601,7 @@ inline void TrieWalker::merge_frontiers(PureWalk& walk) {
 
 inline const PureWalk* TrieWalker::top_set_local_walk(size_t base, uint64_t deadline) {
   EarleyEngine& engine = *engine_;
-  set_key(data_->local_class, base, local_key_);
+  set_key(data_->local_key_class, base, local_key_);
   if (const PureWalk* walk = data_->shared_walks->find(tagged(kLocalKeyTag, local_key_)))
     return walk;
   if (const PureWalk* walk = own_walks_.find(kLocalKeyTag, local_key_)) return walk;
