@@ -604,6 +604,56 @@ ws ::= [ \t]{0,6} | "\n" [ \t]{0,9})gm");
   EXPECT_GT(compared, 1000);
 }
 
+// A mask keyed by its context reads below each item's origin only as deep
+// as the walk did: after the same member at a new depth of a recursive
+// document, where the stacks differ further down (the first element of an
+// array below one, a later element below the other), the mask is a hit.
+TEST(Matcher, MasksAreSharedAcrossDepthsWhereOnlyUnreadSetsDiffer) {
+  auto grammar = json_schema_to_grammar(R"({
+    "$ref": "#/$defs/N",
+    "$defs": {"N": {"type": "object", "additionalProperties": false,
+      "required": ["a", "m", "k"],
+      "properties": {
+        "a": {"type": "integer"},
+        "m": {"type": "object", "additionalProperties": false, "required": ["t", "n"],
+              "properties": {"t": {"const": "d"}, "n": {"type": "integer"}}},
+        "k": {"type": "array", "items": {"$ref": "#/$defs/N"}}}}}})");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  std::vector<std::string> tokens;
+  for (int c = 0x20; c < 0x7F; ++c) tokens.emplace_back(1, static_cast<char>(c));
+  tokens.emplace_back("\n");
+  // (Tokens that close several levels read deeper into the stack.)
+  for (const char* closing : {"},", "}]", "}}", "},\"", "}],", "}]}", "}]},"})
+    tokens.emplace_back(closing);
+  tokens.emplace_back("</s>");
+  const Vocabulary vocab =
+      *Vocabulary::from_token_bytes(tokens, {static_cast<uint32_t>(tokens.size() - 1)});
+  auto compiled = CompiledGrammar::compile(*grammar, vocab);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+  // The node at depth 1, then its second child at depth 2 (a later element)
+  // holding a first child at depth 3: each stops after the same "n": 3.
+  const std::string node = R"({"a":1,"m":{"t":"d","n":3)";
+  const std::string depth_1 = node;
+  const std::string depth_2 = node + R"(}, "k":[{"a":1,"m":{"t":"d","n":1},"k":[]},)" + node;
+  const std::string depth_3 = depth_2 + R"(}, "k":[)" + node;
+  Matcher m(*compiled);
+  std::vector<uint32_t> words(compiled->mask_words());
+  size_t hits_at_end = 0;
+  for (const std::string& text : {depth_1, depth_2, depth_3}) {
+    m.reset();
+    for (char c : text) {
+      ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+      ASSERT_TRUE(m.accept_token(static_cast<uint32_t>(c == '\n' ? 95 : c - 0x20)).ok()) << text;
+    }
+    const size_t hits = m.mask_cache_hits();
+    ASSERT_TRUE(m.fill_mask(words.data(), words.size()).ok());
+    EXPECT_EQ(words, oracle_mask(*grammar, vocab, text, words.size())) << text;
+    hits_at_end += m.mask_cache_hits() - hits;
+  }
+  // The first is computed; the second and third are served from it.
+  EXPECT_EQ(hits_at_end, 2u);
+}
+
 // Two rules with the same string body, followed by the same text, are
 // different DFA states with the same future: the second body's mask is
 // served from the first one's walk.

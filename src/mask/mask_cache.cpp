@@ -1,5 +1,6 @@
 #include "mask/mask_cache.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace grammask {
@@ -8,16 +9,22 @@ namespace internal {
 void MaskCache::clear() {
   by_structure_ = {};
   by_context_ = {};
-  context_tops_ = {};
-  context_depths_ = 0;
+  shapes_ = {};
+  shape_bytes_ = 0;
   bytes_ = 0;
 }
 
-void MaskCache::remember_by_context(uint32_t id, size_t depth, uint32_t top_id,
-                                    const uint32_t* words, size_t n_words) {
+void MaskCache::remember_by_shape(uint32_t top_id, const std::vector<uint8_t>& needs, uint32_t id,
+                                  const uint32_t* words, size_t n_words) {
   remember(by_context_, id, words, n_words);
-  context_depths_ |= 1u << depth;
-  context_tops_.insert(top_id);
+  auto& shapes = shapes_[top_id];
+  if (std::find(shapes.begin(), shapes.end(), needs) != shapes.end()) return;
+  if (shapes.size() == kMaxShapes) {
+    shape_bytes_ -= heap_bytes(shapes.front());
+    shapes.erase(shapes.begin());
+  }
+  shapes.push_back(needs);
+  shape_bytes_ += heap_bytes(shapes.back()) + sizeof(std::vector<uint8_t>);
 }
 
 void MaskCache::remember_by_structure(uint32_t id, const uint32_t* words, size_t n_words) {

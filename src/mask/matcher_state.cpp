@@ -40,8 +40,11 @@ Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
     ids_.clear();
   }
   const size_t top = engine_.size();
-  if (const CachedMask* bounded = masks_.find_by_context(
-          [&](size_t depth) { return ids_.context_id(engine_, top, depth); })) {
+  const uint32_t top_id = ids_.context_id(engine_, top, 1);
+  if (const CachedMask* bounded =
+          masks_.find_by_shape(top_id, [&](const std::vector<uint8_t>& needs) {
+            return ids_.shaped_context_id(engine_, top, needs);
+          })) {
     ++hits_;
     bounded->write_over(words, n_words);
     if (engine_.is_accepting())
@@ -72,19 +75,16 @@ Status MatcherState::fill_mask(uint32_t* words, size_t n_words) {
   // which every id below keys: cached with the rest of the mask.
   if (!data_->token_items.empty()) data_->token_items.add_awaited(engine_, top, words);
   // A mask that read only the few sets nearest the top is kept by its
-  // context id, without the stop tokens (whether the root may end here
-  // is not in that id), else by the whole stack's structure.
-  const size_t depth = engine_.read_log_overflowed()
-                           ? kMaxContextDepth + 1
-                           : ids_.context_depth(engine_, engine_.read_log(), top);
-  if (depth <= kMaxContextDepth) {
-    const uint32_t id = ids_.context_id(engine_, top, depth);
-    masks_.remember_by_context(id, depth, ids_.context_id(engine_, top, 1), words, needed);
-  }
+  // shaped context id, without the stop tokens (whether the root may end
+  // here is not in that id), else by the whole stack's structure.
+  const bool shaped =
+      !engine_.read_log_overflowed() && ids_.item_needs(engine_, engine_.read_log(), top, needs_);
+  if (shaped)
+    masks_.remember_by_shape(top_id, needs_, ids_.shaped_context_id(engine_, top, needs_), words,
+                             needed);
   if (engine_.is_accepting())
     for (uint32_t stop : vocab.stop_tokens()) set_bit(words, stop);
-  if (depth > kMaxContextDepth)
-    masks_.remember_by_structure(ids_.structure_id(engine_, top), words, needed);
+  if (!shaped) masks_.remember_by_structure(ids_.structure_id(engine_, top), words, needed);
   return Status();
 }
 

@@ -81,6 +81,7 @@ class MatcherState {
   size_t hits_ = 0;
   size_t misses_ = 0;
   std::vector<uint8_t> token_matches_;  // (scratch of token_item_reads)
+  std::vector<uint8_t> needs_;          // (scratch of fill_mask)
 };
 
 }  // namespace internal

@@ -15,57 +15,104 @@ constexpr uint64_t kSelfOrigin = UINT32_MAX;
 // that stands for any set at depth 0.
 constexpr uint64_t kContextTag = uint64_t{1} << 63;
 constexpr uint64_t kWaiterTag = uint64_t{1} << 62;
+constexpr uint64_t kShapedTag = uint64_t{3} << 61;
 constexpr uint64_t kContextStandIn = uint64_t{UINT32_MAX} - 1;
 // A set_id label that leaves its item out of the key.
 constexpr uint64_t kSkipItem = UINT64_MAX;
 
 }  // namespace
 
-size_t StateIds::context_depth(const EarleyEngine& engine, const std::vector<uint32_t>& reads,
-                               size_t top) {
-  if (reads.empty()) return 1;
+void StateIds::order_items(const EarleyEngine& engine, size_t k) {
+  const auto& context_class = *context_class_;
+  shape_order_.clear();
+  for (const EarleyItem* it = engine.set_begin(k); it != engine.set_end(k); ++it)
+    shape_order_.emplace_back((uint64_t{context_class[it->state]} << 1) | (it->origin == k), it);
+  std::stable_sort(shape_order_.begin(), shape_order_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+bool StateIds::item_needs(const EarleyEngine& engine, const std::vector<uint32_t>& reads,
+                          size_t top, std::vector<uint8_t>& needs) {
+  order_items(engine, top);
+  needs.assign(shape_order_.size(), 0);
+  if (reads.empty()) return true;
   const uint32_t lowest = *std::min_element(reads.begin(), reads.end());
-  constexpr size_t kTooDeep = kMaxContextDepth + 1;
+  constexpr uint8_t kTooDeep = kMaxContextDepth;
   if (++chain_stamp_ == 0) {  // (wrapped: forget every stamp)
     std::fill(chain_seen_.begin(), chain_seen_.end(), 0);
+    std::fill(read_seen_.begin(), read_seen_.end(), 0);
     chain_stamp_ = 1;
   }
-  if (chain_seen_.size() < top + 1) chain_seen_.resize(top + 1, 0);
-  if (chain_length_.size() < top + 1) chain_length_.resize(top + 1, 0);
-  // Sets in descending order (a max-heap): origins lie below, so a set
-  // is final once every set above it is done.
-  chain_heap_.clear();
-  auto reach = [&](uint32_t set, uint8_t length) {
-    if (chain_seen_[set] != chain_stamp_) {
-      chain_seen_[set] = chain_stamp_;
-      chain_length_[set] = length;
-      chain_heap_.push_back(set);
-      std::push_heap(chain_heap_.begin(), chain_heap_.end());
-    } else if (chain_length_[set] < length) {
-      chain_length_[set] = length;
-    }
+  if (chain_seen_.size() < top + 1) {
+    chain_seen_.resize(top + 1, 0);
+    read_seen_.resize(top + 1, 0);
+    chain_length_.resize(top + 1, 0);
+  }
+  for (uint32_t set : reads) read_seen_[set] = chain_stamp_;
+  // The sets reachable from the items' origins (not below the lowest read),
+  // then each one's need, lowest first: its origins lie below it.
+  chain_sets_.clear();
+  auto reach = [&](uint32_t set) {
+    if (set < lowest || chain_seen_[set] == chain_stamp_) return;
+    chain_seen_[set] = chain_stamp_;
+    chain_sets_.push_back(set);
   };
+  for (const auto& [label, it] : shape_order_)
+    if (it->origin != top) reach(it->origin);
   const auto& waiter_class = *waiter_class_;
-  for (const EarleyItem* it = engine.set_begin(top); it != engine.set_end(top); ++it)
-    if (it->origin != top && it->origin >= lowest) reach(it->origin, 1);
-  while (!chain_heap_.empty()) {
-    std::pop_heap(chain_heap_.begin(), chain_heap_.end());
-    const uint32_t set = chain_heap_.back();
-    chain_heap_.pop_back();
-    const size_t length = chain_length_[set];
-    if (length >= kTooDeep) continue;  // (what lies below is too deep too)
-    const uint8_t next = static_cast<uint8_t>(length + 1);
+  for (size_t i = 0; i < chain_sets_.size(); ++i) {
+    const uint32_t set = chain_sets_[i];
     for (const EarleyItem* it = engine.set_begin(set); it != engine.set_end(set); ++it)
-      if (waiter_class[it->state] != kNotWaiting && it->origin != set && it->origin >= lowest)
-        reach(it->origin, next);
+      if (waiter_class[it->state] != kNotWaiting && it->origin != set) reach(it->origin);
   }
-  size_t depth = 1;
-  for (uint32_t set : reads) {
-    if (set == top) continue;
-    if (chain_seen_[set] != chain_stamp_ || chain_length_[set] >= kTooDeep) return kTooDeep;
-    depth = std::max<size_t>(depth, size_t{chain_length_[set]} + 1);
+  std::sort(chain_sets_.begin(), chain_sets_.end());
+  for (uint32_t set : chain_sets_) {
+    uint8_t need = read_seen_[set] == chain_stamp_ ? 1 : 0;
+    for (const EarleyItem* it = engine.set_begin(set); it != engine.set_end(set); ++it) {
+      if (waiter_class[it->state] == kNotWaiting || it->origin == set || it->origin < lowest)
+        continue;
+      const uint8_t below = chain_length_[it->origin];
+      if (below != 0) need = std::max<uint8_t>(need, std::min<uint8_t>(below + 1, kTooDeep));
+    }
+    chain_length_[set] = need;
   }
-  return depth;
+  for (size_t i = 0; i < shape_order_.size(); ++i) {
+    const EarleyItem* it = shape_order_[i].second;
+    if (it->origin == top || it->origin < lowest) continue;
+    needs[i] = chain_length_[it->origin];
+    if (needs[i] >= kTooDeep) return false;
+  }
+  return true;
+}
+
+uint32_t StateIds::shaped_context_id(const EarleyEngine& engine, size_t k,
+                                     const std::vector<uint8_t>& needs) {
+  if (context_ids_.size() < k + 1) {
+    ContextIds unknown;
+    unknown.fill(kUnknownId);
+    context_ids_.resize(k + 1, unknown);
+  }
+  order_items(engine, k);
+  // (The origins first: their keys are built in context_key_ too.)
+  for (size_t i = 0; i < shape_order_.size() && i < needs.size(); ++i)
+    if (shape_order_[i].second->origin != k)
+      waiter_id(engine, shape_order_[i].second->origin, needs[i]);
+  const bool any_order = !engine.grammar().any_orders().empty();
+  context_key_.clear();
+  context_key_.push_back(kShapedTag);
+  written_pairs_.clear();
+  for (size_t i = 0; i < shape_order_.size(); ++i) {
+    const EarleyItem* it = shape_order_[i].second;
+    const size_t need = i < needs.size() ? needs[i] : 0;
+    const uint64_t origin = it->origin == k ? kSelfOrigin : waiter_id(engine, it->origin, need);
+    const uint64_t word = ((shape_order_[i].first >> 1) << 32) | origin;
+    if (any_order && note_written(engine, it, word)) continue;
+    context_key_.push_back(word);
+  }
+  std::sort(context_key_.begin() + 1, context_key_.end());
+  context_key_.erase(std::unique(context_key_.begin() + 1, context_key_.end()), context_key_.end());
+  if (!written_pairs_.empty()) append_written_pairs(written_pairs_, context_key_);
+  return intern_context_key();
 }
 
 uint32_t StateIds::context_id(const EarleyEngine& engine, size_t k, size_t d) {

@@ -52,15 +52,24 @@ class StateIds {
   // root ends is a question about origin 0.
   uint32_t context_id(const EarleyEngine& engine, size_t k, size_t d);
 
-  // How deep into the stack below set `top` a walk looked, as a context id
-  // depth: one more than the longest chain from `top` to a set it read
-  // (`reads`, from the engine's read log). A chain steps from the top set
-  // to any item's origin, and from a set below it to a waiter's origin (the
-  // only items of such a set that a walk copies). The longest, not the
-  // shortest: the walk may have come along any chain, and a stack that
-  // agrees to depth d agrees along every chain shorter than d.
-  // kMaxContextDepth + 1 when deeper.
-  size_t context_depth(const EarleyEngine& engine, const std::vector<uint32_t>& reads, size_t top);
+  // How deep into the stack below set `top` a walk looked, item by item:
+  // needs[i], for the i-th item of `top` in shape order (by context class,
+  // then whether it started in `top`), is 0 when the walk read nothing
+  // reachable from the item's origin, else one more than the longest chain
+  // from the origin to a set it read (`reads`, from the engine's read log).
+  // A chain steps from a set to a waiter's origin (the only items of such a
+  // set that a walk copies). The longest, not the shortest: the walk may
+  // have come along any chain. Returns false when a need passes
+  // kMaxContextDepth - 1.
+  bool item_needs(const EarleyEngine& engine, const std::vector<uint32_t>& reads, size_t top,
+                  std::vector<uint8_t>& needs);
+  // The context id of top set k shaped by `needs` (as item_needs gives
+  // them): its items by context class, each origin replaced by its waiter
+  // id at the item's need (nothing at 0). Two stacks whose top sets share
+  // a shaped id agree on every set that a walk reading no more than
+  // `needs` reads, so the walk gives both the same mask, stop tokens apart.
+  uint32_t shaped_context_id(const EarleyEngine& engine, size_t k,
+                             const std::vector<uint8_t>& needs);
 
   // Forgets the ids of the sets past `length` (the engine was truncated to
   // it).
@@ -69,7 +78,8 @@ class StateIds {
     return heap_bytes(structure_ids_) + hash_container_bytes(interned_) + interned_key_bytes_ +
            context_ids_.size() * sizeof(ContextIds) + heap_bytes(context_key_) +
            heap_bytes(context_words_) + context_index_.memory_bytes() + heap_bytes(chain_length_) +
-           heap_bytes(chain_seen_) + heap_bytes(chain_heap_);
+           heap_bytes(chain_seen_) + heap_bytes(read_seen_) + heap_bytes(chain_sets_) +
+           heap_bytes(shape_order_);
   }
 
   // Forgets every id: ids computed from now on are new, and no id handed
@@ -95,6 +105,8 @@ class StateIds {
   template <typename Label>
   uint32_t set_id(const EarleyEngine& engine, size_t s, size_t origin_depth, uint64_t tag,
                   const Label& label);
+  // Fills shape_order_ with the items of set k in shape order.
+  void order_items(const EarleyEngine& engine, size_t k);
   // Interns context_key_ (as 32-bit words, in an index that allocates
   // nothing per key).
   uint32_t intern_context_key();
@@ -117,12 +129,14 @@ class StateIds {
   std::vector<std::pair<uint64_t, uint64_t>> written_pairs_;  // (item word, members written)
   std::vector<uint32_t> context_words_;                       // ... as 32-bit words
   SequenceIndex context_index_;                               // context ids by key
-  // context_depth's scratch: per set, its longest chain from the top and
-  // whether chain_stamp_ reached it; the sets to do.
+  // item_needs' scratch: per set, its need and whether chain_stamp_
+  // reached it (or marked it read); the sets reached.
   std::vector<uint8_t> chain_length_;
   std::vector<uint32_t> chain_seen_;
+  std::vector<uint32_t> read_seen_;
   uint32_t chain_stamp_ = 0;
-  std::vector<uint32_t> chain_heap_;
+  std::vector<uint32_t> chain_sets_;
+  std::vector<std::pair<uint64_t, const EarleyItem*>> shape_order_;  // (label, item)
 };
 
 }  // namespace internal
