@@ -86,7 +86,7 @@ void CompiledGrammarData::measure_tables() {
                  text_closure->memory_bytes() + sizeof(ClassWalks) + class_walks->slot_bytes() +
                  sizeof(ClassWalks) + short_class_walks->slot_bytes() + sizeof(SharedWalks) +
                  heap_bytes(local_class) + heap_bytes(short_local_class) +
-                 heap_bytes(local_key_class) + heap_bytes(context_class);
+                 heap_bytes(local_key_class) + heap_bytes(context_class) + heap_bytes(rule_follow);
   table_bytes = bytes;
 }
 
@@ -140,6 +140,7 @@ Result<CompiledGrammar> CompiledGrammar::compile(const Grammar& grammar,
     data->local_key_class = data->context_class;
   }
   data->waiter_class = internal::waiter_classes(byte_grammar);
+  data->rule_follow = internal::rule_follow_bytes(byte_grammar, *data->text_closure);
   internal::plain_callers(byte_grammar, *data->text_closure, data->plain_caller,
                           data->plain_callee_bytes);
   data->entered_by_rule.assign(byte_grammar.states().size(), 0);

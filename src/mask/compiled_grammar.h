@@ -47,6 +47,10 @@ struct CompiledGrammarData {
   // edges (rule, target), or kNotWaiting without any. Completing a rule
   // into a set reads no more of its items than that.
   std::vector<uint32_t> waiter_class;
+  // Per rule: the bytes that may come right after it ends
+  // (rule_follow_bytes), which tell where a local walk past a completion
+  // needs the stack.
+  std::vector<ByteSet> rule_follow;
   // Per DFA state: kNotPlainCaller, or where in plain_callee_bytes the
   // first bytes of the rules it calls are, for a plain caller (see
   // TrieWalker::plain_caller). Computed once: the fast path asks at

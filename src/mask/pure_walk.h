@@ -40,6 +40,13 @@ struct PureWalk {
   std::vector<uint32_t> tokens;  // the allowed ids when sparse
   std::vector<uint32_t> frontier;
   std::vector<uint8_t> paths;
+  // Open frontier nodes (of a local walk): nodes whose byte only an item
+  // that completed a rule started below the walk's set may read, so that
+  // the node's own tokens depend on the stack too. The frontier pass
+  // pushes each one's path; if the engine reads it, its tokens are allowed
+  // and its subtree walked. `open_paths` like `paths`.
+  std::vector<uint32_t> open_frontier;
+  std::vector<uint8_t> open_paths;
   const std::vector<uint32_t>* slice = nullptr;  // the vocabulary's, when allowed
   const TokenTrie* trie = nullptr;               // the trie walked (the frontier indexes it)
   size_t depth_cap = SIZE_MAX;           // the walk skipped nodes deeper than this (a short part)
@@ -73,7 +80,8 @@ struct PureWalk {
     write_own_to(words);
   }
   bool has_frontier() const {
-    return !frontier.empty() || (short_part != nullptr && !short_part->frontier.empty()) ||
+    return !frontier.empty() || !open_frontier.empty() ||
+           (short_part != nullptr && short_part->has_frontier()) ||
            std::any_of(state_parts.begin(), state_parts.end(),
                        [](const PureWalk* part) { return part->has_frontier(); });
   }
@@ -114,10 +122,18 @@ struct PureWalk {
     frontier.push_back(node);
     paths.insert(paths.end(), path.begin() + 1, path.begin() + static_cast<ptrdiff_t>(depth) + 1);
   }
+  // Records node `node`, reached by path[1..depth], as an open frontier node.
+  [[gnu::noinline]] void add_open_frontier(uint32_t node, const std::vector<uint8_t>& path,
+                                           size_t depth) {
+    open_frontier.push_back(node);
+    open_paths.insert(open_paths.end(), path.begin() + 1,
+                      path.begin() + static_cast<ptrdiff_t>(depth) + 1);
+  }
   size_t memory() const {
-    size_t bytes = (bits.size() + tokens.size() + frontier.size()) * sizeof(uint32_t) +
-                   paths.size() + state_parts.size() * sizeof(const PureWalk*) +
-                   (owned_short_part != nullptr ? owned_short_part->memory() : 0);
+    size_t bytes =
+        (bits.size() + tokens.size() + frontier.size() + open_frontier.size()) * sizeof(uint32_t) +
+        paths.size() + open_paths.size() + state_parts.size() * sizeof(const PureWalk*) +
+        (owned_short_part != nullptr ? owned_short_part->memory() : 0);
     for (const auto& part : owned_state_parts) bytes += part->memory();
     return bytes;
   }

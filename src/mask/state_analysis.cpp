@@ -57,6 +57,57 @@ void plain_callers(const ByteGrammar& grammar, const TextClosure& closure,
   }
 }
 
+std::vector<ByteSet> rule_follow_bytes(const ByteGrammar& grammar, const TextClosure& closure) {
+  const auto& states = grammar.states();
+  const auto& edges = grammar.rule_edges();
+  const size_t rules = grammar.rules().size();
+  // Each call's target t, and past nullable callees their targets: the
+  // bytes they read and their callees' first bytes go into the follow of
+  // the rule called; where one may end its own rule, that rule's follow
+  // does too (a dependency, propagated below).
+  std::vector<ByteSet> follow(rules);
+  std::vector<std::vector<uint32_t>> dependents(rules);  // S -> rules whose follow holds S's
+  std::vector<uint32_t> seen(states.size(), 0), todo;
+  uint32_t stamp = 0;
+  for (const RuleEdge& edge : edges) {
+    ++stamp;
+    todo.assign(1, edge.target);
+    seen[edge.target] = stamp;
+    while (!todo.empty()) {
+      const uint32_t t = todo.back();
+      todo.pop_back();
+      const AutomatonState& state = states[t];
+      follow[edge.rule] |= state.scan;
+      if (state.is_final && state.rule != edge.rule) dependents[state.rule].push_back(edge.rule);
+      for (uint32_t e = state.rule_edges_begin; e < state.rule_edges_end; ++e) {
+        follow[edge.rule] |= closure.rule_first_bytes(edges[e].rule);
+        const uint32_t next = edges[e].target;
+        if (grammar.rules()[edges[e].rule].nullable && seen[next] != stamp) {
+          seen[next] = stamp;
+          todo.push_back(next);
+        }
+      }
+    }
+  }
+  std::vector<uint32_t> queue;
+  std::vector<uint8_t> queued(rules, 1);
+  for (uint32_t r = 0; r < rules; ++r) queue.push_back(r);
+  while (!queue.empty()) {
+    const uint32_t from = queue.back();
+    queue.pop_back();
+    queued[from] = 0;
+    for (uint32_t to : dependents[from]) {
+      const ByteSet before = follow[to];
+      follow[to] |= follow[from];
+      if (!(follow[to] == before) && !queued[to]) {
+        queued[to] = 1;
+        queue.push_back(to);
+      }
+    }
+  }
+  return follow;
+}
+
 std::vector<uint8_t> pure_states(const ByteGrammar& grammar) {
   const auto& states = grammar.states();
   bool root_is_called = false;

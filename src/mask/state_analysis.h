@@ -82,6 +82,12 @@ std::vector<std::pair<uint32_t, uint32_t>> counter_positions_alike(const ByteGra
 // joined group takes its smallest label).
 void join_labels(const std::vector<std::pair<uint32_t, uint32_t>>& alike,
                  std::vector<uint32_t>& labels);
+// Per rule, the bytes that may come right after it ends: those its callers'
+// targets read, or read through the rules they call (first bytes, and past
+// the ones that may derive nothing), and, where a target may end its own
+// rule, what may follow that one. An over-approximation (every caller, any
+// stack): a byte outside it is read by nobody after the rule completes.
+std::vector<ByteSet> rule_follow_bytes(const ByteGrammar& grammar, const TextClosure& closure);
 // See CompiledGrammarData::waiter_class.
 constexpr uint32_t kNotWaiting = 0;
 std::vector<uint32_t> waiter_classes(const ByteGrammar& grammar);

@@ -214,7 +214,10 @@ inline bool TrieWalker::walk_nodes(uint32_t first, uint32_t last, uint32_t* word
         pool_.resize(out);
         // The scan bit proved the byte: only a work bound refuses it.
         if (!engine.push_byte(node.byte)) return false;
-        if (cut_at_floor(i, depth)) {
+        if (local_walk_ != nullptr && engine.reached_below_floor()) {
+          engine.clear_below_floor();
+          if (!walk_past_floor(i, depth, words)) local_walk_->add_frontier(i, path_, depth);
+          if (engine.work() > deadline) return false;
           i = node.subtree_end;
           continue;
         }
@@ -688,6 +691,62 @@ inline bool TrieWalker::cut_at_floor(uint32_t i, size_t depth) {
   return true;
 }
 
+bool TrieWalker::walk_past_floor(uint32_t i, size_t depth, uint32_t* words) {
+  EarleyEngine& engine = *engine_;
+  const ByteGrammar& grammar = *data_->grammar;
+  const auto& states = grammar.states();
+  const auto& nodes = walk_trie_->nodes();
+  const uint8_t byte = nodes[i].byte;
+  const size_t before = engine.size() - 1;  // the set node i's push read
+  // The one DFA state the set's items reach on the byte (the end of a
+  // number, a key that may end): a caller, or several, go to the engine.
+  uint32_t followed = kNoState;
+  for (const EarleyItem* it = engine.set_begin(before); it != engine.set_end(before); ++it) {
+    const uint32_t next = grammar.next(it->state, byte);
+    if (next == kNoState || next == followed) continue;
+    if (followed != kNoState || !states[next].calls_no_rule() || states[next].in_any_order ||
+        grammar.is_token_state(next))
+      return false;
+    followed = next;
+  }
+  if (followed == kNoState) return false;
+  const ByteSet& after = data_->rule_follow[states[followed].rule];
+  if (past_at_.size() < path_.size()) past_at_.resize(path_.size());
+  past_at_[depth] = followed;
+  const uint32_t* ids = walk_trie_->token_ids().data();
+  const uint32_t end = nodes[i].subtree_end;
+  uint64_t visited = 0;
+  for (uint32_t n = i + 1; n < end;) {
+    const TokenTrie::Node& node = nodes[n];
+    const size_t d = node.depth;
+    ++visited;
+    const uint32_t parent = past_at_[d - 1];
+    if (d > depth_cap_ || (!states[parent].scan.test(node.byte) && !after.test(node.byte))) {
+      n = node.subtree_end;  // (no item reads it)
+      continue;
+    }
+    path_[d] = node.byte;
+    if (after.test(node.byte)) {  // (an item that completed may read it: the stack decides)
+      local_walk_->add_open_frontier(n, path_, d);
+      n = node.subtree_end;
+      continue;
+    }
+    const uint32_t next = grammar.next(parent, node.byte);
+    for (uint32_t t = node.tokens_begin, last = nodes[n + 1].tokens_begin; t < last; ++t)
+      set_bit(words, ids[t]);
+    if (!states[next].calls_no_rule() || states[next].in_any_order ||
+        grammar.is_token_state(next)) {
+      local_walk_->add_frontier(n, path_, d);  // (its callees' items: the engine's)
+      n = node.subtree_end;
+      continue;
+    }
+    past_at_[d] = next;
+    ++n;
+  }
+  engine.charge(visited);
+  return true;
+}
+
 inline bool TrieWalker::walk_frontier(const PureWalk& pure, uint32_t* words, size_t base,
                                       uint64_t deadline) {
   EarleyEngine& engine = *engine_;
@@ -695,7 +754,7 @@ inline bool TrieWalker::walk_frontier(const PureWalk& pure, uint32_t* words, siz
     if (!walk_frontier(*part, words, base, deadline)) return false;
   if (pure.short_part != nullptr && !walk_frontier(*pure.short_part, words, base, deadline))
     return false;
-  if (pure.frontier.empty()) return true;
+  if (pure.frontier.empty() && pure.open_frontier.empty()) return true;
   walk_trie_ = pure.trie;
   depth_cap_ = pure.depth_cap;
   const auto& nodes = walk_trie_->nodes();
@@ -720,6 +779,30 @@ inline bool TrieWalker::walk_frontier(const PureWalk& pure, uint32_t* words, siz
     held_length = depth;
     path += depth;
   }
+  // Open nodes: their own tokens too, where the engine reads their path.
+  const uint32_t* ids = walk_trie_->token_ids().data();
+  path = pure.open_paths.data();
+  for (uint32_t f : pure.open_frontier) {
+    const TokenTrie::Node& node = nodes[f];
+    const size_t depth = node.depth;
+    engine.truncate(base);
+    bool read = true;
+    for (size_t d = 0; d < depth && read; ++d) read = engine.push_byte(path[d]);
+    if (!read && engine.work_limit_hit()) return false;
+    if (read) {
+      for (uint32_t t = node.tokens_begin, last = nodes[f + 1].tokens_begin; t < last; ++t)
+        set_bit(words, ids[t]);
+      if (node.subtree_end != f + 1) {
+        std::copy(path, path + depth, path_.begin() + 1);
+        fast_begin_[depth] = fast_end_[depth] = 0;
+        following_[depth] = kNotFollowing;
+        follow_from_engine(depth, 0);
+        if (!walk_nodes(f + 1, node.subtree_end, words, base, deadline)) return false;
+      }
+    }
+    path += depth;
+  }
+  engine.truncate(base);
   return true;
 }
 

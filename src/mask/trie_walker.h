@@ -36,8 +36,9 @@ class TrieWalker {
            heap_bytes(fast_scan_) + heap_bytes(scan_ready_) + heap_bytes(path_) +
            heap_bytes(sources_) + heap_bytes(pure_key_) + heap_bytes(pure_states_) +
            heap_bytes(tagged_key_) + heap_bytes(local_key_) + heap_bytes(short_key_) +
-           heap_bytes(item_states_) + state_sets_.memory_bytes() + heap_bytes(set_steps_) +
-           heap_bytes(set_kind_) + heap_bytes(set_at_) + heap_bytes(set_members_);
+           heap_bytes(item_states_) + heap_bytes(past_at_) + state_sets_.memory_bytes() +
+           heap_bytes(set_steps_) + heap_bytes(set_kind_) + heap_bytes(set_at_) +
+           heap_bytes(set_members_);
   }
 
   // When every item of `engine`'s top set is pure and the walk from their
@@ -200,6 +201,14 @@ class TrieWalker {
   // In a local walk, turns node i into a frontier node if its push read
   // below the floor; returns true if so (the caller skips the subtree).
   inline bool cut_at_floor(uint32_t i, size_t depth);
+  // In a local walk, where the push of node i (at `depth`, just pushed)
+  // read below the floor: when the items of the set before it reach one
+  // DFA state on i's byte, and it calls no rule, walks i's subtree on that
+  // state's transitions into `words`. A child whose byte the follow of its
+  // rule holds becomes an open frontier node (an item that completed below
+  // may read it), one that reaches a caller a frontier node. Returns false
+  // (nothing done) otherwise.
+  bool walk_past_floor(uint32_t i, size_t depth, uint32_t* words);
 
   // Runs the engine over the frontier subtrees of `pure`, reusing the path
   // prefix shared with the previous frontier node.
@@ -232,6 +241,7 @@ class TrieWalker {
   const TokenTrie* walk_trie_ = nullptr;                      // the trie walk_nodes walks
   size_t depth_cap_ = SIZE_MAX;  // and the depth past which it skips nodes
   std::vector<uint32_t> item_states_;
+  std::vector<uint32_t> past_at_;  // walk_past_floor's DFA state per depth
   // walk_state_sets' scratch: the sets seen, their steps (set * byte
   // classes + class: the next set, kUnknownSet or kDeadSet), the kind of
   // each (a set of one pure state walks on in walk_subtree_from_state; one
